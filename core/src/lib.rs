@@ -1,0 +1,124 @@
+#![doc = include_str!("../../README.md")]
+//!
+//! # Rules
+//!
+//! Each illegal combination, why it is illegal, and what enforces it. The
+//! derive reports each one earlier, under the attribute you wrote; the traits
+//! hold hand-written impls to the same rules, so no route avoids them.
+//!
+//! | # | illegal combination | enforced by |
+//! |---|---|---|
+//! | 1 | a local tool that declares a write and requires input | derive error; `RequiresInput` needs the gate [`gate::WaitsForInput`], which a local write may not name ([`gate::AdmitsInput`]) |
+//! | 2 | the explicit approval marker with input | derive error; [`RequiresApproval`] needs an approval gate, [`RequiresInput`] needs the input gate: one type cannot have both |
+//! | 3 | a local tool that declares a write and runs without approval | no derive key switches approval off; [`gate::Runs`] is only for local `read_only` tools ([`gate::RunsWithoutApproval`]); [`gate::ApprovalByOperator`] needs [`RemoteApproval`], which needs [`RemoteTool`], which needs `type Origin = Remote`; builtins must be [`Local`] ([`gate::IsLocal`]) |
+//! | 4 | [`RemoteApproval`] on a type that is not a [`RemoteTool`] | supertrait, with its own message |
+//! | 5 | an operator-declared approval with input | derive error; [`RemoteApproval`] needs [`gate::OperatorGate`], [`RequiresInput`] needs the input gate |
+//! | 6 | a builtin with no effect, an unknown effect, an unknown or repeated `#[tool]` key, or no description | derive errors, all reported at once |
+//! | — | a hand-erased tool ([`DynTool`]) that is approval-bound and requires input | the registry's boot check ([`RegistryBuilder::build`]) names the tool and the route |
+//!
+//! A local write that would run unapproved does not compile:
+//!
+//! ```compile_fail,E0277
+//! use toolgate::{Local, NonIdempotentWrite, Tool, gate};
+//!
+//! struct Wipe;
+//! impl Tool for Wipe {
+//!     type Origin = Local;
+//!     type Effect = NonIdempotentWrite;
+//!     type Gate = gate::Runs; // a local write cannot run unapproved
+//!     fn name(&self) -> &str { "wipe" }
+//!     fn description(&self) -> &str { "Wipes the disk." }
+//! }
+//! ```
+//!
+//! Nor does a declared write that waits for input:
+//!
+//! ```compile_fail
+//! #[derive(toolgate::Tool)]
+//! /// Sends a message the user types.
+//! #[tool(effect = non_idempotent_write, input = String)]
+//! struct Send;
+//! ```
+//!
+//! Nor an operator declaration on a tool that does not live on a server:
+//!
+//! ```compile_fail,E0277
+//! use toolgate::{OperatorDeclaration, RemoteApproval};
+//! # use toolgate::{Local, ReadOnly, Tool, gate};
+//! # struct Search;
+//! # impl Tool for Search {
+//! #     type Origin = Local; type Effect = ReadOnly; type Gate = gate::Runs;
+//! #     fn name(&self) -> &str { "search" } fn description(&self) -> &str { "Searches." }
+//! # }
+//! impl RemoteApproval for Search {
+//!     fn operator_declaration(&self) -> OperatorDeclaration { OperatorDeclaration::NoApproval }
+//! }
+//! ```
+
+mod effect;
+mod erased;
+pub mod gate;
+mod registry;
+mod sealed;
+mod tool;
+
+pub use effect::{
+    Effect, EffectMarker, IdempotentWrite, Local, NonIdempotentWrite, Origin, ReadOnly, Remote,
+};
+pub use erased::{BoxFuture, DynTool, ErasedTool};
+pub use gate::{ApprovalRoute, Cause, Decision, OperatorDeclaration, Pause, decide};
+pub use registry::{
+    BootError, BootProblem, Catalogue, DropReason, DroppedTool, Explanation, Offered,
+    ProviderError, ProviderFailure, Registry, RegistryBuilder, Source, ToolProvider,
+    tool_name_problem,
+};
+pub use tool::{
+    Execute, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool, ToolOutput,
+};
+
+/// Derives [`Tool`] from `#[tool(...)]` declarations.
+///
+/// | key | meaning |
+/// |---|---|
+/// | `effect = read_only \| idempotent_write \| non_idempotent_write` | required: what a call does |
+/// | `name = "..."` | the name the model sees; defaults to the type's name in snake_case |
+/// | `description = "..."` | what the tool does; defaults to the type's doc comment, and one of the two is required |
+/// | `requires_approval` | the explicit approval marker, for a `read_only` tool that should ask anyway |
+/// | `input = Type` | the call waits for a user's typed input (`Type: Deserialize + JsonSchema`) |
+/// | `remote` | the body lives behind a server; implement [`RemoteTool`] by hand |
+/// | `operator_approval` | with `remote`: approval comes from the operator; implement [`RemoteApproval`] by hand |
+/// | `crate = path` | where `toolgate` is, if renamed |
+///
+/// A declared write on a local tool always needs approval: there is no key
+/// that switches it off, and `input` beside it is refused.
+///
+/// ```
+/// use toolgate::{Execute, Tool, ToolOutput};
+///
+/// /// Reads a file below the workspace root.
+/// #[derive(Tool)]
+/// #[tool(effect = read_only)]
+/// struct ReadFile;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Path { path: String }
+///
+/// impl Execute for ReadFile {
+///     type Args = Path;
+///     async fn execute(&self, args: Path) -> ToolOutput {
+///         ToolOutput::text(format!("contents of {}", args.path))
+///     }
+/// }
+///
+/// assert_eq!(ReadFile.name(), "read_file");
+/// assert!(!toolgate::decide(&ReadFile).requires_approval());
+/// ```
+#[doc(inline)]
+pub use toolgate_macros::Tool;
+
+#[doc(hidden)]
+/// Not public API: items the derive's expansion names.
+pub mod __private {
+    /// Proves the macro and runtime crates are the same release.
+    pub const VERSION_0_1: () = ();
+}

@@ -1,0 +1,499 @@
+//! The registry: builtins with their static types, providers asked lazily,
+//! a boot check, allow-lists and `explain` (SPEC §4).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use tokio::sync::OnceCell;
+
+use crate::effect::{Effect, Origin};
+use crate::erased::{BoxFuture, DynTool, ErasedTool};
+use crate::gate::{ApprovalRoute, Cause, Decision, IsLocal, OperatorDeclaration};
+use crate::tool::Execute;
+
+/// Why a tool name is unusable, if it is: a name must be 1–64 characters of
+/// ASCII letters, digits, `_`, `-` and `.` (the rule model APIs and MCP share).
+pub fn tool_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("the name is empty")
+    } else if name.len() > 64 {
+        Some("the name is longer than 64 characters")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        Some("the name may only hold ASCII letters, digits, `_`, `-` and `.`")
+    } else {
+        None
+    }
+}
+
+/// Supplies tools that exist because configuration exists (an MCP server's
+/// stored catalogue, say). Asked once, on first use of the registry.
+pub trait ToolProvider: Send + Sync + 'static {
+    /// A name for logs and `explain`.
+    fn name(&self) -> &str;
+    /// The provider's tools. A failure costs only this provider's tools.
+    fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>>;
+}
+
+/// A provider could not supply its tools.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ProviderError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl ProviderError {
+    /// An error with a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error with a message and its cause.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+/// One reason the registry refuses to boot.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BootProblem {
+    /// Two builtins share a name.
+    #[error("two builtins are named `{name}`: tool names must be unique")]
+    DuplicateName {
+        /// The shared name.
+        name: String,
+    },
+    /// A builtin's name is unusable.
+    #[error("builtin `{name}` has an unusable name: {problem}")]
+    InvalidName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// An approval-bound tool also requires input.
+    #[error(
+        "tool `{name}` requires approval ({route}) and also requires input: the approval resume carries no input, so it would ask for approval on every turn and never run"
+    )]
+    ApprovalWithInput {
+        /// The tool.
+        name: String,
+        /// How approval binds it.
+        route: ApprovalRoute,
+    },
+}
+
+/// The registry refused to boot; every problem found is listed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct BootError {
+    /// Each problem, in registration order.
+    pub problems: Vec<BootProblem>,
+}
+
+impl fmt::Display for BootError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the tool registry refused to boot:")?;
+        for problem in &self.problems {
+            write!(f, "\n  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a provided tool was left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DropReason {
+    /// A builtin or an earlier provider's tool has the name.
+    NameTaken,
+    /// The name is unusable.
+    InvalidName(&'static str),
+    /// Approval binds the tool and it requires input: it could never run.
+    ApprovalWithInput(ApprovalRoute),
+}
+
+impl fmt::Display for DropReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DropReason::NameTaken => f.write_str("the name is taken (builtins win)"),
+            DropReason::InvalidName(problem) => write!(f, "unusable name: {problem}"),
+            DropReason::ApprovalWithInput(route) => write!(
+                f,
+                "requires approval ({route}) and input, so it could never run"
+            ),
+        }
+    }
+}
+
+/// A provided tool the registry left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedTool {
+    /// The tool's name.
+    pub name: String,
+    /// The provider that supplied it.
+    pub provider: String,
+    /// Why it was left out.
+    pub reason: DropReason,
+}
+
+/// A provider that failed; its tools are absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderFailure {
+    /// The provider.
+    pub provider: String,
+    /// Its error, as text.
+    pub error: String,
+}
+
+/// Where a tool came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Registered with the registry.
+    Builtin,
+    /// Supplied by the named provider.
+    Provider(String),
+}
+
+struct Entry {
+    tool: ErasedTool,
+    source: Source,
+}
+
+/// Every tool a registry knows, resolved once.
+pub struct Catalogue {
+    entries: Vec<Entry>,
+    index: HashMap<Box<str>, usize>,
+    dropped: Vec<DroppedTool>,
+    failures: Vec<ProviderFailure>,
+}
+
+impl Catalogue {
+    fn insert(&mut self, tool: ErasedTool, source: Source) -> bool {
+        if self.index.contains_key(tool.name()) {
+            return false;
+        }
+        self.index.insert(tool.name().into(), self.entries.len());
+        self.entries.push(Entry { tool, source });
+        true
+    }
+
+    /// The tool of that name.
+    pub fn get(&self, name: &str) -> Option<&ErasedTool> {
+        self.index.get(name).map(|&i| &self.entries[i].tool)
+    }
+
+    /// Every tool, builtins first, in registration order.
+    pub fn tools(&self) -> impl Iterator<Item = &ErasedTool> {
+        self.entries.iter().map(|e| &e.tool)
+    }
+
+    /// How many tools there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Provided tools that were left out, with the reason.
+    pub fn dropped(&self) -> &[DroppedTool] {
+        &self.dropped
+    }
+
+    /// Providers that failed.
+    pub fn failures(&self) -> &[ProviderFailure] {
+        &self.failures
+    }
+
+    fn explanation(&self, index: usize) -> Explanation {
+        let Entry { tool, source } = &self.entries[index];
+        Explanation {
+            name: tool.name().to_owned(),
+            origin: tool.origin(),
+            effect: tool.effect(),
+            server: tool.server().map(str::to_owned),
+            decision: tool.decision(),
+            source: source.clone(),
+            hand_erased: tool.is_hand_erased(),
+        }
+    }
+}
+
+/// The tools one run may use: an allow-list over a catalogue.
+#[derive(Clone)]
+pub struct Offered {
+    catalogue: Arc<Catalogue>,
+    /// `None`: every tool. Otherwise one flag per catalogue entry.
+    mask: Option<Arc<[bool]>>,
+}
+
+impl Offered {
+    /// The offered tool of that name; `None` for an unknown or non-offered one.
+    pub fn get(&self, name: &str) -> Option<&ErasedTool> {
+        let &index = self.catalogue.index.get(name)?;
+        match &self.mask {
+            Some(mask) if !mask[index] => None,
+            _ => Some(&self.catalogue.entries[index].tool),
+        }
+    }
+
+    /// Every offered tool.
+    pub fn tools(&self) -> impl Iterator<Item = &ErasedTool> {
+        self.catalogue
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.mask.as_ref().is_none_or(|m| m[*i]))
+            .map(|(_, e)| &e.tool)
+    }
+
+    /// The catalogue behind the offer.
+    pub fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
+    }
+}
+
+/// Builds a [`Registry`].
+#[derive(Default)]
+pub struct RegistryBuilder {
+    tools: Vec<ErasedTool>,
+    providers: Vec<Arc<dyn ToolProvider>>,
+}
+
+impl RegistryBuilder {
+    /// Adds a builtin with its static type. Only local tools are builtins.
+    #[must_use]
+    pub fn builtin<T>(mut self, tool: T) -> Self
+    where
+        T: Execute<Origin: IsLocal>,
+    {
+        self.tools.push(ErasedTool::new(tool));
+        self
+    }
+
+    /// Adds a tool erased by hand. It answers for itself, so the boot check is
+    /// what stands between it and a run.
+    #[must_use]
+    pub fn erased(mut self, tool: Arc<dyn DynTool>) -> Self {
+        self.tools.push(ErasedTool::from_dyn(tool));
+        self
+    }
+
+    /// Adds a provider, asked once on first use.
+    #[must_use]
+    pub fn provider(mut self, provider: impl ToolProvider) -> Self {
+        self.providers.push(Arc::new(provider));
+        self
+    }
+
+    /// Runs the boot check: unique and usable names, and no approval-bound tool
+    /// that requires input. Every problem is reported.
+    pub fn build(self) -> Result<Registry, BootError> {
+        let mut problems = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for tool in &self.tools {
+            let name = tool.name();
+            if let Some(problem) = tool_name_problem(name) {
+                problems.push(BootProblem::InvalidName {
+                    name: name.to_owned(),
+                    problem,
+                });
+            }
+            if !seen.insert(name) {
+                problems.push(BootProblem::DuplicateName {
+                    name: name.to_owned(),
+                });
+            }
+            if let Some(route) = deadlock_route(tool) {
+                problems.push(BootProblem::ApprovalWithInput {
+                    name: name.to_owned(),
+                    route,
+                });
+            }
+        }
+        if !problems.is_empty() {
+            return Err(BootError { problems });
+        }
+        Ok(Registry {
+            builtins: self.tools,
+            providers: self.providers,
+            catalogue: OnceCell::new(),
+        })
+    }
+}
+
+/// The route by which approval binds a tool that also requires input — the
+/// combination that can never run.
+fn deadlock_route(tool: &ErasedTool) -> Option<ApprovalRoute> {
+    let route = tool.decision().approval_route()?;
+    tool.input_schema().is_some().then_some(route)
+}
+
+/// The tools an agent may call, with the gate of each.
+pub struct Registry {
+    builtins: Vec<ErasedTool>,
+    providers: Vec<Arc<dyn ToolProvider>>,
+    catalogue: OnceCell<Arc<Catalogue>>,
+}
+
+impl Registry {
+    /// Starts a registry.
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    /// Every tool, asking the providers on the first call only.
+    pub async fn catalogue(&self) -> Arc<Catalogue> {
+        self.catalogue
+            .get_or_init(|| async { Arc::new(self.resolve().await) })
+            .await
+            .clone()
+    }
+
+    async fn resolve(&self) -> Catalogue {
+        let mut catalogue = Catalogue {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            dropped: Vec::new(),
+            failures: Vec::new(),
+        };
+        for tool in &self.builtins {
+            catalogue.insert(tool.clone(), Source::Builtin);
+        }
+        for provider in &self.providers {
+            let provider_name = provider.name().to_owned();
+            let tools = match provider.provide().await {
+                Ok(tools) => tools,
+                Err(error) => {
+                    tracing::warn!(provider = %provider_name, %error, "tool provider failed; its tools are left out");
+                    catalogue.failures.push(ProviderFailure {
+                        provider: provider_name,
+                        error: error.to_string(),
+                    });
+                    continue;
+                }
+            };
+            for tool in tools {
+                let reason = if let Some(problem) = tool_name_problem(tool.name()) {
+                    Some(DropReason::InvalidName(problem))
+                } else if let Some(route) = deadlock_route(&tool) {
+                    Some(DropReason::ApprovalWithInput(route))
+                } else if catalogue.insert(tool.clone(), Source::Provider(provider_name.clone())) {
+                    None
+                } else {
+                    Some(DropReason::NameTaken)
+                };
+                if let Some(reason) = reason {
+                    tracing::warn!(provider = %provider_name, tool = tool.name(), %reason, "provided tool left out");
+                    catalogue.dropped.push(DroppedTool {
+                        name: tool.name().to_owned(),
+                        provider: provider_name.clone(),
+                        reason,
+                    });
+                }
+            }
+        }
+        catalogue
+    }
+
+    /// The tools a run may use. `None` offers every tool; an empty list offers
+    /// none; names the registry does not know are dropped with a warning.
+    pub async fn offer<S: AsRef<str>>(&self, allow: Option<&[S]>) -> Offered {
+        let catalogue = self.catalogue().await;
+        let mask = allow.map(|names| {
+            let mut mask = vec![false; catalogue.len()];
+            for name in names {
+                let name = name.as_ref();
+                match catalogue.index.get(name) {
+                    Some(&i) => mask[i] = true,
+                    None => {
+                        tracing::warn!(tool = name, "allow-list names an unknown tool; dropped");
+                    }
+                }
+            }
+            Arc::from(mask)
+        });
+        Offered { catalogue, mask }
+    }
+
+    /// The gate of one tool and its cause, in an operator's words.
+    pub async fn explain(&self, name: &str) -> Option<Explanation> {
+        let catalogue = self.catalogue().await;
+        let &index = catalogue.index.get(name)?;
+        Some(catalogue.explanation(index))
+    }
+
+    /// The gate of every tool, in catalogue order.
+    pub async fn explain_all(&self) -> Vec<Explanation> {
+        let catalogue = self.catalogue().await;
+        (0..catalogue.len())
+            .map(|i| catalogue.explanation(i))
+            .collect()
+    }
+}
+
+/// One tool's gate and its cause, for an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    /// The tool.
+    pub name: String,
+    /// Where its body lives.
+    pub origin: Origin,
+    /// Its declared effect.
+    pub effect: Effect,
+    /// The server a remote tool lives behind.
+    pub server: Option<String>,
+    /// Its gate.
+    pub decision: Decision,
+    /// How it reached the registry.
+    pub source: Source,
+    /// True when it was erased by hand and answers for itself.
+    pub hand_erased: bool,
+}
+
+impl Explanation {
+    /// The cause in words: "local tool declares non_idempotent_write".
+    pub fn cause_text(&self) -> String {
+        let server = self.server.as_deref().unwrap_or("?");
+        let mut text = match self.decision.cause {
+            Cause::LocalReadOnly => "local tool declares read_only".to_owned(),
+            Cause::RemoteUndeclared => format!(
+                "remote tool from server `{server}` without an operator declaration (its declared effect is not used)"
+            ),
+            Cause::Marker => format!("{} tool carries the explicit approval marker", self.origin),
+            Cause::DeclaredWrite(effect) => format!("local tool declares {effect}"),
+            Cause::Operator(OperatorDeclaration::ApprovalRequired) => {
+                format!("operator declared approval required for server `{server}`")
+            }
+            Cause::Operator(OperatorDeclaration::NoApproval) => {
+                format!("operator declared no approval for server `{server}`")
+            }
+            Cause::UserInput => format!("{} tool requires user input", self.origin),
+        };
+        if self.hand_erased {
+            text.push_str(" (erased by hand: the tool answers for itself)");
+        }
+        text
+    }
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.decision.pause, self.cause_text())
+    }
+}

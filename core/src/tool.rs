@@ -1,0 +1,163 @@
+//! The five traits a tool is declared with, and the one it runs with.
+
+use std::future::Future;
+
+use schemars::{JsonSchema, Schema};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::effect::EffectMarker;
+use crate::gate::{
+    ApprovalGate, Gate, InputGate, IsRemote, OperatorDeclaration, OperatorGate, OriginOf,
+};
+
+/// A tool's declarations: its name, what it is for, where its body lives,
+/// what it does to the world and how its calls are gated.
+///
+/// Usually written by `#[derive(Tool)]`. Written by hand, the associated types
+/// are the declarations, and the compiler holds them to the rules: a local
+/// tool that declares a write can only name an approval gate (see
+/// [`gate`](crate::gate) and the crate's "Rules" section).
+///
+/// ```
+/// use toolgate::{Execute, Local, NonIdempotentWrite, Tool, ToolOutput, gate};
+///
+/// struct Deploy;
+///
+/// impl Tool for Deploy {
+///     type Origin = Local;
+///     type Effect = NonIdempotentWrite;
+///     type Gate = gate::ApprovalByEffect;
+///     fn name(&self) -> &str { "deploy" }
+///     fn description(&self) -> &str { "Deploys the current build." }
+/// }
+/// # impl Execute for Deploy {
+/// #     type Args = serde_json::Map<String, serde_json::Value>;
+/// #     async fn execute(&self, _: Self::Args) -> ToolOutput { ToolOutput::text("ok") }
+/// # }
+/// assert!(toolgate::decide(&Deploy).requires_approval());
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool",
+    label = "`Tool` is not implemented for this type",
+    note = "add `#[derive(toolgate::Tool)]` with `#[tool(effect = ...)]` to the type"
+)]
+pub trait Tool: Send + Sync + Sized + 'static {
+    /// Where the body lives: [`Local`](crate::Local) or
+    /// [`Remote`](crate::Remote) (the latter only with [`RemoteTool`]).
+    type Origin: OriginOf<Self>;
+    /// What a call does: [`ReadOnly`](crate::ReadOnly),
+    /// [`IdempotentWrite`](crate::IdempotentWrite) or
+    /// [`NonIdempotentWrite`](crate::NonIdempotentWrite). There is no default.
+    type Effect: EffectMarker;
+    /// How calls are gated: one of the gates in [`gate`](crate::gate), each of
+    /// which states which tools may name it.
+    type Gate: Gate<Self>;
+
+    /// The name the model calls the tool by.
+    fn name(&self) -> &str;
+
+    /// What the tool does, as the model reads it.
+    fn description(&self) -> &str;
+}
+
+/// How a tool runs: its typed arguments and its body.
+///
+/// Arguments from the model are deserialised into [`Execute::Args`] by the
+/// registry; arguments that do not fit become an error result naming the
+/// problem, and `execute` is not called.
+pub trait Execute: Tool {
+    /// The arguments. Their JSON Schema is the parameter schema the model sees.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+
+    /// The parameter schema shown to the model. Generated from
+    /// [`Execute::Args`]; a remote tool returns its server's schema instead.
+    fn parameters(&self) -> Schema {
+        schemars::schema_for!(Self::Args)
+    }
+
+    /// Runs one call.
+    fn execute(&self, args: Self::Args) -> impl Future<Output = ToolOutput> + Send;
+}
+
+/// A tool whose body lives behind an external server. Its self-description is
+/// not trusted for authorisation: its approval comes from an operator
+/// ([`RemoteApproval`]) or the explicit marker, never from its effect.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a remote tool",
+    label = "`RemoteTool` is not implemented for this type",
+    note = "a remote origin and an operator's declaration (`RemoteApproval` extends `RemoteTool`) stand in for reading the code only when the tool's body lives outside this codebase: implement `RemoteTool` to claim that",
+    note = "a builtin's approval is not configurable: a declared write always needs approval, and a `read_only` builtin may add the explicit marker `RequiresApproval`"
+)]
+pub trait RemoteTool: Tool<Origin: IsRemote> {
+    /// The identifier of the server the tool lives behind.
+    fn server(&self) -> &str;
+}
+
+/// A remote tool whose approval comes from its operator's per-server
+/// declaration, carried on the tool from the record it was built from.
+///
+/// The turn scan reads [`RemoteApproval::operator_declaration`] on every call:
+/// it must be a field read, never a lookup.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` names the gate `ApprovalByOperator` but carries no operator declaration",
+    label = "`RemoteApproval` is not implemented for this type",
+    note = "implement `toolgate::RemoteApproval` for it, returning the declaration from the server record the tool was built from"
+)]
+pub trait RemoteApproval: RemoteTool<Gate: OperatorGate> {
+    /// What the operator declared for this tool's server.
+    fn operator_declaration(&self) -> OperatorDeclaration;
+}
+
+/// The explicit approval marker: every call waits for a human's approval.
+///
+/// A `read_only` builtin uses it to ask anyway; it never switches approval
+/// off. It cannot be combined with [`RequiresInput`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` names the gate `ApprovalByMarker` but does not carry the approval marker",
+    label = "`RequiresApproval` is not implemented for this type",
+    note = "add `impl toolgate::RequiresApproval for {Self} {{}}`, or `#[tool(requires_approval)]` with the derive"
+)]
+pub trait RequiresApproval: Tool<Gate: ApprovalGate> {}
+
+/// A tool whose calls wait for typed input from a user.
+///
+/// The input schema is generated from [`RequiresInput::Input`]; a submission is
+/// validated against it and the declared keys are laid over the model's
+/// arguments. No approval may bind the tool by any route.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` names the gate `WaitsForInput` but declares no input",
+    label = "`RequiresInput` is not implemented for this type",
+    note = "add `impl toolgate::RequiresInput for {Self} {{ type Input = ...; }}`, or `#[tool(input = ...)]` with the derive"
+)]
+pub trait RequiresInput: Tool<Gate: InputGate> {
+    /// The data the user supplies.
+    type Input: DeserializeOwned + JsonSchema;
+}
+
+/// The result of one call, as the model sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    /// The text handed back to the model.
+    pub content: String,
+    /// True when the call failed; the content says why.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failed result; `message` tells the model what went wrong.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            content: message.into(),
+            is_error: true,
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! Fixtures shared by the integration tests: one typed tool for every legal
+//! row of the approval table, a hand-erased tool that answers whatever it is
+//! told, and providers that count, fail or collide.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use schemars::{JsonSchema, Schema};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use toolgate::{
+    BoxFuture, Decision, DynTool, Effect, ErasedTool, Execute, OperatorDeclaration, Origin,
+    ProviderError, RemoteApproval, RemoteTool, Tool, ToolOutput, ToolProvider,
+};
+
+/// Arguments naming a path.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PathArgs {
+    /// A path below the workspace root.
+    pub path: String,
+}
+
+/// What a user types for [`PickBranch`].
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Choice {
+    /// The branch the user picks.
+    pub branch: String,
+}
+
+macro_rules! echo_execute {
+    ($ty:ty, $args:ty, $verb:literal) => {
+        impl Execute for $ty {
+            type Args = $args;
+            async fn execute(&self, args: $args) -> ToolOutput {
+                ToolOutput::text(format!(concat!($verb, " {:?}"), args))
+            }
+        }
+    };
+}
+
+/// Reads a file.
+#[derive(Tool)]
+#[tool(effect = read_only)]
+pub struct ReadFile;
+echo_execute!(ReadFile, PathArgs, "read");
+
+/// Shows secrets; asks anyway.
+#[derive(Tool)]
+#[tool(effect = read_only, requires_approval)]
+pub struct ShowSecrets;
+echo_execute!(ShowSecrets, PathArgs, "showed");
+
+/// Writes a file, replacing it.
+#[derive(Tool)]
+#[tool(effect = idempotent_write)]
+pub struct WriteFile;
+echo_execute!(WriteFile, PathArgs, "wrote");
+
+/// Appends to a file.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+pub struct AppendFile;
+echo_execute!(AppendFile, PathArgs, "appended");
+
+/// Appends to a file, with the marker as well as the write.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write, requires_approval)]
+pub struct AppendFileMarked;
+echo_execute!(AppendFileMarked, PathArgs, "appended");
+
+/// Checks out the branch the user picks.
+#[derive(Tool)]
+#[tool(effect = read_only, input = Choice)]
+pub struct PickBranch;
+echo_execute!(PickBranch, Choice, "picked");
+
+/// A remote tool as a provider builds it: name, server and declaration come
+/// from a stored record.
+pub struct OperatorTool {
+    /// The server's identifier.
+    pub server: String,
+    /// The local name.
+    pub name: String,
+    /// The operator's declaration, carried from the record.
+    pub declaration: OperatorDeclaration,
+}
+
+impl Tool for OperatorTool {
+    type Origin = toolgate::Remote;
+    type Effect = toolgate::NonIdempotentWrite;
+    type Gate = toolgate::gate::ApprovalByOperator;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        "via an external MCP server"
+    }
+}
+impl RemoteTool for OperatorTool {
+    fn server(&self) -> &str {
+        &self.server
+    }
+}
+impl RemoteApproval for OperatorTool {
+    fn operator_declaration(&self) -> OperatorDeclaration {
+        self.declaration
+    }
+}
+impl Execute for OperatorTool {
+    type Args = Map<String, Value>;
+    async fn execute(&self, args: Self::Args) -> ToolOutput {
+        ToolOutput::text(format!("{} ran with {}", self.name, Value::Object(args)))
+    }
+}
+
+/// Deletes a repository on a server; always asks.
+#[derive(Tool)]
+#[tool(remote, requires_approval, effect = non_idempotent_write, name = "gh.delete_repo")]
+pub struct DeleteRepo;
+impl RemoteTool for DeleteRepo {
+    fn server(&self) -> &str {
+        "gh"
+    }
+}
+echo_execute!(DeleteRepo, Map<String, Value>, "deleted");
+
+/// Searches on a server that has no operator declaration.
+#[derive(Tool)]
+#[tool(remote, effect = non_idempotent_write, name = "docs.search")]
+pub struct RemoteSearch;
+impl RemoteTool for RemoteSearch {
+    fn server(&self) -> &str {
+        "docs"
+    }
+}
+echo_execute!(RemoteSearch, Map<String, Value>, "searched");
+
+/// Every legal row of the approval table as an erased typed tool, named
+/// uniquely. The operator row appears once per declaration.
+pub fn every_legal_tool() -> Vec<ErasedTool> {
+    vec![
+        ErasedTool::new(ReadFile),
+        ErasedTool::new(ShowSecrets),
+        ErasedTool::new(WriteFile),
+        ErasedTool::new(AppendFile),
+        ErasedTool::new(AppendFileMarked),
+        ErasedTool::new(PickBranch),
+        ErasedTool::new(OperatorTool {
+            server: "gh".into(),
+            name: "gh.create_issue".into(),
+            declaration: OperatorDeclaration::ApprovalRequired,
+        }),
+        ErasedTool::new(OperatorTool {
+            server: "wiki".into(),
+            name: "wiki.search".into(),
+            declaration: OperatorDeclaration::NoApproval,
+        }),
+        ErasedTool::new(DeleteRepo),
+        ErasedTool::new(RemoteSearch),
+    ]
+}
+
+/// A tool erased by hand: it answers whatever it was built with.
+pub struct HandErased {
+    /// Its name.
+    pub name: String,
+    /// The decision it claims.
+    pub decision: Decision,
+    /// The input schema it claims, if any.
+    pub input: Option<Schema>,
+    /// Its parameter schema.
+    pub parameters: Schema,
+    /// Calls made.
+    pub calls: AtomicUsize,
+}
+
+impl HandErased {
+    /// A hand-erased tool claiming `decision`, with an input schema when
+    /// `input` is true.
+    pub fn new(name: &str, decision: Decision, input: bool) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            decision,
+            input: input.then(|| schemars::schema_for!(Choice)),
+            parameters: schemars::schema_for!(PathArgs),
+            calls: AtomicUsize::new(0),
+        })
+    }
+}
+
+impl DynTool for HandErased {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        "A tool erased by hand."
+    }
+    fn parameters(&self) -> &Schema {
+        &self.parameters
+    }
+    fn origin(&self) -> Origin {
+        Origin::Local
+    }
+    fn effect(&self) -> Effect {
+        Effect::NonIdempotentWrite
+    }
+    fn server(&self) -> Option<&str> {
+        None
+    }
+    fn decision(&self) -> Decision {
+        self.decision
+    }
+    fn input_schema(&self) -> Option<&Schema> {
+        self.input.as_ref()
+    }
+    fn execute(&self, _: Value) -> BoxFuture<'_, ToolOutput> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { ToolOutput::text("ran") })
+    }
+}
+
+/// A provider that counts how often it is asked and hands out what it holds,
+/// or fails with `error`.
+pub struct CountingProvider {
+    /// Its name.
+    pub name: String,
+    /// How often `provide` ran.
+    pub asked: Arc<AtomicUsize>,
+    /// The tools it supplies.
+    pub tools: Vec<ErasedTool>,
+    /// Fail instead, with this message.
+    pub error: Option<String>,
+}
+
+impl CountingProvider {
+    /// A provider supplying `tools`.
+    pub fn new(name: &str, tools: Vec<ErasedTool>) -> (Self, Arc<AtomicUsize>) {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let provider = Self {
+            name: name.to_owned(),
+            asked: Arc::clone(&asked),
+            tools,
+            error: None,
+        };
+        (provider, asked)
+    }
+
+    /// A provider that fails.
+    pub fn failing(name: &str, error: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            asked: Arc::new(AtomicUsize::new(0)),
+            tools: Vec::new(),
+            error: Some(error.to_owned()),
+        }
+    }
+}
+
+impl ToolProvider for CountingProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            match &self.error {
+                Some(error) => Err(ProviderError::new(error.clone())),
+                None => Ok(self.tools.clone()),
+            }
+        })
+    }
+}

@@ -1,0 +1,9 @@
+//! The compile-fail and compile-pass suite: every rule of SPEC §3, through the
+//! derive and through hand-written impls, with its message pinned.
+
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
+}

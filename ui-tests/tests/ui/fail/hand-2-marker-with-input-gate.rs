@@ -1,0 +1,21 @@
+// Rule 2 by hand: the explicit approval marker and input on one read-only tool (input gate).
+#![allow(unused_imports)]
+use toolgate::{gate, Local, Remote, Tool, ReadOnly, IdempotentWrite, NonIdempotentWrite, RemoteTool, RemoteApproval, RequiresApproval, RequiresInput, OperatorDeclaration};
+
+struct Lookup;
+
+impl Tool for Lookup {
+    type Origin = Local;
+    type Effect = ReadOnly;
+    type Gate = gate::WaitsForInput;
+    fn name(&self) -> &str { "lookup" }
+    fn description(&self) -> &str { "A tool." }
+}
+
+impl RequiresApproval for Lookup {}
+
+impl RequiresInput for Lookup {
+    type Input = String;
+}
+
+fn main() {}

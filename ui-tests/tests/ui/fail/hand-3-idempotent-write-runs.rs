@@ -1,0 +1,15 @@
+// Rule 3 by hand: the same with an idempotent write.
+#![allow(unused_imports)]
+use toolgate::{gate, Local, Remote, Tool, ReadOnly, IdempotentWrite, NonIdempotentWrite, RemoteTool, RemoteApproval, RequiresApproval, RequiresInput, OperatorDeclaration};
+
+struct Wipe;
+
+impl Tool for Wipe {
+    type Origin = Local;
+    type Effect = IdempotentWrite;
+    type Gate = gate::Runs;
+    fn name(&self) -> &str { "wipe" }
+    fn description(&self) -> &str { "A tool." }
+}
+
+fn main() {}

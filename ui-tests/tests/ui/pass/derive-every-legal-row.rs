@@ -1,0 +1,98 @@
+// Every legal row of SPEC §2, declared through the derive, and the decision
+// each one gets.
+use toolgate::{
+    decide, Cause, Effect, OperatorDeclaration, Pause, RemoteApproval, RemoteTool, Tool,
+};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Query {
+    text: String,
+}
+
+/// Reads a file.
+#[derive(Tool)]
+#[tool(effect = read_only)]
+struct ReadFile;
+
+/// Shows a secret: read-only, but asks anyway.
+#[derive(Tool)]
+#[tool(effect = read_only, requires_approval)]
+struct ShowSecret;
+
+/// Writes a file.
+#[derive(Tool)]
+#[tool(effect = idempotent_write)]
+struct WriteFile;
+
+/// Sends an email.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+struct SendEmail;
+
+/// Sends an email, with the marker as well.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write, requires_approval)]
+struct SendEmailMarked;
+
+/// Searches with a query the user types.
+#[derive(Tool)]
+#[tool(effect = read_only, input = Query)]
+struct AskSearch;
+
+#[derive(Tool)]
+#[tool(remote, operator_approval, effect = non_idempotent_write, name = "gh.create_issue")]
+#[tool(description = "via the external MCP server `gh`: creates an issue")]
+struct CreateIssue {
+    declaration: OperatorDeclaration,
+}
+impl RemoteTool for CreateIssue {
+    fn server(&self) -> &str { "gh" }
+}
+impl RemoteApproval for CreateIssue {
+    fn operator_declaration(&self) -> OperatorDeclaration { self.declaration }
+}
+
+#[derive(Tool)]
+#[tool(remote, requires_approval, effect = non_idempotent_write, name = "gh.delete_repo")]
+/// via the external MCP server `gh`: deletes a repository
+struct DeleteRepo;
+impl RemoteTool for DeleteRepo {
+    fn server(&self) -> &str { "gh" }
+}
+
+#[derive(Tool)]
+#[tool(remote, effect = non_idempotent_write, name = "gh.search")]
+/// via the external MCP server `gh`: searches
+struct RemoteSearch;
+impl RemoteTool for RemoteSearch {
+    fn server(&self) -> &str { "gh" }
+}
+
+#[derive(Tool)]
+#[tool(remote, effect = non_idempotent_write, input = Query, name = "gh.ask")]
+/// via the external MCP server `gh`: asks
+struct RemoteAsk;
+impl RemoteTool for RemoteAsk {
+    fn server(&self) -> &str { "gh" }
+}
+
+fn main() {
+    assert_eq!(decide(&ReadFile).pause, Pause::None);
+    assert_eq!(decide(&ReadFile).cause, Cause::LocalReadOnly);
+    assert_eq!(ReadFile.name(), "read_file");
+    assert_eq!(ReadFile.description(), "Reads a file.");
+    assert_eq!(decide(&ShowSecret).cause, Cause::Marker);
+    assert!(decide(&ShowSecret).requires_approval());
+    assert_eq!(decide(&WriteFile).cause, Cause::DeclaredWrite(Effect::IdempotentWrite));
+    assert_eq!(decide(&SendEmail).cause, Cause::DeclaredWrite(Effect::NonIdempotentWrite));
+    assert!(decide(&SendEmailMarked).requires_approval());
+    assert_eq!(decide(&AskSearch).pause, Pause::Input);
+    let required = CreateIssue { declaration: OperatorDeclaration::ApprovalRequired };
+    let off = CreateIssue { declaration: OperatorDeclaration::NoApproval };
+    assert!(decide(&required).requires_approval());
+    assert_eq!(decide(&off).pause, Pause::None);
+    assert_eq!(required.name(), "gh.create_issue");
+    assert!(decide(&DeleteRepo).requires_approval());
+    assert_eq!(decide(&RemoteSearch).cause, Cause::RemoteUndeclared);
+    assert_eq!(decide(&RemoteAsk).pause, Pause::Input);
+}

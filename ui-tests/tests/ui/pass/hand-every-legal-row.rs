@@ -1,0 +1,59 @@
+// Every legal row of SPEC §2, written by hand without the derive.
+use toolgate::{
+    decide, gate, Cause, Effect, IdempotentWrite, Local, NonIdempotentWrite, OperatorDeclaration,
+    Pause, ReadOnly, Remote, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool,
+};
+
+macro_rules! tool {
+    ($ty:ident, $origin:ty, $effect:ty, $gate:ty) => {
+        struct $ty;
+        impl Tool for $ty {
+            type Origin = $origin;
+            type Effect = $effect;
+            type Gate = $gate;
+            fn name(&self) -> &str { stringify!($ty) }
+            fn description(&self) -> &str { "A tool." }
+        }
+    };
+}
+
+tool!(ReadFile, Local, ReadOnly, gate::Runs);
+tool!(ShowSecret, Local, ReadOnly, gate::ApprovalByMarker);
+impl RequiresApproval for ShowSecret {}
+tool!(WriteFile, Local, IdempotentWrite, gate::ApprovalByEffect);
+tool!(SendEmail, Local, NonIdempotentWrite, gate::ApprovalByEffect);
+tool!(SendEmailMarked, Local, NonIdempotentWrite, gate::ApprovalByMarker);
+impl RequiresApproval for SendEmailMarked {}
+tool!(AskSearch, Local, ReadOnly, gate::WaitsForInput);
+impl RequiresInput for AskSearch {
+    type Input = String;
+}
+tool!(CreateIssue, Remote, NonIdempotentWrite, gate::ApprovalByOperator);
+impl RemoteTool for CreateIssue {
+    fn server(&self) -> &str { "gh" }
+}
+impl RemoteApproval for CreateIssue {
+    fn operator_declaration(&self) -> OperatorDeclaration { OperatorDeclaration::NoApproval }
+}
+tool!(DeleteRepo, Remote, NonIdempotentWrite, gate::ApprovalByMarker);
+impl RemoteTool for DeleteRepo {
+    fn server(&self) -> &str { "gh" }
+}
+impl RequiresApproval for DeleteRepo {}
+tool!(RemoteSearch, Remote, NonIdempotentWrite, gate::Runs);
+impl RemoteTool for RemoteSearch {
+    fn server(&self) -> &str { "gh" }
+}
+
+fn main() {
+    assert_eq!(decide(&ReadFile).cause, Cause::LocalReadOnly);
+    assert_eq!(decide(&ShowSecret).cause, Cause::Marker);
+    assert_eq!(decide(&WriteFile).cause, Cause::DeclaredWrite(Effect::IdempotentWrite));
+    assert!(decide(&SendEmail).requires_approval());
+    assert!(decide(&SendEmailMarked).requires_approval());
+    assert_eq!(decide(&AskSearch).pause, Pause::Input);
+    assert_eq!(decide(&CreateIssue).pause, Pause::None);
+    assert_eq!(decide(&CreateIssue).cause, Cause::Operator(OperatorDeclaration::NoApproval));
+    assert!(decide(&DeleteRepo).requires_approval());
+    assert_eq!(decide(&RemoteSearch).pause, Pause::None);
+}
