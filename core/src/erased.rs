@@ -74,6 +74,13 @@ impl ErasedTool {
         }
     }
 
+    /// Whether a call waits for a user's input: the tool carries an input
+    /// schema or its gate says so. The turn scan, the resume refusals and the
+    /// boot check all ask this.
+    pub fn requires_input(&self) -> bool {
+        self.input_schema().is_some() || self.decision().requires_input()
+    }
+
     /// True when the tool was not erased from a typed tool.
     pub fn is_hand_erased(&self) -> bool {
         self.hand_erased

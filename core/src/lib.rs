@@ -55,12 +55,31 @@
 //! }
 //! ```
 
+mod audit;
+mod digest;
 mod effect;
 mod erased;
 pub mod gate;
+mod input;
+mod persist;
 mod registry;
+mod run;
 mod sealed;
+mod suspend;
 mod tool;
+
+pub use audit::{DecisionLog, DecisionRecord, LogError, MemoryLog, Verdict};
+pub use digest::{TurnDigest, turn_digest};
+pub use input::{InputError, input_schema_problem};
+pub use persist::{CorruptState, EncodeError, Status, SuspendedRun, document_checksum};
+pub use run::{
+    Agent, Message, Model, ModelError, Outcome, Reply, RunError, RunOptions, RunRequest,
+    RunState, ScriptedModel, ToolCall, ToolSpec, TurnOutcome, TurnScan, scan_turn,
+};
+pub use suspend::{
+    ApprovalDecision, ApprovalVerdict, AwaitingApproval, InputSubmission, Refusal, Refused,
+    ResumeError, Suspended, TakesInput, TakesVerdict, WaitingForInput,
+};
 
 pub use effect::{
     Effect, EffectMarker, IdempotentWrite, Local, NonIdempotentWrite, Origin, ReadOnly, Remote,

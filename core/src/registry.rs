@@ -341,7 +341,7 @@ impl RegistryBuilder {
 /// combination that can never run.
 fn deadlock_route(tool: &ErasedTool) -> Option<ApprovalRoute> {
     let route = tool.decision().approval_route()?;
-    tool.input_schema().is_some().then_some(route)
+    tool.requires_input().then_some(route)
 }
 
 /// The tools an agent may call, with the gate of each.

@@ -1,0 +1,105 @@
+//! The decision record (SPEC §7 and the audit rule): every decision is handed
+//! to the host's [`DecisionLog`] before anything of the turn executes.
+
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::TurnDigest;
+use crate::erased::BoxFuture;
+
+/// What was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The turn may run.
+    Approved,
+    /// No call of the turn runs.
+    Denied,
+    /// A user supplied the input a call waited for.
+    InputSubmitted,
+}
+
+impl Verdict {
+    /// The word an operator reads.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approved => "approved",
+            Verdict::Denied => "denied",
+            Verdict::InputSubmitted => "input submitted",
+        }
+    }
+}
+
+/// One decision, as the audit trail keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// The run.
+    pub run_id: String,
+    /// Who decided.
+    pub decided_by: String,
+    /// Who started the run.
+    pub requested_by: String,
+    /// True when the decider is the requester — always visible, whether or
+    /// not the run required four eyes.
+    pub self_decided: bool,
+    /// When, in milliseconds since the Unix epoch.
+    pub at_unix_ms: u64,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The digest of the turn decided on.
+    pub digest: TurnDigest,
+    /// The names of the turn's calls, in order.
+    pub tools: Vec<String>,
+}
+
+pub(crate) fn now_unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The decision log could not record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the decision log failed: {0}")]
+pub struct LogError(pub String);
+
+/// Where decisions are recorded, supplied by the host.
+///
+/// If recording fails, an approval of a turn containing a write is refused
+/// and the run stays suspended; a read-only turn continues with the failure
+/// logged; a denial is never blocked.
+pub trait DecisionLog: Send + Sync {
+    /// Records one decision.
+    fn record<'a>(&'a self, record: &'a DecisionRecord) -> BoxFuture<'a, Result<(), LogError>>;
+}
+
+/// A decision log in memory, for tests and examples.
+#[derive(Debug, Default)]
+pub struct MemoryLog {
+    records: Mutex<Vec<DecisionRecord>>,
+}
+
+impl MemoryLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every record so far.
+    pub fn records(&self) -> Vec<DecisionRecord> {
+        self.records.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl DecisionLog for MemoryLog {
+    fn record<'a>(&'a self, record: &'a DecisionRecord) -> BoxFuture<'a, Result<(), LogError>> {
+        let result = self
+            .records
+            .lock()
+            .map(|mut r| r.push(record.clone()))
+            .map_err(|_| LogError("the in-memory log's lock was poisoned".into()));
+        Box::pin(async move { result })
+    }
+}

@@ -1,0 +1,157 @@
+//! The canonical encoding and the turn digest (SPEC §7).
+//!
+//! A decision is bound to the turn its decider saw by a SHA-256 digest over
+//! the pending calls only — never the transcript or counters, which change
+//! every round. [`turn_digest`] is the one function that computes it: the side
+//! that shows a turn and the side that verifies a decision both call it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+use crate::run::ToolCall;
+
+/// Writes `value` as canonical JSON: object keys sorted by their UTF-8 bytes,
+/// no insignificant white space, strings escaped as `serde_json` escapes them.
+/// The result does not depend on how the value was parsed or built.
+pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {
+            // Scalars have one serde_json spelling each; writing to a Vec
+            // cannot fail.
+            out.extend_from_slice(value.to_string().as_bytes());
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push(b'{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
+                out.push(b':');
+                write_canonical(item, out);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// SHA-256 of the canonical encoding of `value`, as `sha256:<hex>`.
+pub(crate) fn sha256_of(value: &Value) -> String {
+    let mut bytes = Vec::new();
+    write_canonical(value, &mut bytes);
+    let hash = Sha256::digest(&bytes);
+    let mut text = String::with_capacity(7 + 64);
+    text.push_str("sha256:");
+    for byte in hash {
+        text.push(char::from(HEX[usize::from(byte >> 4)]));
+        text.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    text
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The digest of a pending turn, shown to whoever decides it and carried back
+/// with the decision.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TurnDigest(String);
+
+impl TurnDigest {
+    /// The digest as text (`sha256:` and 64 hex digits).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Reads a digest a decider typed or a host stored. Any text is accepted:
+    /// a malformed digest simply never matches.
+    pub fn from_text(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+}
+
+impl fmt::Display for TurnDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The digest of a turn: SHA-256 over the canonical encoding of the calls'
+/// ids, names and arguments, in order.
+pub fn turn_digest(calls: &[ToolCall]) -> TurnDigest {
+    let encoded = Value::Array(
+        calls
+            .iter()
+            .map(|c| {
+                Value::Array(vec![
+                    Value::String(c.id.clone()),
+                    Value::String(c.name.clone()),
+                    c.arguments.clone(),
+                ])
+            })
+            .collect(),
+    );
+    TurnDigest(sha256_of(&encoded))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn canonical(value: &Value) -> String {
+        let mut out = Vec::new();
+        write_canonical(value, &mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_depth() {
+        let a: Value = serde_json::from_str(r#"{"b":1,"a":{"z":[1,{"y":2,"x":"é\n"}],"c":null}}"#)
+            .unwrap_or_default();
+        assert_eq!(
+            canonical(&a),
+            r#"{"a":{"c":null,"z":[1,{"x":"é\n","y":2}]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn the_digest_covers_ids_names_and_arguments_in_order() {
+        let call = |id: &str, name: &str, arguments: Value| ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        };
+        let turn = [call("1", "a", json!({"x": 1, "y": 2})), call("2", "b", json!({}))];
+        let same = [call("1", "a", json!({"y": 2, "x": 1})), call("2", "b", json!({}))];
+        assert_eq!(turn_digest(&turn), turn_digest(&same));
+        let digest = turn_digest(&turn);
+        assert!(digest.as_str().starts_with("sha256:"));
+        assert_eq!(digest.as_str().len(), 7 + 64);
+        for other in [
+            vec![call("1", "a", json!({"x": 1, "y": 3})), call("2", "b", json!({}))],
+            vec![call("1", "a", json!({"x": 1, "y": 2})), call("3", "b", json!({}))],
+            vec![call("1", "a", json!({"x": 1, "y": 2})), call("2", "c", json!({}))],
+            vec![call("2", "b", json!({})), call("1", "a", json!({"x": 1, "y": 2}))],
+            vec![call("1", "a", json!({"x": 1, "y": 2}))],
+        ] {
+            assert_ne!(turn_digest(&other), digest);
+        }
+    }
+}

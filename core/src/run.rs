@@ -1,0 +1,473 @@
+//! The run lifecycle (SPEC §5): the turn scan, the loop driver and what it
+//! returns. No I/O of its own: the model, the tools and the decision log are
+//! the host's.
+//!
+//! Two ways to use it:
+//! - [`Agent::start`] runs the whole loop: ask the model, scan its turn, run
+//!   or suspend, repeat up to the iteration cap.
+//! - A host that keeps its own loop calls [`Agent::process_turn`] with each
+//!   turn its model returned; it scans, runs or suspends exactly as the
+//!   driver does.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::audit::DecisionLog;
+use crate::erased::{BoxFuture, ErasedTool};
+use crate::input::input_schema_problem;
+use crate::registry::{Offered, Registry};
+use crate::suspend::{AwaitingApproval, Suspended, WaitingForInput};
+use crate::tool::ToolOutput;
+
+/// One call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// The model's id for the call, echoed in its result.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as the model wrote them.
+    pub arguments: Value,
+}
+
+/// One entry of a run's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Message {
+    /// Instructions for the model.
+    System {
+        /// The text.
+        content: String,
+    },
+    /// What the user said.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// What the model answered: text, calls, or both.
+    Assistant {
+        /// Its text, if any.
+        content: Option<String>,
+        /// The turn of calls, possibly empty.
+        calls: Vec<ToolCall>,
+    },
+    /// The result of one call.
+    Tool {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The result's text.
+        content: String,
+        /// True when the call failed or was refused.
+        is_error: bool,
+    },
+}
+
+impl Message {
+    pub(crate) fn result(call: &ToolCall, output: ToolOutput) -> Self {
+        Message::Tool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: output.content,
+            is_error: output.is_error,
+        }
+    }
+}
+
+/// A tool as the model is told about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name to call it by.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Its parameter schema.
+    pub parameters: Value,
+}
+
+impl ToolSpec {
+    /// The spec of one tool.
+    pub fn of(tool: &ErasedTool) -> Self {
+        Self {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            parameters: tool.parameters().as_value().clone(),
+        }
+    }
+}
+
+/// What a model returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A final answer.
+    Text(String),
+    /// A turn of calls, with any text that came with it.
+    Calls {
+        /// Text beside the calls.
+        content: Option<String>,
+        /// The turn.
+        calls: Vec<ToolCall>,
+    },
+}
+
+/// The model could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the model failed: {0}")]
+pub struct ModelError(pub String);
+
+/// A language model: transcript and tool specs in, text or a turn out.
+pub trait Model: Send + Sync {
+    /// Answers the transcript.
+    fn respond<'a>(
+        &'a self,
+        transcript: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Reply, ModelError>>;
+}
+
+/// A model that plays back canned replies in order, for tests and examples.
+#[derive(Debug, Default)]
+pub struct ScriptedModel {
+    replies: Mutex<VecDeque<Reply>>,
+}
+
+impl ScriptedModel {
+    /// A model that will answer with `replies`, one per request.
+    pub fn new(replies: impl IntoIterator<Item = Reply>) -> Self {
+        Self {
+            replies: Mutex::new(replies.into_iter().collect()),
+        }
+    }
+
+    /// How many replies are left.
+    pub fn remaining(&self) -> usize {
+        self.replies.lock().map_or(0, |r| r.len())
+    }
+}
+
+impl Model for ScriptedModel {
+    fn respond<'a>(
+        &'a self,
+        _: &'a [Message],
+        _: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Reply, ModelError>> {
+        let next = match self.replies.lock() {
+            Ok(mut replies) => replies
+                .pop_front()
+                .ok_or_else(|| ModelError("the script has no more replies".into())),
+            Err(_) => Err(ModelError("the script's lock was poisoned".into())),
+        };
+        Box::pin(async move { next })
+    }
+}
+
+/// How a run may proceed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunOptions {
+    /// How many model requests the run may make.
+    pub max_iterations: u32,
+    /// The allow-list: `None` offers every registered tool, an empty list none.
+    pub allow: Option<Vec<String>>,
+    /// When true, an approval must come from someone other than the requester.
+    pub four_eyes: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            max_iterations: 16,
+            allow: None,
+            four_eyes: false,
+        }
+    }
+}
+
+/// Everything a run carries between model requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunState {
+    /// The run's identifier.
+    pub run_id: String,
+    /// Who started the run.
+    pub requested_by: String,
+    /// The conversation so far.
+    pub transcript: Vec<Message>,
+    /// Model requests made so far.
+    pub iterations: u32,
+    /// How the run may proceed.
+    pub options: RunOptions,
+}
+
+/// What starts a run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// System instructions, if any.
+    pub system: Option<String>,
+    /// The user's message.
+    pub prompt: String,
+    /// Who is asking.
+    pub requested_by: String,
+    /// How the run may proceed.
+    pub options: RunOptions,
+}
+
+impl RunRequest {
+    /// A request from `requested_by` with default options.
+    pub fn new(requested_by: impl Into<String>, prompt: impl Into<String>) -> Self {
+        Self {
+            system: None,
+            prompt: prompt.into(),
+            requested_by: requested_by.into(),
+            options: RunOptions::default(),
+        }
+    }
+}
+
+/// Where a run stands when the driver returns.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The model gave its final answer.
+    Finished {
+        /// The answer.
+        answer: String,
+        /// The run, answer included.
+        state: RunState,
+    },
+    /// A turn waits for a human's verdict.
+    AwaitingApproval(Suspended<AwaitingApproval>),
+    /// A turn waits for a human's data.
+    WaitingForInput(Suspended<WaitingForInput>),
+    /// The iteration cap was reached before a final answer.
+    LimitReached(RunState),
+}
+
+/// A run could not go on. The state is handed back: nothing is lost.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The model failed.
+    #[error("{error}")]
+    Model {
+        /// The failure.
+        error: ModelError,
+        /// The run as it was before the request.
+        state: Box<RunState>,
+    },
+    /// A tool that requires input has a schema that cannot be used; a
+    /// programming error in the tool, refused rather than persisted.
+    #[error("tool `{tool}` requires input but its input schema cannot be used: {problem}")]
+    UnusableInputSchema {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        problem: &'static str,
+        /// The run, with the turn not yet answered.
+        state: Box<RunState>,
+    },
+}
+
+/// What the turn scan found (SPEC §5).
+#[derive(Debug, Clone, Copy)]
+pub enum TurnScan<'a> {
+    /// An offered call's tool needs approval: the whole turn waits.
+    Approval,
+    /// No approval binds, but an offered call's tool requires input.
+    Input {
+        /// The call's position in the turn.
+        index: usize,
+        /// Its tool.
+        tool: &'a ErasedTool,
+    },
+    /// Every call may run (unknown and non-offered ones get error results).
+    Run,
+}
+
+/// Scans one turn: approval first, then input. Allocates nothing.
+pub fn scan_turn<'a>(offered: &'a Offered, calls: &[ToolCall]) -> TurnScan<'a> {
+    if calls
+        .iter()
+        .filter_map(|c| offered.get(&c.name))
+        .any(|t| t.decision().requires_approval())
+    {
+        return TurnScan::Approval;
+    }
+    for (index, call) in calls.iter().enumerate() {
+        if let Some(tool) = offered.get(&call.name)
+            && tool.requires_input()
+        {
+            return TurnScan::Input { index, tool };
+        }
+    }
+    TurnScan::Run
+}
+
+/// The error result for a call to a tool the run may not use.
+pub(crate) fn not_offered(offered: &Offered, call: &ToolCall) -> ToolOutput {
+    if offered.catalogue().get(&call.name).is_some() {
+        ToolOutput::error(format!(
+            "tool `{}` is not offered to this run; the call was not executed",
+            call.name
+        ))
+    } else {
+        ToolOutput::error(format!(
+            "unknown tool `{}`; the call was not executed",
+            call.name
+        ))
+    }
+}
+
+/// What [`Agent::process_turn`] did with a turn.
+#[derive(Debug)]
+pub enum TurnOutcome {
+    /// Every call ran (or got an error result); the results are in the
+    /// transcript.
+    Ran(RunState),
+    /// The turn waits for a human's verdict.
+    AwaitingApproval(Suspended<AwaitingApproval>),
+    /// The turn waits for a human's data.
+    WaitingForInput(Suspended<WaitingForInput>),
+}
+
+/// Runs the loop against one registry, model and decision log.
+pub struct Agent<'a> {
+    pub(crate) registry: &'a Registry,
+    pub(crate) model: &'a dyn Model,
+    pub(crate) log: &'a dyn DecisionLog,
+}
+
+impl<'a> Agent<'a> {
+    /// An agent over the host's registry, model and decision log.
+    pub fn new(registry: &'a Registry, model: &'a dyn Model, log: &'a dyn DecisionLog) -> Self {
+        Self {
+            registry,
+            model,
+            log,
+        }
+    }
+
+    /// Starts a run and drives it until it finishes, suspends or hits its cap.
+    pub async fn start(&self, request: RunRequest) -> Result<Outcome, RunError> {
+        let mut transcript = Vec::new();
+        if let Some(system) = request.system {
+            transcript.push(Message::System { content: system });
+        }
+        transcript.push(Message::User {
+            content: request.prompt,
+        });
+        let state = RunState {
+            run_id: uuid::Uuid::new_v4().to_string(),
+            requested_by: request.requested_by,
+            transcript,
+            iterations: 0,
+            options: request.options,
+        };
+        tracing::info!(run = %state.run_id, requested_by = %state.requested_by, "run started");
+        self.drive(state).await
+    }
+
+    /// Drives a run from its current state.
+    pub async fn drive(&self, mut state: RunState) -> Result<Outcome, RunError> {
+        loop {
+            if state.iterations >= state.options.max_iterations {
+                tracing::warn!(run = %state.run_id, limit = state.options.max_iterations, "iteration cap reached");
+                return Ok(Outcome::LimitReached(state));
+            }
+            let offered = self.registry.offer(state.options.allow.as_deref()).await;
+            let specs: Vec<ToolSpec> = offered.tools().map(ToolSpec::of).collect();
+            let reply = match self.model.respond(&state.transcript, &specs).await {
+                Ok(reply) => reply,
+                Err(error) => {
+                    return Err(RunError::Model {
+                        error,
+                        state: Box::new(state),
+                    });
+                }
+            };
+            state.iterations += 1;
+            match reply {
+                Reply::Text(answer) => {
+                    state.transcript.push(Message::Assistant {
+                        content: Some(answer.clone()),
+                        calls: Vec::new(),
+                    });
+                    tracing::info!(run = %state.run_id, "run finished");
+                    return Ok(Outcome::Finished { answer, state });
+                }
+                Reply::Calls { content, calls } => {
+                    state.transcript.push(Message::Assistant {
+                        content,
+                        calls: calls.clone(),
+                    });
+                    match self.turn(&offered, state, calls).await? {
+                        TurnOutcome::Ran(next) => state = next,
+                        TurnOutcome::AwaitingApproval(s) => return Ok(Outcome::AwaitingApproval(s)),
+                        TurnOutcome::WaitingForInput(s) => return Ok(Outcome::WaitingForInput(s)),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scans one turn the host's own loop received (already appended to the
+    /// transcript by the host or not — this appends nothing but results) and
+    /// runs it or suspends.
+    pub async fn process_turn(
+        &self,
+        state: RunState,
+        calls: Vec<ToolCall>,
+    ) -> Result<TurnOutcome, RunError> {
+        let offered = self.registry.offer(state.options.allow.as_deref()).await;
+        self.turn(&offered, state, calls).await
+    }
+
+    async fn turn(
+        &self,
+        offered: &Offered,
+        mut state: RunState,
+        calls: Vec<ToolCall>,
+    ) -> Result<TurnOutcome, RunError> {
+        match scan_turn(offered, &calls) {
+            TurnScan::Approval => {
+                let suspended = Suspended::awaiting_approval(state, calls);
+                tracing::info!(run = %suspended.run_id(), digest = %suspended.digest(), "turn suspended for approval");
+                Ok(TurnOutcome::AwaitingApproval(suspended))
+            }
+            TurnScan::Input { index, tool } => {
+                let schema = match tool.input_schema() {
+                    None => Err("the tool declares no input schema"),
+                    Some(schema) => input_schema_problem(schema).map_or(Ok(schema), Err),
+                };
+                let schema = match schema {
+                    Ok(schema) => schema.clone(),
+                    Err(problem) => {
+                        return Err(RunError::UnusableInputSchema {
+                            tool: tool.name().to_owned(),
+                            problem,
+                            state: Box::new(state),
+                        });
+                    }
+                };
+                let tool_name = tool.name().to_owned();
+                let suspended =
+                    Suspended::waiting_for_input(state, calls, tool_name, index, schema);
+                tracing::info!(run = %suspended.run_id(), tool = %suspended.input_tool(), "turn suspended for input");
+                Ok(TurnOutcome::WaitingForInput(suspended))
+            }
+            TurnScan::Run => {
+                for call in &calls {
+                    let output = match offered.get(&call.name) {
+                        Some(tool) => tool.execute(call.arguments.clone()).await,
+                        None => not_offered(offered, call),
+                    };
+                    state.transcript.push(Message::result(call, output));
+                }
+                Ok(TurnOutcome::Ran(state))
+            }
+        }
+    }
+}
