@@ -138,17 +138,35 @@ mod tests {
             name: name.into(),
             arguments,
         };
-        let turn = [call("1", "a", json!({"x": 1, "y": 2})), call("2", "b", json!({}))];
-        let same = [call("1", "a", json!({"y": 2, "x": 1})), call("2", "b", json!({}))];
+        let turn = [
+            call("1", "a", json!({"x": 1, "y": 2})),
+            call("2", "b", json!({})),
+        ];
+        let same = [
+            call("1", "a", json!({"y": 2, "x": 1})),
+            call("2", "b", json!({})),
+        ];
         assert_eq!(turn_digest(&turn), turn_digest(&same));
         let digest = turn_digest(&turn);
         assert!(digest.as_str().starts_with("sha256:"));
         assert_eq!(digest.as_str().len(), 7 + 64);
         for other in [
-            vec![call("1", "a", json!({"x": 1, "y": 3})), call("2", "b", json!({}))],
-            vec![call("1", "a", json!({"x": 1, "y": 2})), call("3", "b", json!({}))],
-            vec![call("1", "a", json!({"x": 1, "y": 2})), call("2", "c", json!({}))],
-            vec![call("2", "b", json!({})), call("1", "a", json!({"x": 1, "y": 2}))],
+            vec![
+                call("1", "a", json!({"x": 1, "y": 3})),
+                call("2", "b", json!({})),
+            ],
+            vec![
+                call("1", "a", json!({"x": 1, "y": 2})),
+                call("3", "b", json!({})),
+            ],
+            vec![
+                call("1", "a", json!({"x": 1, "y": 2})),
+                call("2", "c", json!({})),
+            ],
+            vec![
+                call("2", "b", json!({})),
+                call("1", "a", json!({"x": 1, "y": 2})),
+            ],
             vec![call("1", "a", json!({"x": 1, "y": 2}))],
         ] {
             assert_ne!(turn_digest(&other), digest);

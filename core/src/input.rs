@@ -60,7 +60,11 @@ pub(crate) fn validate(schema: &Schema, data: &Value) -> Result<(), Vec<InputErr
             message: error.to_string(),
         })
         .collect();
-    if errors.is_empty() { Ok(()) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// The model's arguments with the human's values laid over them, bounded to
@@ -118,7 +122,9 @@ mod tests {
             "required": ["branch"]
         }));
         assert_eq!(validate(&s, &json!({"branch": "main"})), Ok(()));
-        let errors = validate(&s, &json!({"branch": "", "n": "x"})).err().unwrap_or_default();
+        let errors = validate(&s, &json!({"branch": "", "n": "x"}))
+            .err()
+            .unwrap_or_default();
         let paths: Vec<_> = errors.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths.len(), 2, "{errors:?}");
         assert!(paths.contains(&"/branch") && paths.contains(&"/n"));

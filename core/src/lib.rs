@@ -73,8 +73,8 @@ pub use digest::{TurnDigest, turn_digest};
 pub use input::{InputError, input_schema_problem};
 pub use persist::{CorruptState, EncodeError, Status, SuspendedRun, document_checksum};
 pub use run::{
-    Agent, Message, Model, ModelError, Outcome, Reply, RunError, RunOptions, RunRequest,
-    RunState, ScriptedModel, ToolCall, ToolSpec, TurnOutcome, TurnScan, scan_turn,
+    Agent, Message, Model, ModelError, Outcome, Reply, RunError, RunOptions, RunRequest, RunState,
+    ScriptedModel, ToolCall, ToolSpec, TurnOutcome, TurnScan, scan_turn,
 };
 pub use suspend::{
     ApprovalDecision, ApprovalVerdict, AwaitingApproval, InputSubmission, Refusal, Refused,

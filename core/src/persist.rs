@@ -125,7 +125,11 @@ fn seal(mut document: Map<String, Value>) -> Result<String, EncodeError> {
     Ok(serde_json::to_string_pretty(&Value::Object(document))?)
 }
 
-fn body(status: Status, state: &RunState, pending: &[ToolCall]) -> Result<Map<String, Value>, EncodeError> {
+fn body(
+    status: Status,
+    state: &RunState,
+    pending: &[ToolCall],
+) -> Result<Map<String, Value>, EncodeError> {
     let mut document = Map::new();
     document.insert("format".into(), json!(FORMAT));
     document.insert("version".into(), json!(VERSION));
@@ -194,7 +198,10 @@ fn decode(text: &str) -> Result<SuspendedRun, CorruptState> {
         Err(error) => return corrupt(format!("not JSON: {error}")),
     };
     let Value::Object(document) = value else {
-        return corrupt(format!("the document is {}, not a JSON object", kind(&value)));
+        return corrupt(format!(
+            "the document is {}, not a JSON object",
+            kind(&value)
+        ));
     };
     if let Some(field) = document.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return corrupt(format!("unknown field `{field}`"));
@@ -232,7 +239,9 @@ fn decode(text: &str) -> Result<SuspendedRun, CorruptState> {
     }
     let status = match document.get("status") {
         None => return corrupt("missing `status`"),
-        Some(Value::String(s)) if s == Status::AwaitingApproval.as_str() => Status::AwaitingApproval,
+        Some(Value::String(s)) if s == Status::AwaitingApproval.as_str() => {
+            Status::AwaitingApproval
+        }
         Some(Value::String(s)) if s == Status::WaitingForInput.as_str() => Status::WaitingForInput,
         Some(Value::String(s)) => return corrupt(format!("unknown status `{s}`")),
         Some(other) => return corrupt(format!("`status` is {}, not a string", kind(other))),

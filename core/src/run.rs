@@ -405,7 +405,9 @@ impl<'a> Agent<'a> {
                     });
                     match self.turn(&offered, state, calls).await? {
                         TurnOutcome::Ran(next) => state = next,
-                        TurnOutcome::AwaitingApproval(s) => return Ok(Outcome::AwaitingApproval(s)),
+                        TurnOutcome::AwaitingApproval(s) => {
+                            return Ok(Outcome::AwaitingApproval(s));
+                        }
                         TurnOutcome::WaitingForInput(s) => return Ok(Outcome::WaitingForInput(s)),
                     }
                 }

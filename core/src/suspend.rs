@@ -317,7 +317,10 @@ impl<S: TakesVerdict> Suspended<S> {
             let who = decision.decided_by;
             return Err(self.refuse(Refusal::SelfApproval { who }));
         }
-        let offered = agent.registry.offer(self.state.options.allow.as_deref()).await;
+        let offered = agent
+            .registry
+            .offer(self.state.options.allow.as_deref())
+            .await;
         let verdict = if approve {
             Verdict::Approved
         } else {
@@ -409,7 +412,10 @@ impl<S: TakesInput> Suspended<S> {
         if let Err(errors) = input::validate(&pause.schema, &submission.data) {
             return Err(self.refuse(Refusal::InvalidInput(errors)));
         }
-        let offered = agent.registry.offer(self.state.options.allow.as_deref()).await;
+        let offered = agent
+            .registry
+            .offer(self.state.options.allow.as_deref())
+            .await;
         let runnable = self.pending.iter().enumerate().filter(|(i, c)| {
             offered.get(&c.name).is_some_and(|t| {
                 !t.decision().requires_approval() && (*i == pause.call_index || !t.requires_input())

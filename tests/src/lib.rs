@@ -270,3 +270,158 @@ impl ToolProvider for CountingProvider {
         })
     }
 }
+
+/// A shared, ordered list of what happened, for tests that check order.
+#[derive(Clone, Default, Debug)]
+pub struct Journal(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Journal {
+    /// Appends an entry.
+    pub fn push(&self, entry: impl Into<String>) {
+        if let Ok(mut entries) = self.0.lock() {
+            entries.push(entry.into());
+        }
+    }
+
+    /// Every entry so far.
+    pub fn entries(&self) -> Vec<String> {
+        self.0.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
+macro_rules! journaled {
+    ($ty:ident, $args:ty) => {
+        impl Execute for $ty {
+            type Args = $args;
+            async fn execute(&self, args: $args) -> ToolOutput {
+                let args = serde_json::to_value(&args).unwrap_or_default();
+                self.journal.push(format!("{} {args}", self.name()));
+                ToolOutput::text(format!("{} ran with {args}", self.name()))
+            }
+        }
+    };
+}
+
+/// Reads a note.
+#[derive(Tool)]
+#[tool(effect = read_only)]
+pub struct ReadNote {
+    /// Where calls are recorded.
+    pub journal: Journal,
+}
+journaled!(ReadNote, Map<String, Value>);
+
+/// Writes a note.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+pub struct WriteNote {
+    /// Where calls are recorded.
+    pub journal: Journal,
+}
+journaled!(WriteNote, Map<String, Value>);
+
+/// What a user types for [`Greet`].
+#[derive(Debug, serde::Serialize, Deserialize, JsonSchema)]
+pub struct NameInput {
+    /// The user's name.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// How formal to be, 1 to 3.
+    #[schemars(range(min = 1, max = 3))]
+    pub formality: Option<u8>,
+}
+
+/// The arguments of [`Greet`]: the model's guess, overlaid by the user.
+#[derive(Debug, serde::Serialize, Deserialize, JsonSchema)]
+pub struct GreetArgs {
+    /// Whom to greet.
+    pub name: Option<String>,
+    /// How formal to be.
+    pub formality: Option<u8>,
+    /// The language.
+    pub language: Option<String>,
+}
+
+/// Greets a person by the name the user gives.
+#[derive(Tool)]
+#[tool(effect = read_only, input = NameInput)]
+pub struct Greet {
+    /// Where calls are recorded.
+    pub journal: Journal,
+}
+journaled!(Greet, GreetArgs);
+
+/// Picks a colour the user names.
+#[derive(Tool)]
+#[tool(effect = read_only, input = Choice)]
+pub struct PickColour {
+    /// Where calls are recorded.
+    pub journal: Journal,
+}
+journaled!(PickColour, Map<String, Value>);
+
+/// A decision log that journals each record, or fails when told to.
+pub struct JournalLog {
+    /// Where records are noted.
+    pub journal: Journal,
+    /// Every record received.
+    pub records: std::sync::Mutex<Vec<toolgate::DecisionRecord>>,
+    /// Fail every write.
+    pub fail: std::sync::atomic::AtomicBool,
+}
+
+impl JournalLog {
+    /// A working log over `journal`.
+    pub fn new(journal: &Journal) -> Self {
+        Self {
+            journal: journal.clone(),
+            records: std::sync::Mutex::new(Vec::new()),
+            fail: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Every record received.
+    pub fn records(&self) -> Vec<toolgate::DecisionRecord> {
+        self.records.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl toolgate::DecisionLog for JournalLog {
+    fn record<'a>(
+        &'a self,
+        record: &'a toolgate::DecisionRecord,
+    ) -> BoxFuture<'a, Result<(), toolgate::LogError>> {
+        Box::pin(async move {
+            if self.fail.load(Ordering::SeqCst) {
+                self.journal.push("log failed");
+                return Err(toolgate::LogError("disk full".into()));
+            }
+            self.journal.push(format!(
+                "record {} by {}",
+                record.verdict.as_str(),
+                record.decided_by
+            ));
+            if let Ok(mut records) = self.records.lock() {
+                records.push(record.clone());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A tool call with arguments.
+pub fn call(id: &str, name: &str, arguments: Value) -> toolgate::ToolCall {
+    toolgate::ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    }
+}
+
+/// A model reply with one turn of calls.
+pub fn turn(calls: Vec<toolgate::ToolCall>) -> toolgate::Reply {
+    toolgate::Reply::Calls {
+        content: None,
+        calls,
+    }
+}

@@ -1,0 +1,856 @@
+//! The run lifecycle, rule by rule: the turn scan (SPEC §5), suspension and
+//! resume (§6), turn binding (§7) and the audit record.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Value, json};
+use toolgate::{
+    Agent, ApprovalDecision, ApprovalVerdict, AwaitingApproval, Cause, Decision, Effect,
+    ErasedTool, InputSubmission, Message, OperatorDeclaration, Outcome, Pause, Refusal, Registry,
+    ResumeError, RunError, RunOptions, RunRequest, ScriptedModel, Suspended, TurnDigest,
+    WaitingForInput,
+};
+use toolgate_tests::{
+    CountingProvider, Greet, HandErased, Journal, JournalLog, OperatorTool, PickColour, ReadNote,
+    ShowSecrets, WriteNote, call, turn,
+};
+
+fn registry_with(journal: &Journal, issue: OperatorDeclaration, write_note: bool) -> Registry {
+    let (provider, _) = CountingProvider::new(
+        "servers",
+        vec![ErasedTool::new(OperatorTool {
+            server: "gh".into(),
+            name: "gh.create_issue".into(),
+            declaration: issue,
+        })],
+    );
+    let mut builder = Registry::builder()
+        .builtin(ReadNote {
+            journal: journal.clone(),
+        })
+        .builtin(Greet {
+            journal: journal.clone(),
+        })
+        .builtin(PickColour {
+            journal: journal.clone(),
+        })
+        .builtin(ShowSecrets)
+        .provider(provider);
+    if write_note {
+        builder = builder.builtin(WriteNote {
+            journal: journal.clone(),
+        });
+    }
+    match builder.build() {
+        Ok(registry) => registry,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+fn registry(journal: &Journal) -> Registry {
+    registry_with(journal, OperatorDeclaration::ApprovalRequired, true)
+}
+
+fn request(options: RunOptions) -> RunRequest {
+    RunRequest {
+        options,
+        ..RunRequest::new("alice", "do the thing")
+    }
+}
+
+async fn start(agent: &Agent<'_>, options: RunOptions) -> Outcome {
+    match agent.start(request(options)).await {
+        Ok(outcome) => outcome,
+        Err(error) => panic!("run failed: {error}"),
+    }
+}
+
+fn awaiting(outcome: Outcome) -> Suspended<AwaitingApproval> {
+    match outcome {
+        Outcome::AwaitingApproval(run) => run,
+        other => panic!("expected a run awaiting approval, got {other:?}"),
+    }
+}
+
+fn waiting(outcome: Outcome) -> Suspended<WaitingForInput> {
+    match outcome {
+        Outcome::WaitingForInput(run) => run,
+        other => panic!("expected a run waiting for input, got {other:?}"),
+    }
+}
+
+fn finished<S: std::fmt::Debug>(result: Result<Outcome, ResumeError<S>>) -> toolgate::RunState {
+    match result {
+        Ok(Outcome::Finished { state, .. }) => state,
+        other => panic!("expected a finished run, got {other:?}"),
+    }
+}
+
+fn refused<S: std::fmt::Debug>(result: Result<Outcome, ResumeError<S>>) -> (Suspended<S>, Refusal) {
+    match result {
+        Err(ResumeError::Refused(refused)) => (refused.run, refused.reason),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// The results the run got, as (tool, is_error, content).
+fn results(state: &toolgate::RunState) -> Vec<(String, bool, String)> {
+    state
+        .transcript
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                name,
+                content,
+                is_error,
+                ..
+            } => Some((name.clone(), *is_error, content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn approve(run: &Suspended<AwaitingApproval>, by: &str) -> ApprovalDecision {
+    ApprovalDecision {
+        verdict: ApprovalVerdict::Approve,
+        digest: Some(run.digest()),
+        decided_by: by.into(),
+    }
+}
+
+fn input(run: &Suspended<WaitingForInput>, data: Value) -> InputSubmission {
+    InputSubmission {
+        data,
+        digest: Some(run.digest()),
+        submitted_by: "alice".into(),
+    }
+}
+
+fn done() -> toolgate::Reply {
+    toolgate::Reply::Text("done".into())
+}
+
+// ---------------------------------------------------------------- §5 scan
+
+#[tokio::test]
+async fn scan_approval_first_and_nothing_of_the_turn_runs_before_it_passes() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([turn(vec![
+        call("1", "read_note", json!({})),
+        call("2", "write_note", json!({"text": "hi"})),
+    ])]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    assert_eq!(run.pending().len(), 2);
+    assert!(
+        journal.entries().is_empty(),
+        "the read ran before the scan passed"
+    );
+}
+
+#[tokio::test]
+async fn scan_input_second_names_the_tool_and_carries_its_schema() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([turn(vec![
+        call("1", "read_note", json!({})),
+        call("2", "greet", json!({})),
+    ])]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = waiting(start(&agent, RunOptions::default()).await);
+    assert_eq!(run.input_tool(), "greet");
+    assert_eq!(run.input_call().id, "2");
+    let schema = run.input_schema().as_value();
+    assert_eq!(
+        schema.pointer("/properties/name/minLength"),
+        Some(&json!(1))
+    );
+    assert!(journal.entries().is_empty());
+}
+
+#[tokio::test]
+async fn scan_the_approval_scan_runs_before_the_input_scan() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([turn(vec![
+        call("1", "greet", json!({})),
+        call("2", "write_note", json!({})),
+    ])]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let _ = awaiting(start(&agent, RunOptions::default()).await);
+}
+
+#[tokio::test]
+async fn scan_unknown_and_non_offered_calls_get_error_results_and_never_pause() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([
+        turn(vec![
+            call("1", "write_note", json!({})),
+            call("2", "greet", json!({})),
+            call("3", "no_such_tool", json!({})),
+            call("4", "read_note", json!({"id": 7})),
+        ]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let options = RunOptions {
+        allow: Some(vec!["read_note".into()]),
+        ..RunOptions::default()
+    };
+    let Outcome::Finished { state, .. } = start(&agent, options).await else {
+        panic!("a turn of non-offered calls must not pause");
+    };
+    assert_eq!(
+        results(&state),
+        [
+            (
+                "write_note".into(),
+                true,
+                "tool `write_note` is not offered to this run; the call was not executed".into()
+            ),
+            (
+                "greet".into(),
+                true,
+                "tool `greet` is not offered to this run; the call was not executed".into()
+            ),
+            (
+                "no_such_tool".into(),
+                true,
+                "unknown tool `no_such_tool`; the call was not executed".into()
+            ),
+            (
+                "read_note".into(),
+                false,
+                r#"read_note ran with {"id":7}"#.into()
+            ),
+        ]
+    );
+    assert_eq!(journal.entries(), [r#"read_note {"id":7}"#]);
+}
+
+#[tokio::test]
+async fn scan_a_degenerate_input_schema_is_refused_at_capture() {
+    let tool = Arc::new(HandErased {
+        name: "ask".into(),
+        decision: Decision {
+            pause: Pause::Input,
+            cause: Cause::UserInput,
+        },
+        input: Some(schemars::Schema::default()),
+        parameters: schemars::Schema::default(),
+        calls: Default::default(),
+    });
+    let registry = match Registry::builder().erased(tool).build() {
+        Ok(registry) => registry,
+        Err(error) => panic!("{error}"),
+    };
+    let model = ScriptedModel::new([turn(vec![call("1", "ask", json!({}))])]);
+    let log = toolgate::MemoryLog::new();
+    let agent = Agent::new(&registry, &model, &log);
+    match agent.start(RunRequest::new("alice", "ask")).await {
+        Err(RunError::UnusableInputSchema {
+            tool,
+            problem,
+            state,
+        }) => {
+            assert_eq!(tool, "ask");
+            assert_eq!(
+                problem,
+                "the schema has no `type` and no `properties`, so it would accept anything"
+            );
+            assert_eq!(state.iterations, 1, "the run is handed back");
+        }
+        other => panic!("expected the schema to be refused, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_driver_stops_at_the_iteration_cap() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new(
+        (0..5).map(|i| turn(vec![call(&i.to_string(), "read_note", json!({}))])),
+    );
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let options = RunOptions {
+        max_iterations: 3,
+        ..RunOptions::default()
+    };
+    let Outcome::LimitReached(state) = start(&agent, options).await else {
+        panic!("expected the cap");
+    };
+    assert_eq!(state.iterations, 3);
+    assert_eq!(journal.entries().len(), 3);
+}
+
+// ------------------------------------------------------ §6 approval resume
+
+#[tokio::test]
+async fn approval_denied_every_pending_call_gets_an_error_result() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([
+        turn(vec![
+            call("1", "read_note", json!({})),
+            call("2", "write_note", json!({})),
+        ]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    let decision = ApprovalDecision {
+        verdict: ApprovalVerdict::Deny,
+        ..approve(&run, "bob")
+    };
+    let state = finished(run.decide(&agent, decision).await);
+    let denied = "the operator (bob) denied this call; it was not executed";
+    assert_eq!(
+        results(&state),
+        [
+            ("read_note".into(), true, denied.into()),
+            ("write_note".into(), true, denied.into())
+        ]
+    );
+    assert_eq!(journal.entries(), ["record denied by bob"]);
+}
+
+#[tokio::test]
+async fn approval_is_recorded_before_anything_of_the_turn_runs() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([
+        turn(vec![
+            call("1", "read_note", json!({})),
+            call("2", "write_note", json!({"text": "hi"})),
+        ]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    let digest = run.digest();
+    let decision = approve(&run, "bob");
+    let _ = finished(run.decide(&agent, decision).await);
+    assert_eq!(
+        journal.entries(),
+        [
+            "record approved by bob",
+            "read_note {}",
+            r#"write_note {"text":"hi"}"#
+        ]
+    );
+    let records = log.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].digest, digest);
+    assert_eq!(records[0].tools, ["read_note", "write_note"]);
+    assert_eq!(records[0].requested_by, "alice");
+    assert!(!records[0].self_decided);
+    assert!(records[0].at_unix_ms > 0);
+}
+
+#[tokio::test]
+async fn approval_a_tool_no_longer_offered_at_resume_is_refused() {
+    let journal = Journal::default();
+    let before = registry(&journal);
+    let model = ScriptedModel::new([
+        turn(vec![
+            call("1", "write_note", json!({})),
+            call("2", "read_note", json!({})),
+        ]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let run = awaiting(start(&Agent::new(&before, &model, &log), RunOptions::default()).await);
+    // The host restarted with `write_note` gone; the offer is recomputed.
+    let after = registry_with(&journal, OperatorDeclaration::ApprovalRequired, false);
+    let agent = Agent::new(&after, &model, &log);
+    let decision = approve(&run, "bob");
+    let state = finished(run.decide(&agent, decision).await);
+    assert_eq!(
+        results(&state),
+        [
+            (
+                "write_note".into(),
+                true,
+                "unknown tool `write_note`; the call was not executed".into()
+            ),
+            ("read_note".into(), false, "read_note ran with {}".into()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn approval_a_pending_call_that_requires_input_is_refused() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([
+        turn(vec![
+            call("1", "greet", json!({"name": "model"})),
+            call("2", "write_note", json!({})),
+        ]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    let decision = approve(&run, "bob");
+    let state = finished(run.decide(&agent, decision).await);
+    assert_eq!(
+        results(&state)[0],
+        (
+            "greet".into(),
+            true,
+            "tool `greet` requires user input that was not provided; the call was not executed"
+                .into()
+        )
+    );
+    assert_eq!(
+        journal.entries(),
+        ["record approved by bob", "write_note {}"]
+    );
+}
+
+/// SPEC §3.1 at run time: a tool erased by hand that needs approval and input
+/// suspends for approval on every turn, the approval resume refuses it, and
+/// `submit_input` is never reachable. The registry refuses the same tool at
+/// boot, naming it and the route.
+#[tokio::test]
+async fn the_approval_and_input_deadlock_story_and_the_boot_check_that_prevents_it() {
+    let deadlock = || {
+        HandErased::new(
+            "send_message",
+            Decision {
+                pause: Pause::Approval,
+                cause: Cause::DeclaredWrite(Effect::NonIdempotentWrite),
+            },
+            true,
+        )
+    };
+    let Err(error) = Registry::builder().erased(deadlock()).build() else {
+        panic!("the boot check must refuse the tool");
+    };
+    assert_eq!(
+        error.to_string(),
+        "the tool registry refused to boot:\n  - tool `send_message` requires approval (declared write) and also requires input: the approval resume carries no input, so it would ask for approval on every turn and never run"
+    );
+
+    // The same tool, lying at boot: it hides its input schema until the
+    // registry has checked it. The run-time defences still hold.
+    let tool = deadlock();
+    let honest_at_boot = Arc::new(LiesAtBoot {
+        inner: Arc::clone(&tool),
+        show_input: Default::default(),
+    });
+    let registry = match Registry::builder().erased(honest_at_boot.clone()).build() {
+        Ok(registry) => registry,
+        Err(error) => panic!("{error}"),
+    };
+    honest_at_boot.show_input.store(true, Ordering::SeqCst);
+    let ask = || turn(vec![call("1", "send_message", json!({"to": "bob"}))]);
+    let model = ScriptedModel::new([ask(), ask(), ask(), done()]);
+    let log = toolgate::MemoryLog::new();
+    let agent = Agent::new(&registry, &model, &log);
+    let mut run = awaiting(start(&agent, RunOptions::default()).await);
+    for round in 1..=2 {
+        let decision = approve(&run, "bob");
+        // 2. The approval resume refuses the input-requiring call; 3. the
+        // model asks again and the approval scan binds again.
+        run = match run.decide(&agent, decision).await {
+            Ok(Outcome::AwaitingApproval(next)) => next,
+            other => panic!("round {round}: expected another approval pause, got {other:?}"),
+        };
+        let refusals = results(run.state())
+            .into_iter()
+            .filter(|(_, is_error, content)| {
+                *is_error && content.contains("requires user input that was not provided")
+            })
+            .count();
+        assert_eq!(refusals, round);
+    }
+    // One operator decision spent per turn, and the tool never executed.
+    assert_eq!(log.records().len(), 2);
+    assert_eq!(tool.calls.load(Ordering::SeqCst), 0);
+}
+
+struct LiesAtBoot {
+    inner: Arc<HandErased>,
+    show_input: std::sync::atomic::AtomicBool,
+}
+
+impl toolgate::DynTool for LiesAtBoot {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn parameters(&self) -> &schemars::Schema {
+        self.inner.parameters()
+    }
+    fn origin(&self) -> toolgate::Origin {
+        self.inner.origin()
+    }
+    fn effect(&self) -> Effect {
+        self.inner.effect()
+    }
+    fn server(&self) -> Option<&str> {
+        None
+    }
+    fn decision(&self) -> Decision {
+        self.inner.decision()
+    }
+    fn input_schema(&self) -> Option<&schemars::Schema> {
+        if self.show_input.load(Ordering::SeqCst) {
+            self.inner.input_schema()
+        } else {
+            None
+        }
+    }
+    fn execute(&self, arguments: Value) -> toolgate::BoxFuture<'_, toolgate::ToolOutput> {
+        self.inner.execute(arguments)
+    }
+}
+
+// --------------------------------------------------------- §6 input resume
+
+#[tokio::test]
+async fn input_invalid_data_hands_the_run_back_intact_and_can_be_resubmitted() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([turn(vec![call("1", "greet", json!({}))]), done()]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = waiting(start(&agent, RunOptions::default()).await);
+    let before = run.clone();
+    let submission = input(&run, json!({"name": "", "formality": 9}));
+    let (run, reason) = refused(run.submit_input(&agent, submission).await);
+    assert_eq!(run, before, "the run is handed back unchanged");
+    let Refusal::InvalidInput(errors) = reason else {
+        panic!("expected invalid input, got {reason:?}");
+    };
+    let mut paths: Vec<_> = errors.iter().map(|e| e.path.as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(paths, ["/formality", "/name"]);
+    assert!(
+        log.records().is_empty(),
+        "a refused submission decides nothing"
+    );
+    assert!(journal.entries().is_empty());
+
+    let submission = input(&run, json!({"name": "Ada"}));
+    let state = finished(run.submit_input(&agent, submission).await);
+    assert_eq!(results(&state).len(), 1);
+    assert!(!results(&state)[0].1);
+}
+
+#[tokio::test]
+async fn input_is_overlaid_on_the_models_arguments_bounded_to_declared_keys() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([
+        turn(vec![call(
+            "1",
+            "greet",
+            json!({"name": "Model's guess", "formality": 3, "language": "fr"}),
+        )]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = waiting(start(&agent, RunOptions::default()).await);
+    let submission = input(
+        &run,
+        json!({"name": "Ada", "language": "de", "admin": true}),
+    );
+    let _ = finished(run.submit_input(&agent, submission).await);
+    // `name` and `formality` are declared: the model's values are dropped and
+    // the human's taken. `language` and `admin` are not: the human's are not
+    // taken, the model's `language` stays.
+    assert_eq!(
+        journal.entries(),
+        [
+            "record input submitted by alice",
+            r#"greet {"formality":null,"language":"fr","name":"Ada"}"#
+        ]
+    );
+}
+
+#[tokio::test]
+async fn input_a_second_input_requiring_call_is_refused_and_other_siblings_run() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([
+        turn(vec![
+            call("1", "greet", json!({})),
+            call("2", "pick_colour", json!({})),
+            call("3", "read_note", json!({})),
+            call("4", "nope", json!({})),
+        ]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = waiting(start(&agent, RunOptions::default()).await);
+    let submission = input(&run, json!({"name": "Ada"}));
+    let state = finished(run.submit_input(&agent, submission).await);
+    let outcome: Vec<_> = results(&state)
+        .into_iter()
+        .map(|(n, e, _)| (n, e))
+        .collect();
+    assert_eq!(
+        outcome,
+        [
+            ("greet".into(), false),
+            ("pick_colour".into(), true),
+            ("read_note".into(), false),
+            ("nope".into(), true)
+        ]
+    );
+    assert_eq!(
+        results(&state)[1].2,
+        "tool `pick_colour` requires user input that was not provided (one call per turn can wait for input); the call was not executed"
+    );
+}
+
+#[tokio::test]
+async fn input_a_sibling_that_needs_approval_is_refused_an_input_is_never_an_approval() {
+    let journal = Journal::default();
+    // When the turn was scanned the operator had declared `gh` safe...
+    let before = registry_with(&journal, OperatorDeclaration::NoApproval, true);
+    let model = ScriptedModel::new([
+        turn(vec![
+            call("1", "greet", json!({})),
+            call("2", "gh.create_issue", json!({"title": "x"})),
+        ]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let run = waiting(start(&Agent::new(&before, &model, &log), RunOptions::default()).await);
+    // ...and turned approval back on before the user answered.
+    let after = registry_with(&journal, OperatorDeclaration::ApprovalRequired, true);
+    let agent = Agent::new(&after, &model, &log);
+    let submission = input(&run, json!({"name": "Ada"}));
+    let state = finished(run.submit_input(&agent, submission).await);
+    assert_eq!(
+        results(&state)[1],
+        (
+            "gh.create_issue".into(),
+            true,
+            "tool `gh.create_issue` requires approval that was not given (an input submission is not an approval); the call was not executed".into()
+        )
+    );
+}
+
+// ------------------------------------------------------ §7 turn binding
+
+#[tokio::test]
+async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([
+        turn(vec![call("1", "write_note", json!({}))]),
+        turn(vec![call("2", "greet", json!({}))]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let mut run = awaiting(start(&agent, RunOptions::default()).await);
+    for digest in [
+        None,
+        Some(TurnDigest::from_text("sha256:0000")),
+        Some(toolgate::turn_digest(&[call(
+            "1",
+            "write_note",
+            json!({"x": 1}),
+        )])),
+    ] {
+        let before = run.clone();
+        let decision = ApprovalDecision {
+            digest: digest.clone(),
+            ..approve(&run, "bob")
+        };
+        let (back, reason) = refused(run.decide(&agent, decision).await);
+        assert_eq!(back, before);
+        assert_eq!(
+            reason,
+            Refusal::UnknownTurn {
+                expected: before.digest(),
+                carried: digest
+            }
+        );
+        run = back;
+    }
+    assert!(
+        journal.entries().is_empty(),
+        "nothing ran and nothing was recorded"
+    );
+    assert_eq!(run.digest(), toolgate::turn_digest(run.pending()));
+    let decision = approve(&run, "bob");
+    let run = match run.decide(&agent, decision).await {
+        Ok(Outcome::WaitingForInput(run)) => run,
+        other => panic!("{other:?}"),
+    };
+    let submission = InputSubmission {
+        digest: None,
+        ..input(&run, json!({"name": "Ada"}))
+    };
+    let (run, reason) = refused(run.submit_input(&agent, submission).await);
+    assert!(matches!(reason, Refusal::UnknownTurn { carried: None, .. }));
+    let submission = input_for(&run);
+    let _ = finished(run.submit_input(&agent, submission).await);
+}
+
+fn input_for(run: &Suspended<WaitingForInput>) -> InputSubmission {
+    input(run, json!({"name": "Ada"}))
+}
+
+#[tokio::test]
+async fn binding_four_eyes_refuses_the_requesters_own_approval() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let options = RunOptions {
+        four_eyes: true,
+        ..RunOptions::default()
+    };
+    let run = awaiting(start(&agent, options).await);
+    let before = run.clone();
+    let decision = approve(&run, "alice");
+    let (run, reason) = refused(run.decide(&agent, decision).await);
+    assert_eq!(run, before);
+    assert_eq!(
+        reason.to_string(),
+        "`alice` started this run, and its approval must come from someone else"
+    );
+    let decision = approve(&run, "bob");
+    let _ = finished(run.decide(&agent, decision).await);
+    assert_eq!(log.records()[0].decided_by, "bob");
+}
+
+#[tokio::test]
+async fn binding_a_self_approval_is_always_visible_in_the_record() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    let decision = approve(&run, "alice");
+    let _ = finished(run.decide(&agent, decision).await);
+    let records = log.records();
+    assert_eq!(records.len(), 1);
+    assert!(records[0].self_decided);
+    assert_eq!(records[0].decided_by, records[0].requested_by);
+}
+
+// ------------------------------------------------------------ audit
+
+#[tokio::test]
+async fn audit_a_failed_record_refuses_the_approval_of_a_write() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    log.fail.store(true, Ordering::SeqCst);
+    let before = run.clone();
+    let decision = approve(&run, "bob");
+    let (run, reason) = refused(run.decide(&agent, decision).await);
+    assert_eq!(run, before);
+    assert_eq!(
+        reason.to_string(),
+        "the decision could not be recorded, and the turn would run a write: the decision log failed: disk full"
+    );
+    assert_eq!(journal.entries(), ["log failed"]);
+    log.fail.store(false, Ordering::SeqCst);
+    let decision = approve(&run, "bob");
+    let _ = finished(run.decide(&agent, decision).await);
+    assert_eq!(
+        journal.entries(),
+        ["log failed", "record approved by bob", "write_note {}"]
+    );
+}
+
+#[tokio::test]
+async fn audit_a_failed_record_does_not_block_a_read_only_turn() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([
+        turn(vec![
+            call("1", "show_secrets", json!({"path": "a"})),
+            call("2", "read_note", json!({})),
+        ]),
+        done(),
+    ]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    log.fail.store(true, Ordering::SeqCst);
+    let decision = approve(&run, "bob");
+    let state = finished(run.decide(&agent, decision).await);
+    assert!(results(&state).iter().all(|(_, is_error, _)| !is_error));
+    assert_eq!(journal.entries(), ["log failed", "read_note {}"]);
+}
+
+#[tokio::test]
+async fn audit_a_failed_record_never_blocks_a_denial() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    log.fail.store(true, Ordering::SeqCst);
+    let decision = ApprovalDecision {
+        verdict: ApprovalVerdict::Deny,
+        ..approve(&run, "bob")
+    };
+    let state = finished(run.decide(&agent, decision).await);
+    assert!(results(&state)[0].1);
+    assert_eq!(journal.entries(), ["log failed"]);
+}
+
+// ------------------------------------------------------------ persistence
+
+#[tokio::test]
+async fn a_suspended_run_survives_encode_and_decode_and_resumes() {
+    let journal = Journal::default();
+    let registry = registry(&journal);
+    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let log = JournalLog::new(&journal);
+    let agent = Agent::new(&registry, &model, &log);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    let document = match run.encode() {
+        Ok(document) => document,
+        Err(error) => panic!("{error}"),
+    };
+    let reloaded = match Suspended::<AwaitingApproval>::decode(&document) {
+        Ok(run) => run,
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(reloaded, run);
+    assert_eq!(reloaded.digest(), run.digest());
+    let wrong_kind = Suspended::<WaitingForInput>::decode(&document);
+    assert_eq!(
+        wrong_kind.err().map(|e| e.reason),
+        Some("the document holds a run awaiting approval, not a run waiting for input".into())
+    );
+    let decision = approve(&reloaded, "bob");
+    let _ = finished(reloaded.decide(&agent, decision).await);
+    assert_eq!(
+        journal.entries(),
+        ["record approved by bob", "write_note {}"]
+    );
+}
