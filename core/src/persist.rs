@@ -149,7 +149,7 @@ impl Suspended<AwaitingApproval> {
     pub fn decode(text: &str) -> Result<Self, CorruptState> {
         match decode(text)? {
             SuspendedRun::AwaitingApproval(run) => Ok(run),
-            other => corrupt(format!(
+            other @ SuspendedRun::WaitingForInput(_) => corrupt(format!(
                 "the document holds {}, not a run awaiting approval",
                 other.status().describe()
             )),
@@ -176,7 +176,7 @@ impl Suspended<WaitingForInput> {
     pub fn decode(text: &str) -> Result<Self, CorruptState> {
         match decode(text)? {
             SuspendedRun::WaitingForInput(run) => Ok(run),
-            other => corrupt(format!(
+            other @ SuspendedRun::AwaitingApproval(_) => corrupt(format!(
                 "the document holds {}, not a run waiting for input",
                 other.status().describe()
             )),
@@ -206,46 +206,7 @@ fn decode(text: &str) -> Result<SuspendedRun, CorruptState> {
     if let Some(field) = document.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return corrupt(format!("unknown field `{field}`"));
     }
-    match document.get("format") {
-        None => return corrupt("missing `format`"),
-        Some(Value::String(format)) if format == FORMAT => {}
-        Some(Value::String(format)) => {
-            return corrupt(format!("`format` is `{format}`, not `{FORMAT}`"));
-        }
-        Some(other) => return corrupt(format!("`format` is {}, not a string", kind(other))),
-    }
-    match document.get("version") {
-        None => return corrupt("missing `version`"),
-        Some(v) => match v.as_u64() {
-            Some(VERSION) => {}
-            Some(n) => {
-                return corrupt(format!(
-                    "unknown version {n} (this build reads version {VERSION})"
-                ));
-            }
-            None => return corrupt(format!("`version` is {}, not a whole number", kind(v))),
-        },
-    }
-    match document.get("checksum") {
-        None => return corrupt("missing `checksum`"),
-        Some(Value::String(checksum)) => {
-            if *checksum != document_checksum(&document) {
-                return corrupt(
-                    "the checksum does not match the content: the document was changed or damaged",
-                );
-            }
-        }
-        Some(other) => return corrupt(format!("`checksum` is {}, not a string", kind(other))),
-    }
-    let status = match document.get("status") {
-        None => return corrupt("missing `status`"),
-        Some(Value::String(s)) if s == Status::AwaitingApproval.as_str() => {
-            Status::AwaitingApproval
-        }
-        Some(Value::String(s)) if s == Status::WaitingForInput.as_str() => Status::WaitingForInput,
-        Some(Value::String(s)) => return corrupt(format!("unknown status `{s}`")),
-        Some(other) => return corrupt(format!("`status` is {}, not a string", kind(other))),
-    };
+    let status = decode_header(&document)?;
     let state: RunState = match document.get("run") {
         None => return corrupt("missing `run`"),
         Some(run) => RunState::deserialize(run)
@@ -298,6 +259,52 @@ fn decode(text: &str) -> Result<SuspendedRun, CorruptState> {
     }
 }
 
+/// Format, version, checksum and status, in that order.
+fn decode_header(document: &Map<String, Value>) -> Result<Status, CorruptState> {
+    match document.get("format") {
+        None => return corrupt("missing `format`"),
+        Some(Value::String(format)) if format == FORMAT => {}
+        Some(Value::String(format)) => {
+            return corrupt(format!("`format` is `{format}`, not `{FORMAT}`"));
+        }
+        Some(other) => return corrupt(format!("`format` is {}, not a string", kind(other))),
+    }
+    match document.get("version") {
+        None => return corrupt("missing `version`"),
+        Some(v) => match v.as_u64() {
+            Some(VERSION) => {}
+            Some(n) => {
+                return corrupt(format!(
+                    "unknown version {n} (this build reads version {VERSION})"
+                ));
+            }
+            None => return corrupt(format!("`version` is {}, not a whole number", kind(v))),
+        },
+    }
+    match document.get("checksum") {
+        None => return corrupt("missing `checksum`"),
+        Some(Value::String(checksum)) => {
+            if *checksum != document_checksum(document) {
+                return corrupt(
+                    "the checksum does not match the content: the document was changed or damaged",
+                );
+            }
+        }
+        Some(other) => return corrupt(format!("`checksum` is {}, not a string", kind(other))),
+    }
+    match document.get("status") {
+        None => corrupt("missing `status`"),
+        Some(Value::String(s)) if s == Status::AwaitingApproval.as_str() => {
+            Ok(Status::AwaitingApproval)
+        }
+        Some(Value::String(s)) if s == Status::WaitingForInput.as_str() => {
+            Ok(Status::WaitingForInput)
+        }
+        Some(Value::String(s)) => corrupt(format!("unknown status `{s}`")),
+        Some(other) => corrupt(format!("`status` is {}, not a string", kind(other))),
+    }
+}
+
 fn decode_pending(pending: Option<&Value>) -> Result<Vec<ToolCall>, CorruptState> {
     let items = match pending {
         None => return corrupt("missing `pending`"),
@@ -327,5 +334,209 @@ fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::run::{Message, RunOptions};
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            "\\PC{0,12}".prop_map(Value::from),
+        ]
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z_]{1,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn arguments() -> impl Strategy<Value = Value> {
+        prop::collection::btree_map("[a-z_]{1,6}", json_value(), 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect()))
+    }
+
+    fn calls() -> impl Strategy<Value = Vec<ToolCall>> {
+        prop::collection::vec(("[a-z_.]{1,10}", arguments()), 1..4).prop_map(|items| {
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, (name, arguments))| ToolCall {
+                    id: format!("call_{i}"),
+                    name,
+                    arguments,
+                })
+                .collect()
+        })
+    }
+
+    fn message() -> impl Strategy<Value = Message> {
+        prop_oneof![
+            "\\PC{0,20}".prop_map(|content| Message::System { content }),
+            "\\PC{0,20}".prop_map(|content| Message::User { content }),
+            (proptest::option::of("\\PC{0,20}"), calls())
+                .prop_map(|(content, calls)| Message::Assistant { content, calls }),
+            (
+                "[a-z_0-9]{1,8}",
+                "[a-z_.]{1,10}",
+                "\\PC{0,20}",
+                any::<bool>()
+            )
+                .prop_map(|(call_id, name, content, is_error)| Message::Tool {
+                    call_id,
+                    name,
+                    content,
+                    is_error
+                }),
+        ]
+    }
+
+    fn state() -> impl Strategy<Value = RunState> {
+        (
+            "[a-f0-9-]{1,36}",
+            "\\PC{1,12}",
+            prop::collection::vec(message(), 0..6),
+            1u32..40,
+            any::<u32>(),
+            proptest::option::of(prop::collection::vec("[a-z_.]{1,10}", 0..4)),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(run_id, requested_by, transcript, max_iterations, i, allow, four_eyes)| {
+                    RunState {
+                        run_id,
+                        requested_by,
+                        transcript,
+                        iterations: i % (max_iterations + 1),
+                        options: RunOptions {
+                            max_iterations,
+                            allow,
+                            four_eyes,
+                        },
+                    }
+                },
+            )
+    }
+
+    fn suspended() -> impl Strategy<Value = SuspendedRun> {
+        (
+            state(),
+            calls(),
+            any::<bool>(),
+            any::<prop::sample::Index>(),
+        )
+            .prop_map(|(state, pending, input, index)| {
+                if input {
+                    let call_index = index.index(pending.len());
+                    let tool = pending[call_index].name.clone();
+                    let schema = Schema::try_from(json!({
+                        "type": "object",
+                        "properties": {"name": {"type": "string", "minLength": 1}},
+                        "required": ["name"]
+                    }))
+                    .unwrap_or_default();
+                    SuspendedRun::WaitingForInput(Suspended::waiting_for_input(
+                        state, pending, tool, call_index, schema,
+                    ))
+                } else {
+                    SuspendedRun::AwaitingApproval(Suspended::awaiting_approval(state, pending))
+                }
+            })
+    }
+
+    /// Every node of a JSON value, as paths of keys and indices.
+    fn paths(value: &Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        out.push(prefix.clone());
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map {
+                    prefix.push(key.clone());
+                    paths(item, prefix, out);
+                    prefix.pop();
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    prefix.push(i.to_string());
+                    paths(item, prefix, out);
+                    prefix.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn node<'a>(value: &'a mut Value, path: &[String]) -> Option<&'a mut Value> {
+        path.iter().try_fold(value, |v, part| match v {
+            Value::Object(map) => map.get_mut(part),
+            Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            _ => None,
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn encode_then_decode_is_the_identity(run in suspended()) {
+            let text = run.encode().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(SuspendedRun::decode(&text), Ok(run));
+        }
+
+        #[test]
+        fn decoding_arbitrary_text_never_panics(text in "\\PC{0,200}") {
+            let _ = SuspendedRun::decode(&text);
+        }
+
+        #[test]
+        fn decoding_arbitrary_json_never_panics(value in json_value()) {
+            let _ = SuspendedRun::decode(&value.to_string());
+        }
+
+        /// A mutated document either fails to decode or decodes to exactly
+        /// the run that was encoded — never to another run.
+        #[test]
+        fn a_mutated_document_never_decodes_to_another_run(
+            run in suspended(),
+            which in any::<prop::sample::Index>(),
+            replacement in json_value(),
+            delete in any::<bool>(),
+        ) {
+            let text = run.encode().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let mut value: Value = serde_json::from_str(&text)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let mut all = Vec::new();
+            paths(&value, &mut Vec::new(), &mut all);
+            let path = which.get(&all).clone();
+            if delete && !path.is_empty() {
+                let (last, parent) = path.split_last().map_or((String::new(), &[][..]), |(l, p)| (l.clone(), p));
+                match node(&mut value, parent) {
+                    Some(Value::Object(map)) => { map.remove(&last); }
+                    Some(Value::Array(items)) => {
+                        if let Ok(i) = last.parse::<usize>() && i < items.len() { items.remove(i); }
+                    }
+                    _ => {}
+                }
+            } else if let Some(slot) = node(&mut value, &path) {
+                *slot = replacement;
+            }
+            match SuspendedRun::decode(&value.to_string()) {
+                Ok(decoded) => prop_assert_eq!(decoded, run),
+                Err(error) => prop_assert!(!error.reason.is_empty()),
+            }
+        }
     }
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::audit::{DecisionRecord, LogError, Verdict, now_unix_ms};
 use crate::digest::{TurnDigest, turn_digest};
+use crate::erased::BoxFuture;
 use crate::input::{self, InputError};
 use crate::registry::Offered;
 use crate::run::{Agent, Message, Outcome, RunError, RunState, ToolCall, not_offered};
@@ -49,7 +50,7 @@ impl Sealed for WaitingForInput {}
     label = "this run is `Suspended<{Self}>`",
     note = "submit the user's data with `submit_input`; an input submission is never an approval, and a verdict carries no data"
 )]
-pub trait TakesVerdict: Sealed {}
+pub trait TakesVerdict: Sealed + Send + Sync + 'static {}
 impl TakesVerdict for AwaitingApproval {}
 
 /// The pauses that take input.
@@ -58,7 +59,7 @@ impl TakesVerdict for AwaitingApproval {}
     label = "this run is `Suspended<{Self}>`",
     note = "approve or deny it with `decide`, `approve` or `deny`; the approval path carries no data"
 )]
-pub trait TakesInput: Sealed {
+pub trait TakesInput: Sealed + Send + Sync + 'static {
     #[doc(hidden)]
     fn input_pause(&self) -> &WaitingForInput;
 }
@@ -293,7 +294,7 @@ impl<S> fmt::Display for ResumeError<S> {
 
 impl<S: fmt::Debug> std::error::Error for ResumeError<S> {}
 
-impl<S: TakesVerdict> Suspended<S> {
+impl<S> Suspended<S> {
     /// Approves or denies the whole pending turn, then drives the run on.
     ///
     /// Refused, with the run handed back unchanged, when the digest is missing
@@ -302,11 +303,25 @@ impl<S: TakesVerdict> Suspended<S> {
     /// each call runs unless its tool is no longer offered (the offer is
     /// recomputed now) or requires input (the approval path carries none). On
     /// denial, every call gets an error result saying so.
-    pub async fn decide(
+    pub fn decide<'a>(
+        self,
+        agent: &'a Agent<'a>,
+        decision: ApprovalDecision,
+    ) -> BoxFuture<'a, Result<Outcome, ResumeError<S>>>
+    where
+        S: TakesVerdict,
+    {
+        Box::pin(self.decide_now(agent, decision))
+    }
+
+    async fn decide_now(
         self,
         agent: &Agent<'_>,
         decision: ApprovalDecision,
-    ) -> Result<Outcome, ResumeError<S>> {
+    ) -> Result<Outcome, ResumeError<S>>
+    where
+        S: TakesVerdict,
+    {
         let digest = match self.check_digest(decision.digest.as_ref()) {
             Ok(digest) => digest,
             Err(reason) => return Err(self.refuse(reason)),
@@ -358,38 +373,44 @@ impl<S: TakesVerdict> Suspended<S> {
 
     /// Approves the pending turn: [`Suspended::decide`] with
     /// [`ApprovalVerdict::Approve`].
-    pub async fn approve(
+    pub fn approve<'a>(
         self,
-        agent: &Agent<'_>,
+        agent: &'a Agent<'a>,
         decided_by: impl Into<String>,
         digest: Option<TurnDigest>,
-    ) -> Result<Outcome, ResumeError<S>> {
+    ) -> BoxFuture<'a, Result<Outcome, ResumeError<S>>>
+    where
+        S: TakesVerdict,
+    {
         let decision = ApprovalDecision {
             verdict: ApprovalVerdict::Approve,
             digest,
             decided_by: decided_by.into(),
         };
-        self.decide(agent, decision).await
+        Box::pin(self.decide_now(agent, decision))
     }
 
     /// Denies the pending turn: [`Suspended::decide`] with
     /// [`ApprovalVerdict::Deny`].
-    pub async fn deny(
+    pub fn deny<'a>(
         self,
-        agent: &Agent<'_>,
+        agent: &'a Agent<'a>,
         decided_by: impl Into<String>,
         digest: Option<TurnDigest>,
-    ) -> Result<Outcome, ResumeError<S>> {
+    ) -> BoxFuture<'a, Result<Outcome, ResumeError<S>>>
+    where
+        S: TakesVerdict,
+    {
         let decision = ApprovalDecision {
             verdict: ApprovalVerdict::Deny,
             digest,
             decided_by: decided_by.into(),
         };
-        self.decide(agent, decision).await
+        Box::pin(self.decide_now(agent, decision))
     }
 }
 
-impl<S: TakesInput> Suspended<S> {
+impl<S> Suspended<S> {
     /// Submits the user's data for the waiting call, then drives the run on.
     ///
     /// The data is validated against the full input schema *before* anything
@@ -399,11 +420,25 @@ impl<S: TakesInput> Suspended<S> {
     /// that needs approval is refused (an input submission is never an
     /// approval), a second one that requires input is refused, a non-offered
     /// one is refused, and the rest run.
-    pub async fn submit_input(
+    pub fn submit_input<'a>(
+        self,
+        agent: &'a Agent<'a>,
+        submission: InputSubmission,
+    ) -> BoxFuture<'a, Result<Outcome, ResumeError<S>>>
+    where
+        S: TakesInput,
+    {
+        Box::pin(self.submit_now(agent, submission))
+    }
+
+    async fn submit_now(
         self,
         agent: &Agent<'_>,
         submission: InputSubmission,
-    ) -> Result<Outcome, ResumeError<S>> {
+    ) -> Result<Outcome, ResumeError<S>>
+    where
+        S: TakesInput,
+    {
         let digest = match self.check_digest(submission.digest.as_ref()) {
             Ok(digest) => digest,
             Err(reason) => return Err(self.refuse(reason)),

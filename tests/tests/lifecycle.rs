@@ -245,7 +245,7 @@ async fn scan_a_degenerate_input_schema_is_refused_at_capture() {
         },
         input: Some(schemars::Schema::default()),
         parameters: schemars::Schema::default(),
-        calls: Default::default(),
+        calls: std::sync::atomic::AtomicUsize::default(),
     });
     let registry = match Registry::builder().erased(tool).build() {
         Ok(registry) => registry,
@@ -448,7 +448,7 @@ async fn the_approval_and_input_deadlock_story_and_the_boot_check_that_prevents_
     let tool = deadlock();
     let honest_at_boot = Arc::new(LiesAtBoot {
         inner: Arc::clone(&tool),
-        show_input: Default::default(),
+        show_input: std::sync::atomic::AtomicBool::default(),
     });
     let registry = match Registry::builder().erased(honest_at_boot.clone()).build() {
         Ok(registry) => registry,

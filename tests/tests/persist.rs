@@ -1,0 +1,426 @@
+//! The versioned document of a suspended run: the golden version-1 fixtures
+//! decode forever, and corrupt documents are refused with distinct, readable
+//! reasons.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
+use toolgate::{
+    AwaitingApproval, Status, Suspended, SuspendedRun, WaitingForInput, document_checksum,
+};
+
+const AWAITING: &str = include_str!("../fixtures/v1-awaiting-approval.json");
+const WAITING: &str = include_str!("../fixtures/v1-waiting-for-input.json");
+
+#[test]
+fn golden_v1_awaiting_approval_decodes() {
+    let run = match Suspended::<AwaitingApproval>::decode(AWAITING) {
+        Ok(run) => run,
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(run.run_id(), "7581e5c0-24b0-4a40-84a6-27ea0e2ae365");
+    assert_eq!(run.state().requested_by, "alice");
+    assert_eq!(run.state().iterations, 2);
+    assert_eq!(run.state().transcript.len(), 5);
+    let names: Vec<_> = run.pending().iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["write_note", "read_note"]);
+    assert_eq!(
+        run.pending()[0].arguments,
+        json!({"text": "Ship it.", "tags": ["release", "v1"]})
+    );
+    assert_eq!(
+        run.digest().as_str(),
+        toolgate::turn_digest(run.pending()).as_str()
+    );
+    // Re-encoding gives the same document, byte for byte.
+    assert_eq!(
+        run.encode().ok().map(|d| d + "\n").as_deref(),
+        Some(AWAITING)
+    );
+    assert_eq!(
+        SuspendedRun::decode(AWAITING).map(|r| r.status()),
+        Ok(Status::AwaitingApproval)
+    );
+}
+
+#[test]
+fn golden_v1_waiting_for_input_decodes() {
+    let run = match Suspended::<WaitingForInput>::decode(WAITING) {
+        Ok(run) => run,
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(run.state().requested_by, "bob");
+    assert_eq!(run.input_tool(), "greet");
+    assert_eq!(run.input_call().id, "call_9");
+    assert_eq!(
+        run.input_schema().as_value().pointer("/required"),
+        Some(&json!(["name"]))
+    );
+    assert_eq!(run.pending().len(), 2);
+    assert_eq!(
+        run.encode().ok().map(|d| d + "\n").as_deref(),
+        Some(WAITING)
+    );
+    assert_eq!(
+        SuspendedRun::decode(WAITING).map(|r| r.status()),
+        Ok(Status::WaitingForInput)
+    );
+}
+
+fn document(text: &str) -> Map<String, Value> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => map,
+        _ => panic!("fixture is not an object"),
+    }
+}
+
+/// Applies `change` to a fixture and seals it again, so only the change is
+/// judged (not the checksum).
+fn sealed(text: &str, change: impl FnOnce(&mut Map<String, Value>)) -> String {
+    let mut doc = document(text);
+    change(&mut doc);
+    let checksum = document_checksum(&doc);
+    doc.insert("checksum".into(), Value::String(checksum));
+    Value::Object(doc).to_string()
+}
+
+fn unsealed(text: &str, change: impl FnOnce(&mut Map<String, Value>)) -> String {
+    let mut doc = document(text);
+    change(&mut doc);
+    Value::Object(doc).to_string()
+}
+
+fn at<'a>(doc: &'a mut Map<String, Value>, pointer: &str) -> &'a mut Value {
+    let mut value = doc.get_mut(pointer.split('/').nth(1).unwrap_or_default());
+    for part in pointer.split('/').skip(2) {
+        value = value.and_then(|v| match v {
+            Value::Object(map) => map.get_mut(part),
+            Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            _ => None,
+        });
+    }
+    match value {
+        Some(value) => value,
+        None => panic!("no {pointer}"),
+    }
+}
+
+#[allow(clippy::too_many_lines, reason = "one row per corrupt document")]
+fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
+    vec![
+        (
+            "empty text",
+            String::new(),
+            "not JSON: EOF while parsing a value at line 1 column 0",
+        ),
+        (
+            "truncated",
+            AWAITING[..AWAITING.len() / 2].to_owned(),
+            "not JSON: EOF while parsing",
+        ),
+        (
+            "an array",
+            "[]".into(),
+            "the document is an array, not a JSON object",
+        ),
+        (
+            "null",
+            "null".into(),
+            "the document is null, not a JSON object",
+        ),
+        (
+            "unknown field",
+            sealed(AWAITING, |d| {
+                d.insert("approved".into(), json!(true));
+            }),
+            "unknown field `approved`",
+        ),
+        (
+            "no format",
+            sealed(AWAITING, |d| {
+                d.remove("format");
+            }),
+            "missing `format`",
+        ),
+        (
+            "other format",
+            sealed(AWAITING, |d| {
+                d.insert("format".into(), json!("other/run"));
+            }),
+            "`format` is `other/run`, not `toolgate/suspended-run`",
+        ),
+        (
+            "format not a string",
+            sealed(AWAITING, |d| {
+                d.insert("format".into(), json!(1));
+            }),
+            "`format` is a number, not a string",
+        ),
+        (
+            "no version",
+            sealed(AWAITING, |d| {
+                d.remove("version");
+            }),
+            "missing `version`",
+        ),
+        (
+            "future version",
+            sealed(AWAITING, |d| {
+                d.insert("version".into(), json!(2));
+            }),
+            "unknown version 2 (this build reads version 1)",
+        ),
+        (
+            "version as text",
+            sealed(AWAITING, |d| {
+                d.insert("version".into(), json!("1"));
+            }),
+            "`version` is a string, not a whole number",
+        ),
+        (
+            "no checksum",
+            unsealed(AWAITING, |d| {
+                d.remove("checksum");
+            }),
+            "missing `checksum`",
+        ),
+        (
+            "checksum not a string",
+            unsealed(AWAITING, |d| {
+                d.insert("checksum".into(), json!(null));
+            }),
+            "`checksum` is null, not a string",
+        ),
+        (
+            "edited content",
+            unsealed(AWAITING, |d| {
+                *at(d, "/run/requested_by") = json!("mallory");
+            }),
+            "the checksum does not match the content: the document was changed or damaged",
+        ),
+        (
+            "no status",
+            sealed(AWAITING, |d| {
+                d.remove("status");
+            }),
+            "missing `status`",
+        ),
+        (
+            "unknown status",
+            sealed(AWAITING, |d| {
+                d.insert("status".into(), json!("approved"));
+            }),
+            "unknown status `approved`",
+        ),
+        (
+            "status not a string",
+            sealed(AWAITING, |d| {
+                d.insert("status".into(), json!(["awaiting_approval"]));
+            }),
+            "`status` is an array, not a string",
+        ),
+        (
+            "no run",
+            sealed(AWAITING, |d| {
+                d.remove("run");
+            }),
+            "missing `run`",
+        ),
+        (
+            "run missing a field",
+            sealed(AWAITING, |d| {
+                if let Value::Object(run) = at(d, "/run") {
+                    run.remove("transcript");
+                }
+            }),
+            "`run` is ill-formed: missing field `transcript`",
+        ),
+        (
+            "run with a wrong type",
+            sealed(AWAITING, |d| {
+                *at(d, "/run/iterations") = json!(-1);
+            }),
+            "`run` is ill-formed: invalid value: integer `-1`, expected u32",
+        ),
+        (
+            "run with an unknown role",
+            sealed(AWAITING, |d| {
+                *at(d, "/run/transcript/0/role") = json!("operator");
+            }),
+            "`run` is ill-formed: unknown variant `operator`",
+        ),
+        (
+            "iterations over the cap",
+            sealed(AWAITING, |d| {
+                *at(d, "/run/iterations") = json!(99);
+            }),
+            "`run.iterations` (99) exceeds `run.options.max_iterations` (16)",
+        ),
+        (
+            "no pending",
+            sealed(AWAITING, |d| {
+                d.remove("pending");
+            }),
+            "missing `pending`",
+        ),
+        (
+            "pending not an array",
+            sealed(AWAITING, |d| {
+                d.insert("pending".into(), json!({}));
+            }),
+            "`pending` is an object, not an array",
+        ),
+        (
+            "pending empty",
+            sealed(AWAITING, |d| {
+                d.insert("pending".into(), json!([]));
+            }),
+            "`pending` is empty: a suspended run waits on at least one call",
+        ),
+        (
+            "pending call ill-formed",
+            sealed(AWAITING, |d| {
+                *at(d, "/pending/1/name") = json!(5);
+            }),
+            "`pending[1]` is ill-formed: invalid type: integer `5`, expected a string",
+        ),
+        (
+            "pending call with extra field",
+            sealed(AWAITING, |d| {
+                if let Value::Object(c) = at(d, "/pending/0") {
+                    c.insert("approved".into(), json!(true));
+                }
+            }),
+            "`pending[0]` is ill-formed: unknown field `approved`",
+        ),
+        (
+            "duplicate call id",
+            sealed(AWAITING, |d| {
+                *at(d, "/pending/1/id") = json!("call_2");
+            }),
+            "`pending` holds the call id `call_2` twice",
+        ),
+        (
+            "approval pause with input",
+            sealed(AWAITING, |d| {
+                d.insert(
+                    "input".into(),
+                    json!({"tool": "write_note", "call_index": 0, "schema": {"type": "object"}}),
+                );
+            }),
+            "a run awaiting approval carries no `input`; is the status wrong?",
+        ),
+        (
+            "input pause read as approval",
+            sealed(WAITING, |d| {
+                d.insert("status".into(), json!("awaiting_approval"));
+            }),
+            "a run awaiting approval carries no `input`; is the status wrong?",
+        ),
+        (
+            "approval pause read as input",
+            sealed(AWAITING, |d| {
+                d.insert("status".into(), json!("waiting_for_input"));
+            }),
+            "a run waiting for input has no `input`",
+        ),
+        (
+            "input without schema",
+            sealed(WAITING, |d| {
+                if let Value::Object(i) = at(d, "/input") {
+                    i.remove("schema");
+                }
+            }),
+            "`input` is ill-formed: missing field `schema`",
+        ),
+        (
+            "input schema accepts anything",
+            sealed(WAITING, |d| {
+                *at(d, "/input/schema") = json!({});
+            }),
+            "`input.schema` cannot be used: the schema has no `type` and no `properties`, so it would accept anything",
+        ),
+        (
+            "input schema true",
+            sealed(WAITING, |d| {
+                *at(d, "/input/schema") = json!(true);
+            }),
+            "`input.schema` cannot be used: the schema is a boolean, not an object schema",
+        ),
+        (
+            "input schema a string",
+            sealed(WAITING, |d| {
+                *at(d, "/input/schema") = json!("object");
+            }),
+            "`input.schema` is neither an object nor a boolean",
+        ),
+        (
+            "input call index out of range",
+            sealed(WAITING, |d| {
+                *at(d, "/input/call_index") = json!(5);
+            }),
+            "`input.call_index` is 5 but only 2 calls are pending",
+        ),
+        (
+            "input tool mismatch",
+            sealed(WAITING, |d| {
+                *at(d, "/input/tool") = json!("read_note");
+            }),
+            "`input.tool` is `read_note` but the waiting call is to `greet`",
+        ),
+        (
+            "input with extra field",
+            sealed(WAITING, |d| {
+                if let Value::Object(i) = at(d, "/input") {
+                    i.insert("approved".into(), json!(true));
+                }
+            }),
+            "`input` is ill-formed: unknown field `approved`",
+        ),
+    ]
+}
+
+#[test]
+fn corrupt_documents_are_refused_with_distinct_readable_reasons() {
+    let cases = corrupt_documents();
+    let mut reasons = BTreeSet::new();
+    for (name, text, expected) in &cases {
+        let reason = match SuspendedRun::decode(text) {
+            Ok(run) => panic!("{name}: decoded as {:?}", run.status()),
+            Err(error) => error.reason,
+        };
+        assert!(
+            reason.starts_with(expected),
+            "{name}: expected a reason starting `{expected}`, got `{reason}`"
+        );
+        // Neither typed decoder accepts it either.
+        assert!(
+            Suspended::<AwaitingApproval>::decode(text).is_err(),
+            "{name}"
+        );
+        assert!(
+            Suspended::<WaitingForInput>::decode(text).is_err(),
+            "{name}"
+        );
+        reasons.insert(reason);
+    }
+    // Two cases reach the same rule from opposite sides on purpose.
+    assert_eq!(reasons.len(), cases.len() - 1, "{reasons:#?}");
+    assert!(reasons.len() >= 20);
+}
+
+#[test]
+fn a_document_is_not_read_as_the_other_kind_of_pause() {
+    assert_eq!(
+        Suspended::<AwaitingApproval>::decode(WAITING)
+            .err()
+            .map(|e| e.reason),
+        Some("the document holds a run waiting for input, not a run awaiting approval".into())
+    );
+    assert_eq!(
+        Suspended::<WaitingForInput>::decode(AWAITING)
+            .err()
+            .map(|e| e.reason),
+        Some("the document holds a run awaiting approval, not a run waiting for input".into())
+    );
+}

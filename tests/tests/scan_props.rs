@@ -1,0 +1,148 @@
+//! Property tests: for generated tool sets and turns, the registry's boot
+//! check, the turn scan and `explain` agree with the one predicate,
+//! `Decision::requires_approval`.
+
+use proptest::prelude::*;
+use serde_json::json;
+use toolgate::{
+    Cause, Decision, Effect, ErasedTool, OperatorDeclaration, Pause, Registry, TurnScan, scan_turn,
+};
+use toolgate_tests::{HandErased, every_legal_tool};
+
+fn decision() -> impl Strategy<Value = Decision> {
+    let pause = prop_oneof![Just(Pause::None), Just(Pause::Approval), Just(Pause::Input)];
+    let cause = prop_oneof![
+        Just(Cause::LocalReadOnly),
+        Just(Cause::RemoteUndeclared),
+        Just(Cause::Marker),
+        Just(Cause::DeclaredWrite(Effect::NonIdempotentWrite)),
+        Just(Cause::Operator(OperatorDeclaration::ApprovalRequired)),
+        Just(Cause::Operator(OperatorDeclaration::NoApproval)),
+        Just(Cause::UserInput),
+    ];
+    (pause, cause).prop_map(|(pause, cause)| Decision { pause, cause })
+}
+
+/// A generated tool set: hand-erased tools with arbitrary claims, plus a
+/// selection of the typed fixtures.
+fn tool_set() -> impl Strategy<Value = Vec<ErasedTool>> {
+    (
+        prop::collection::vec((decision(), any::<bool>()), 0..6),
+        prop::collection::vec(any::<bool>(), 10),
+    )
+        .prop_map(|(claims, pick)| {
+            let mut tools: Vec<ErasedTool> = claims
+                .into_iter()
+                .enumerate()
+                .map(|(i, (decision, input))| {
+                    ErasedTool::from_dyn(HandErased::new(&format!("hand_{i}"), decision, input))
+                })
+                .collect();
+            tools.extend(
+                every_legal_tool()
+                    .into_iter()
+                    .zip(pick)
+                    .filter_map(|(tool, keep)| keep.then_some(tool)),
+            );
+            tools
+        })
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(runtime) => runtime,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn the_scan_the_boot_check_and_explain_agree_with_the_predicate(
+        tools in tool_set(),
+        turn in prop::collection::vec(0usize..20, 0..6),
+        allow in proptest::option::of(prop::collection::vec(0usize..20, 0..8)),
+    ) {
+        let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+        let name_of = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("unknown_{i}"));
+        let deadlocked = tools
+            .iter()
+            .any(|t| t.decision().requires_approval() && t.requires_input());
+        let registry = tools
+            .iter()
+            .fold(Registry::builder(), |b, t| b.erased(std::sync::Arc::new(Forward(t.clone()))))
+            .build();
+        // The boot check refuses exactly the approval-bound tools that
+        // require input.
+        prop_assert_eq!(registry.is_err(), deadlocked);
+        let Ok(registry) = registry else { return Ok(()); };
+
+        let allow: Option<Vec<String>> = allow.map(|a| a.into_iter().map(name_of).collect());
+        let calls: Vec<toolgate::ToolCall> = turn
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| toolgate_tests::call(&i.to_string(), &name_of(t), json!({})))
+            .collect();
+        runtime().block_on(async {
+            let offered = registry.offer(allow.as_deref()).await;
+            let offered_tools: Vec<(usize, &ErasedTool)> = calls
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| offered.get(&c.name).map(|t| (i, t)))
+                .collect();
+            let approval = offered_tools.iter().any(|(_, t)| t.decision().requires_approval());
+            let input = offered_tools.iter().find(|(_, t)| t.requires_input()).map(|(i, _)| *i);
+            match scan_turn(&offered, &calls) {
+                TurnScan::Approval => prop_assert!(approval),
+                TurnScan::Input { index, tool } => {
+                    prop_assert!(!approval);
+                    prop_assert_eq!(Some(index), input);
+                    prop_assert_eq!(tool.name(), calls[index].name.as_str());
+                }
+                TurnScan::Run => prop_assert!(!approval && input.is_none()),
+            }
+            for tool in &tools {
+                let explained = registry.explain(tool.name()).await;
+                prop_assert_eq!(explained.map(|e| e.decision), Some(tool.decision()));
+            }
+            Ok(())
+        })?;
+    }
+}
+
+/// Registers any erased tool, typed or not, through the checked route.
+struct Forward(ErasedTool);
+
+impl toolgate::DynTool for Forward {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+    fn parameters(&self) -> &schemars::Schema {
+        self.0.parameters()
+    }
+    fn origin(&self) -> toolgate::Origin {
+        self.0.origin()
+    }
+    fn effect(&self) -> Effect {
+        self.0.effect()
+    }
+    fn server(&self) -> Option<&str> {
+        self.0.server()
+    }
+    fn decision(&self) -> Decision {
+        self.0.decision()
+    }
+    fn input_schema(&self) -> Option<&schemars::Schema> {
+        self.0.input_schema()
+    }
+    fn execute(
+        &self,
+        arguments: serde_json::Value,
+    ) -> toolgate::BoxFuture<'_, toolgate::ToolOutput> {
+        self.0.execute(arguments)
+    }
+}

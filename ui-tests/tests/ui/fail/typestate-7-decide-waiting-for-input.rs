@@ -1,0 +1,13 @@
+// Rule 7: nor decided on through the general entry point.
+use toolgate::{Agent, ApprovalDecision, ApprovalVerdict, Suspended, WaitingForInput};
+
+async fn resume(run: Suspended<WaitingForInput>, agent: &Agent<'_>) {
+    let decision = ApprovalDecision {
+        verdict: ApprovalVerdict::Approve,
+        digest: Some(run.digest()),
+        decided_by: "bob".into(),
+    };
+    let _ = run.decide(agent, decision).await;
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+// Rule 7: nor denied.
+use toolgate::{Agent, Suspended, WaitingForInput};
+
+async fn resume(run: Suspended<WaitingForInput>, agent: &Agent<'_>) {
+    let digest = Some(run.digest());
+    let _ = run.deny(agent, "bob", digest).await;
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+// Rule 7: a pause cannot be forged: its kinds are made only by the turn scan
+// and the decoder.
+use toolgate::AwaitingApproval;
+
+fn main() {
+    let _ = AwaitingApproval { _seal: () };
+}
