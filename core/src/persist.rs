@@ -102,6 +102,32 @@ impl SuspendedRun {
         }
     }
 
+    /// The run's identifier.
+    pub fn run_id(&self) -> &str {
+        self.state().run_id.as_str()
+    }
+
+    /// The run as it was when it paused.
+    pub fn state(&self) -> &RunState {
+        match self {
+            SuspendedRun::AwaitingApproval(run) => run.state(),
+            SuspendedRun::WaitingForInput(run) => run.state(),
+        }
+    }
+
+    /// The turn that waits.
+    pub fn pending(&self) -> &[ToolCall] {
+        match self {
+            SuspendedRun::AwaitingApproval(run) => run.pending(),
+            SuspendedRun::WaitingForInput(run) => run.pending(),
+        }
+    }
+
+    /// The digest of the turn that waits.
+    pub fn digest(&self) -> crate::TurnDigest {
+        crate::turn_digest(self.pending())
+    }
+
     /// Writes the document.
     pub fn encode(&self) -> Result<String, EncodeError> {
         match self {

@@ -295,6 +295,40 @@ impl<S> fmt::Display for ResumeError<S> {
 impl<S: fmt::Debug> std::error::Error for ResumeError<S> {}
 
 impl<S> Suspended<S> {
+    /// The checks a decision must pass that need nothing but the run: the
+    /// digest names the pending turn, and a four-eyes run is not approved by
+    /// its requester. [`Suspended::decide`] runs them first; a host that
+    /// claims the decision elsewhere (a shared store) runs them before the
+    /// claim.
+    pub fn check_decision(&self, decision: &ApprovalDecision) -> Result<TurnDigest, Refusal>
+    where
+        S: TakesVerdict,
+    {
+        let digest = self.check_digest(decision.digest.as_ref())?;
+        if decision.verdict == ApprovalVerdict::Approve
+            && self.state.options.four_eyes
+            && decision.decided_by == self.state.requested_by
+        {
+            return Err(Refusal::SelfApproval {
+                who: decision.decided_by.clone(),
+            });
+        }
+        Ok(digest)
+    }
+
+    /// The checks an input submission must pass that need nothing but the
+    /// run: the digest names the pending turn, and the data fits the full
+    /// input schema.
+    pub fn check_input(&self, submission: &InputSubmission) -> Result<TurnDigest, Refusal>
+    where
+        S: TakesInput,
+    {
+        let digest = self.check_digest(submission.digest.as_ref())?;
+        input::validate(&self.pause.input_pause().schema, &submission.data)
+            .map_err(Refusal::InvalidInput)?;
+        Ok(digest)
+    }
+
     /// Approves or denies the whole pending turn, then drives the run on.
     ///
     /// Refused, with the run handed back unchanged, when the digest is missing
@@ -322,16 +356,11 @@ impl<S> Suspended<S> {
     where
         S: TakesVerdict,
     {
-        let digest = match self.check_digest(decision.digest.as_ref()) {
+        let digest = match self.check_decision(&decision) {
             Ok(digest) => digest,
             Err(reason) => return Err(self.refuse(reason)),
         };
         let approve = decision.verdict == ApprovalVerdict::Approve;
-        if approve && self.state.options.four_eyes && decision.decided_by == self.state.requested_by
-        {
-            let who = decision.decided_by;
-            return Err(self.refuse(Refusal::SelfApproval { who }));
-        }
         let offered = agent
             .registry
             .offer(self.state.options.allow.as_deref())
@@ -439,14 +468,11 @@ impl<S> Suspended<S> {
     where
         S: TakesInput,
     {
-        let digest = match self.check_digest(submission.digest.as_ref()) {
+        let digest = match self.check_input(&submission) {
             Ok(digest) => digest,
             Err(reason) => return Err(self.refuse(reason)),
         };
         let pause = self.pause.input_pause();
-        if let Err(errors) = input::validate(&pause.schema, &submission.data) {
-            return Err(self.refuse(Refusal::InvalidInput(errors)));
-        }
         let offered = agent
             .registry
             .offer(self.state.options.allow.as_deref())

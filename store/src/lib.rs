@@ -1,0 +1,237 @@
+//! toolgate's store: the operator's MCP server declarations, the tool
+//! catalogue imported from each server, and suspended runs — in an SQLite file
+//! through versioned, checksummed migrations.
+//!
+//! A tool author's build never pulls this crate in; hosts that run remote
+//! tools or keep suspended runs across processes do.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), toolgate_store::StoreError> {
+//! use toolgate_store::{DataClass, NewServer, Store, Transport};
+//!
+//! let store = Store::open("toolgate.db").await?;
+//! let server = store
+//!     .add_server(NewServer {
+//!         id: "docs".into(),
+//!         name: "Documentation search".into(),
+//!         transport: Transport::Http { url: "http://127.0.0.1:8080/mcp".into() },
+//!         data_class: Some(DataClass::PublicContent),
+//!     })
+//!     .await?;
+//! // A new server requires approval until an operator turns it off.
+//! assert!(server.approval == toolgate::OperatorDeclaration::ApprovalRequired);
+//! # Ok(()) }
+//! ```
+
+mod catalogue;
+mod class;
+mod flag;
+mod runs;
+mod servers;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+pub use catalogue::{CatalogueChange, CatalogueRow, ImportedTool};
+pub use class::{DataClass, UnknownDataClass};
+pub use flag::{StoredFlag, approval_from_stored};
+pub use runs::{Claim, ClaimError, ClaimedLog, LoadError, OpenRun};
+pub use servers::{ImportState, NewServer, ServerRecord, Transport, server_id_problem};
+
+/// The schema history, embedded at build time.
+pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+/// The newest schema version this build knows.
+pub fn latest_version() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// How far to migrate when opening.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrateTo {
+    /// Every known migration.
+    Latest,
+    /// Up to and including this version (for upgrade tests and tools).
+    Version(i64),
+}
+
+/// A store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file could not be opened or created.
+    #[error("cannot open the database at {path}: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: sqlx::Error,
+    },
+    /// The database has a migration this build does not know.
+    #[error(
+        "the database was written by a newer toolgate: it has schema version {version}, which this build (up to version {known}) does not know; refusing to open it"
+    )]
+    NewerSchema {
+        /// The unknown version found in the database.
+        version: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+    /// An applied migration's text differs from this build's.
+    #[error(
+        "schema version {version} was changed after it was applied to this database (its checksum differs); refusing to open it"
+    )]
+    EditedMigration {
+        /// The migration.
+        version: i64,
+    },
+    /// Migrating failed otherwise.
+    #[error("migrating the database failed: {0}")]
+    Migrate(MigrateError),
+    /// A query failed.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// No server has that identifier.
+    #[error("no server `{0}`")]
+    NoSuchServer(String),
+    /// A server with that identifier exists.
+    #[error("a server `{0}` exists already")]
+    ServerExists(String),
+    /// The identifier is unusable.
+    #[error("unusable server identifier `{id}`: {problem}")]
+    InvalidServerId {
+        /// The identifier.
+        id: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// A value could not be encoded.
+    #[error("cannot encode {what}: {source}")]
+    Encode {
+        /// What.
+        what: &'static str,
+        /// Why.
+        source: serde_json::Error,
+    },
+}
+
+/// The store: one SQLite file.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+    /// Write transactions of this process queue here rather than in SQLite's
+    /// busy handler, which sleeps in steps of up to 100 ms. Other processes
+    /// are still serialised by SQLite's own lock.
+    writer: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and migrates it to
+    /// the latest schema. A database from a newer build, or one whose applied
+    /// migrations were edited, is refused.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_to(path, MigrateTo::Latest).await
+    }
+
+    /// Opens the database at `path`, migrating only as far as `to`.
+    pub async fn open_to(path: impl AsRef<Path>, to: MigrateTo) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
+                path: path.to_owned(),
+                source: sqlx::Error::Io(e),
+            })?;
+        }
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .map_err(|source| StoreError::Open {
+                path: path.to_owned(),
+                source,
+            })?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(30));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(|source| StoreError::Open {
+                path: path.to_owned(),
+                source,
+            })?;
+        let store = Self {
+            pool,
+            writer: Arc::new(tokio::sync::Mutex::new(())),
+        };
+        store.migrate(to).await?;
+        Ok(store)
+    }
+
+    /// Applies migrations up to `to`. A second run is a no-op.
+    pub async fn migrate(&self, to: MigrateTo) -> Result<(), StoreError> {
+        let result = match to {
+            MigrateTo::Latest => MIGRATOR.run(&self.pool).await,
+            MigrateTo::Version(version) => MIGRATOR.run_to(version, &self.pool).await,
+        };
+        result.map_err(|error| match error {
+            MigrateError::VersionMissing(version) => StoreError::NewerSchema {
+                version,
+                known: latest_version(),
+            },
+            MigrateError::VersionMismatch(version) => StoreError::EditedMigration { version },
+            other => StoreError::Migrate(other),
+        })?;
+        tracing::debug!(?to, "database migrated");
+        Ok(())
+    }
+
+    /// The versions applied to this database, in order.
+    pub async fn applied_versions(&self) -> Result<Vec<i64>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The connection pool, for an operator's own queries and for tests that
+    /// write rows the way an older schema did.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Begins a write transaction, queued behind this process's other writers.
+    pub(crate) async fn write(
+        &self,
+    ) -> Result<
+        (
+            tokio::sync::MutexGuard<'_, ()>,
+            sqlx::Transaction<'static, sqlx::Sqlite>,
+        ),
+        sqlx::Error,
+    > {
+        let guard = self.writer.lock().await;
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        Ok((guard, tx))
+    }
+
+    /// Closes every connection.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

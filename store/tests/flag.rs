@@ -1,0 +1,271 @@
+//! The operator flag as SQLite stores it (SPEC §8): what each spelling of
+//! zero becomes, in every storage class, and what the gate reads from it.
+
+use proptest::prelude::*;
+use sqlx::Row;
+use toolgate::OperatorDeclaration;
+use toolgate_store::{DataClass, NewServer, Store, StoredFlag, Transport, approval_from_stored};
+
+const NO: OperatorDeclaration = OperatorDeclaration::NoApproval;
+const YES: OperatorDeclaration = OperatorDeclaration::ApprovalRequired;
+
+async fn store_with_server(dir: &tempfile::TempDir) -> Store {
+    let store = match Store::open(dir.path().join("flag.db")).await {
+        Ok(store) => store,
+        Err(error) => panic!("{error}"),
+    };
+    let added = store
+        .add_server(NewServer {
+            id: "gh".into(),
+            name: "GitHub".into(),
+            transport: Transport::Stdio {
+                command: vec!["gh-mcp".into()],
+            },
+            data_class: Some(DataClass::SourceCode),
+        })
+        .await;
+    assert!(added.is_ok(), "{added:?}");
+    store
+}
+
+fn temp() -> tempfile::TempDir {
+    match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+/// What a raw write did: refused (with SQLite's message), or stored as
+/// (storage class, text of the value).
+async fn raw_write(store: &Store, table: &str, literal: &str) -> Result<(String, String), String> {
+    let sql = format!("UPDATE {table} SET requires_approval = {literal}");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(store.pool())
+        .await
+        .map_err(|e| e.to_string())?;
+    let sql = format!(
+        "SELECT typeof(requires_approval) AS t, CAST(requires_approval AS TEXT) AS v FROM {table}"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .fetch_one(store.pool())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((
+        row.try_get::<String, _>("t").unwrap_or_default(),
+        row.try_get::<Option<String>, _>("v")
+            .ok()
+            .flatten()
+            .unwrap_or_default(),
+    ))
+}
+
+/// Every spelling of the issue, each SQLite storage class, and what happens
+/// to it in our column (no numeric affinity, strict CHECK) and in a column
+/// declared `INTEGER NOT NULL CHECK (requires_approval IN (0, 1))` — the
+/// choice the migration explains it did not make.
+#[tokio::test]
+async fn the_flag_table() {
+    let dir = temp();
+    let store = store_with_server(&dir).await;
+    let scratch = sqlx::query(
+        "CREATE TABLE integer_affinity (requires_approval INTEGER NOT NULL DEFAULT 1 CHECK (requires_approval IN (0, 1)));
+         INSERT INTO integer_affinity DEFAULT VALUES;",
+    )
+    .execute(store.pool())
+    .await;
+    assert!(scratch.is_ok(), "{scratch:?}");
+
+    // (raw SQL, stored in our column, the gate's reading of our row,
+    //  stored under INTEGER affinity)
+    let refused = "refused";
+    let table: [(&str, &str, OperatorDeclaration, &str); 20] = [
+        ("'0'", refused, YES, "integer 0"),
+        ("'00'", refused, YES, "integer 0"),
+        ("' 0'", refused, YES, "integer 0"),
+        ("'0.0'", refused, YES, "integer 0"),
+        ("'-0'", refused, YES, "integer 0"),
+        ("'1e-400'", refused, YES, "integer 0"),
+        ("''", refused, YES, refused),
+        ("'false'", refused, YES, refused),
+        ("'1'", refused, YES, "integer 1"),
+        ("NULL", refused, YES, refused),
+        ("0.0", refused, YES, "integer 0"),
+        ("-0.0", refused, YES, "integer 0"),
+        ("1e-400", refused, YES, "integer 0"),
+        ("X'00'", refused, YES, refused),
+        ("X''", refused, YES, refused),
+        ("2", refused, YES, refused),
+        ("-1", refused, YES, refused),
+        ("1", "integer 1", YES, "integer 1"),
+        ("-0", "integer 0", NO, "integer 0"),
+        ("0", "integer 0", NO, "integer 0"),
+    ];
+    for (literal, ours, reading, integer_affinity) in table {
+        // Start each row from "required".
+        let reset = store.set_approval("gh", YES).await;
+        assert!(reset.is_ok());
+        let stored = raw_write(&store, "mcp_server", literal).await;
+        let described = match &stored {
+            Ok((class, value)) => format!("{class} {value}"),
+            Err(error) => {
+                assert!(
+                    error.contains("CHECK constraint failed")
+                        || error.contains("NOT NULL constraint failed"),
+                    "{literal}: {error}"
+                );
+                refused.to_owned()
+            }
+        };
+        assert_eq!(described, ours, "our column, raw write of {literal}");
+        let server = store.server("gh").await;
+        assert_eq!(
+            server.map(|s| s.approval).ok(),
+            Some(reading),
+            "reading after {literal}"
+        );
+
+        let scratch = raw_write(&store, "integer_affinity", literal).await;
+        let described = match scratch {
+            Ok((class, value)) => format!("{class} {value}"),
+            Err(_) => refused.to_owned(),
+        };
+        assert_eq!(
+            described, integer_affinity,
+            "INTEGER affinity, raw write of {literal}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_typed_api_writes_zero_or_one_and_says_what_changed() {
+    let dir = temp();
+    let store = store_with_server(&dir).await;
+    let server = store.server("gh").await.ok();
+    assert_eq!(
+        server.map(|s| (s.stored_flag, s.approval)),
+        Some((StoredFlag::Integer(1), YES))
+    );
+    let Ok((before, after)) = store.set_approval("gh", NO).await else {
+        panic!("set_approval failed");
+    };
+    assert_eq!((before.approval, after.approval), (YES, NO));
+    assert_eq!(after.stored_flag, StoredFlag::Integer(0));
+    let Ok((before, after)) = store.set_approval("gh", YES).await else {
+        panic!("set_approval failed");
+    };
+    assert_eq!((before.approval, after.approval), (NO, YES));
+    assert_eq!(after.stored_flag, StoredFlag::Integer(1));
+    assert!(store.set_approval("nobody", NO).await.is_err());
+}
+
+/// The only statement of this crate that writes the flag is the typed one,
+/// and it binds the integer the declaration maps to.
+#[test]
+fn no_other_statement_in_this_crate_writes_the_flag() {
+    let sources = [
+        "src/lib.rs",
+        "src/servers.rs",
+        "src/catalogue.rs",
+        "src/runs.rs",
+        "src/flag.rs",
+        "src/class.rs",
+    ];
+    let mut writes = Vec::new();
+    for source in sources {
+        let text = std::fs::read_to_string(source).unwrap_or_default();
+        assert!(!text.is_empty(), "{source} is readable");
+        for (number, line) in text.lines().enumerate() {
+            if line.contains("requires_approval =")
+                || line.contains("requires_approval)") && line.contains("INSERT")
+            {
+                writes.push(format!("{source}:{}: {}", number + 1, line.trim()));
+            }
+        }
+    }
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert!(
+        writes[0].contains("UPDATE mcp_server SET requires_approval = ?"),
+        "{writes:#?}"
+    );
+    let servers = std::fs::read_to_string("src/servers.rs").unwrap_or_default();
+    assert!(servers.contains(".bind(stored_for(declaration))"));
+}
+
+#[derive(Debug, Clone)]
+enum Raw {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+fn raw() -> impl Strategy<Value = Raw> {
+    prop_oneof![
+        Just(Raw::Null),
+        prop_oneof![Just(0i64), Just(1), Just(-1), Just(2), any::<i64>()].prop_map(Raw::Integer),
+        prop_oneof![
+            Just(0.0f64),
+            Just(-0.0),
+            Just(1.0),
+            any::<f64>().prop_filter("finite", |f| f.is_finite())
+        ]
+        .prop_map(Raw::Real),
+        prop_oneof![
+            Just("0".to_owned()),
+            Just("00".to_owned()),
+            Just(" 0".to_owned()),
+            Just("0.0".to_owned()),
+            "\\PC{0,6}"
+        ]
+        .prop_map(Raw::Text),
+        prop::collection::vec(any::<u8>(), 0..4).prop_map(Raw::Blob),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Whatever a raw write binds, the store either refuses it or keeps it,
+    /// and the gate reads "no approval" only from an integer 0.
+    #[test]
+    fn any_stored_value_reads_fail_closed(value in raw()) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+        let Ok(runtime) = runtime else { return Err(TestCaseError::fail("no runtime")); };
+        runtime.block_on(async {
+            let dir = temp();
+            let store = store_with_server(&dir).await;
+            let query = sqlx::query("UPDATE mcp_server SET requires_approval = ? WHERE id = 'gh'");
+            let query = match &value {
+                Raw::Null => query.bind(None::<i64>),
+                Raw::Integer(i) => query.bind(*i),
+                Raw::Real(f) => query.bind(*f),
+                Raw::Text(t) => query.bind(t.clone()),
+                Raw::Blob(b) => query.bind(b.clone()),
+            };
+            let written = query.execute(store.pool()).await.is_ok();
+            let server = store.server("gh").await.map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let accepted = matches!(value, Raw::Integer(0 | 1));
+            prop_assert_eq!(written, accepted, "{:?}", value);
+            let expected = if matches!(value, Raw::Integer(0)) { NO } else { YES };
+            prop_assert_eq!(server.approval, expected);
+            prop_assert_eq!(server.approval, approval_from_stored(&server.stored_flag));
+            Ok(())
+        })?;
+    }
+
+    /// The reading function on its own, over every shape of stored value.
+    #[test]
+    fn the_reading_is_total_and_only_integer_zero_is_off(
+        i in any::<i64>(), f in any::<f64>(), t in "\\PC{0,8}", b in prop::collection::vec(any::<u8>(), 0..4)
+    ) {
+        for flag in [
+            StoredFlag::Integer(i), StoredFlag::Real(f), StoredFlag::Text(t.clone()),
+            StoredFlag::Blob(b.clone()), StoredFlag::Null, StoredFlag::Missing,
+            StoredFlag::Unreadable(t.clone()),
+        ] {
+            let expected = if flag == StoredFlag::Integer(0) { NO } else { YES };
+            prop_assert_eq!(approval_from_stored(&flag), expected);
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The schema history of SPEC §9: a server that existed before the approval
+//! flag lands on "approval required", and nothing corrects it afterwards.
+
+use sqlx::Row;
+use toolgate::OperatorDeclaration;
+use toolgate_store::{MigrateTo, Store, StoreError, StoredFlag, latest_version};
+
+fn temp() -> tempfile::TempDir {
+    match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+async fn open_to(path: &std::path::Path, to: MigrateTo) -> Store {
+    match Store::open_to(path, to).await {
+        Ok(store) => store,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+#[tokio::test]
+async fn a_server_from_before_the_flag_requires_approval_after_the_upgrade() {
+    let dir = temp();
+    let path = dir.path().join("toolgate.db");
+
+    // The database as the first version left it.
+    let store = open_to(&path, MigrateTo::Version(1)).await;
+    assert_eq!(store.applied_versions().await.ok(), Some(vec![1]));
+    // The server as that version wrote it: enabled, with a data class,
+    // importing tools.
+    let inserted = sqlx::query(
+        "INSERT INTO mcp_server (id, name, transport, command, data_class, enabled, import_status, imported_at, created_at, updated_at)
+         VALUES ('gh', 'GitHub', 'stdio', '[\"gh-mcp\"]', 'source_code', 1, 'ok', 1700000000000, 1700000000000, 1700000000000)",
+    )
+    .execute(store.pool())
+    .await;
+    assert!(inserted.is_ok(), "{inserted:?}");
+    let tool = sqlx::query(
+        "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, first_seen_at, last_seen_at)
+         VALUES ('gh', 'create_issue', 'gh.create_issue', 'Creates an issue', '{\"type\":\"object\"}', '{\"readOnlyHint\":true}', 1700000000000, 1700000000000)",
+    )
+    .execute(store.pool())
+    .await;
+    assert!(tool.is_ok(), "{tool:?}");
+    // Before the upgrade the column does not exist; the reading fails closed.
+    let before = store.server("gh").await;
+    assert_eq!(
+        before.as_ref().ok().map(|s| &s.stored_flag),
+        Some(&StoredFlag::Missing)
+    );
+    assert_eq!(
+        before.ok().map(|s| s.approval),
+        Some(OperatorDeclaration::ApprovalRequired)
+    );
+    store.close().await;
+
+    // The upgrade.
+    let store = open_to(&path, MigrateTo::Latest).await;
+    assert_eq!(
+        store.applied_versions().await.ok(),
+        Some((1..=latest_version()).collect())
+    );
+    let raw = sqlx::query("SELECT typeof(requires_approval) AS t, requires_approval AS v FROM mcp_server WHERE id = 'gh'")
+        .fetch_one(store.pool())
+        .await;
+    let (storage, value) = match raw {
+        Ok(row) => (
+            row.try_get::<String, _>("t").unwrap_or_default(),
+            row.try_get::<i64, _>("v").unwrap_or_default(),
+        ),
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(
+        (storage.as_str(), value),
+        ("integer", 1),
+        "the stored value is the integer 1"
+    );
+    let server = match store.server("gh").await {
+        Ok(server) => server,
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(server.stored_flag, StoredFlag::Integer(1));
+    assert_eq!(server.approval, OperatorDeclaration::ApprovalRequired);
+    assert!(
+        server.is_usable(),
+        "still enabled, with its data class and tools"
+    );
+    assert_eq!(store.catalogue("gh").await.map(|c| c.len()).ok(), Some(1));
+}
+
+#[tokio::test]
+async fn migrating_twice_is_a_no_op() {
+    let dir = temp();
+    let path = dir.path().join("toolgate.db");
+    let store = open_to(&path, MigrateTo::Latest).await;
+    let first = store.applied_versions().await.ok();
+    let again = store.migrate(MigrateTo::Latest).await;
+    assert!(again.is_ok(), "{again:?}");
+    store.close().await;
+    let reopened = open_to(&path, MigrateTo::Latest).await;
+    assert_eq!(reopened.applied_versions().await.ok(), first);
+}
+
+#[tokio::test]
+async fn an_edited_applied_migration_is_detected() {
+    let dir = temp();
+    let path = dir.path().join("toolgate.db");
+    let store = open_to(&path, MigrateTo::Latest).await;
+    // What an applied migration whose text later changed looks like: its
+    // recorded checksum no longer matches this build's.
+    let tampered = sqlx::query("UPDATE _sqlx_migrations SET checksum = X'00' WHERE version = 2")
+        .execute(store.pool())
+        .await;
+    assert!(tampered.is_ok());
+    store.close().await;
+    match Store::open(&path).await {
+        Err(error @ StoreError::EditedMigration { version: 2 }) => assert_eq!(
+            error.to_string(),
+            "schema version 2 was changed after it was applied to this database (its checksum differs); refusing to open it"
+        ),
+        other => panic!("expected the edit to be detected, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_version_is_refused() {
+    let dir = temp();
+    let path = dir.path().join("toolgate.db");
+    let store = open_to(&path, MigrateTo::Latest).await;
+    let newer = sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+         VALUES (99, 'from the future', 1, X'00', 0)",
+    )
+    .execute(store.pool())
+    .await;
+    assert!(newer.is_ok(), "{newer:?}");
+    store.close().await;
+    match Store::open(&path).await {
+        Err(error @ StoreError::NewerSchema { version: 99, .. }) => assert_eq!(
+            error.to_string(),
+            format!(
+                "the database was written by a newer toolgate: it has schema version 99, which this build (up to version {}) does not know; refusing to open it",
+                latest_version()
+            )
+        ),
+        other => panic!("expected the newer database to be refused, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_database_file_is_created_on_first_use() {
+    let dir = temp();
+    let path = dir.path().join("nested").join("data").join("toolgate.db");
+    assert!(!path.exists());
+    let store = open_to(&path, MigrateTo::Latest).await;
+    assert!(path.exists());
+    assert_eq!(store.servers().await.map(|s| s.len()).ok(), Some(0));
+}

@@ -1,0 +1,216 @@
+//! Server records and catalogues: declarations, the data-class ladder's inert
+//! servers, and imports that add, change, orphan and restore tools.
+
+use serde_json::json;
+use toolgate::OperatorDeclaration;
+use toolgate_store::{DataClass, ImportedTool, NewServer, Store, StoreError, Transport};
+
+fn temp() -> tempfile::TempDir {
+    match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+async fn open(dir: &tempfile::TempDir) -> Store {
+    match Store::open(dir.path().join("repo.db")).await {
+        Ok(store) => store,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+fn server(id: &str, class: Option<DataClass>) -> NewServer {
+    NewServer {
+        id: id.into(),
+        name: format!("The {id} server"),
+        transport: Transport::Http {
+            url: format!("http://127.0.0.1:9/{id}"),
+        },
+        data_class: class,
+    }
+}
+
+fn tool(remote: &str, description: &str) -> ImportedTool {
+    ImportedTool {
+        remote_name: remote.into(),
+        local_name: format!("gh.{remote}"),
+        description: description.into(),
+        input_schema: json!({"type": "object"}),
+        annotations: Some(json!({"title": remote, "readOnlyHint": true})),
+    }
+}
+
+#[tokio::test]
+async fn a_new_server_requires_approval_and_round_trips() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let added = store
+        .add_server(NewServer {
+            transport: Transport::Stdio {
+                command: vec!["gh-mcp".into(), "--read-only".into()],
+            },
+            ..server("gh", Some(DataClass::SourceCode))
+        })
+        .await;
+    let Ok(added) = added else {
+        panic!("{added:?}");
+    };
+    assert_eq!(added.approval, OperatorDeclaration::ApprovalRequired);
+    assert_eq!(added.data_class, Some(DataClass::SourceCode));
+    assert_eq!(
+        added.transport,
+        Transport::Stdio {
+            command: vec!["gh-mcp".into(), "--read-only".into()]
+        }
+    );
+    assert!(added.enabled && added.is_usable());
+    assert_eq!(added.import.status, "never");
+    assert!(matches!(
+        store.add_server(server("gh", None)).await,
+        Err(StoreError::ServerExists(id)) if id == "gh"
+    ));
+    for bad in [
+        "",
+        "GH",
+        "9lives",
+        "git.hub",
+        "a b",
+        "x".repeat(25).as_str(),
+    ] {
+        assert!(
+            matches!(
+                store.add_server(server(bad, None)).await,
+                Err(StoreError::InvalidServerId { .. })
+            ),
+            "{bad:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn undeclared_unknown_or_disabled_servers_are_inert() {
+    let dir = temp();
+    let store = open(&dir).await;
+    for (id, class) in [
+        ("docs", Some(DataClass::PublicContent)),
+        ("undeclared", None),
+        ("odd", Some(DataClass::SystemDiagnostics)),
+        ("off", Some(DataClass::EditorContent)),
+    ] {
+        assert!(store.add_server(server(id, class)).await.is_ok());
+    }
+    // A class this build does not know, written by hand or a future build.
+    let odd = sqlx::query("UPDATE mcp_server SET data_class = 'top_secret' WHERE id = 'odd'")
+        .execute(store.pool())
+        .await;
+    assert!(odd.is_ok());
+    assert!(store.set_enabled("off", false).await.is_ok());
+    let usable: Vec<String> = store
+        .usable_servers()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(usable, ["docs"]);
+    let reasons: Vec<(String, Option<String>)> = store
+        .servers()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| (s.id.clone(), s.inert_reason()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("docs".into(), None),
+            ("odd".into(), Some("unknown data class `top_secret`".into())),
+            ("off".into(), Some("disabled by an operator".into())),
+            ("undeclared".into(), Some("no data class declared".into())),
+        ]
+    );
+    assert!(
+        store
+            .set_data_class("undeclared", DataClass::SecretAdjacent)
+            .await
+            .is_ok()
+    );
+    assert_eq!(store.usable_servers().await.map(|s| s.len()).ok(), Some(2));
+}
+
+#[tokio::test]
+async fn imports_add_change_orphan_and_restore_tools_with_annotations_verbatim() {
+    let dir = temp();
+    let store = open(&dir).await;
+    assert!(
+        store
+            .add_server(server("gh", Some(DataClass::SourceCode)))
+            .await
+            .is_ok()
+    );
+    let first = store
+        .replace_catalogue(
+            "gh",
+            &[tool("search", "Searches"), tool("create_issue", "Creates")],
+        )
+        .await;
+    let Ok(first) = first else {
+        panic!("{first:?}");
+    };
+    assert_eq!(first.added, ["gh.search", "gh.create_issue"]);
+    let rows = store.catalogue("gh").await.unwrap_or_default();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        rows[1].annotations.as_deref(),
+        Some(r#"{"readOnlyHint":true,"title":"search"}"#)
+    );
+
+    // The server drops a tool and changes another.
+    let second = store
+        .replace_catalogue("gh", &[tool("search", "Searches code")])
+        .await;
+    let Ok(second) = second else {
+        panic!("{second:?}");
+    };
+    assert_eq!(second.changed, ["gh.search"]);
+    assert_eq!(second.orphaned, ["gh.create_issue"]);
+    let rows = store.catalogue("gh").await.unwrap_or_default();
+    assert_eq!(rows.len(), 2, "the orphan is kept");
+    assert!(
+        rows.iter()
+            .any(|r| r.remote_name == "create_issue" && r.orphaned)
+    );
+    assert_eq!(store.live_catalogue().await.map(|r| r.len()).ok(), Some(1));
+
+    // It comes back.
+    let third = store
+        .replace_catalogue(
+            "gh",
+            &[
+                tool("search", "Searches code"),
+                tool("create_issue", "Creates"),
+            ],
+        )
+        .await;
+    let Ok(third) = third else {
+        panic!("{third:?}");
+    };
+    assert_eq!(third.restored, ["gh.create_issue"]);
+    assert_eq!(third.unchanged, 1);
+    assert!(matches!(
+        store.replace_catalogue("nobody", &[]).await,
+        Err(StoreError::NoSuchServer(_))
+    ));
+    assert!(store.record_import("gh", None).await.is_ok());
+    let gh = store.server("gh").await.ok();
+    assert_eq!(gh.as_ref().map(|s| s.import.status.as_str()), Some("ok"));
+    assert!(store.record_import("gh", Some("timed out")).await.is_ok());
+    let gh = store.server("gh").await.ok();
+    assert_eq!(gh.and_then(|s| s.import.error), Some("timed out".into()));
+    let removed = store.remove_server("gh").await;
+    assert!(removed.is_ok());
+    assert!(
+        store.catalogue("gh").await.unwrap_or_default().is_empty(),
+        "removed with its server"
+    );
+}

@@ -1,0 +1,385 @@
+//! Suspended runs in the store: saved with their status, loaded fail-closed,
+//! claimed by exactly one of any number of concurrent deciders, and left
+//! untouched when their document is corrupt.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use toolgate::{
+    Agent, ApprovalDecision, ApprovalVerdict, Execute, MemoryLog, Outcome, Registry, Reply,
+    RunRequest, ScriptedModel, SuspendedRun, Tool, ToolCall, ToolOutput, TurnDigest, Verdict,
+};
+use toolgate_store::{ClaimError, LoadError, Store};
+
+/// Deletes a branch.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+struct DeleteBranch;
+
+impl Execute for DeleteBranch {
+    type Args = Map<String, Value>;
+    async fn execute(&self, args: Self::Args) -> ToolOutput {
+        ToolOutput::text(format!("deleted {}", Value::Object(args)))
+    }
+}
+
+fn registry() -> Registry {
+    match Registry::builder().builtin(DeleteBranch).build() {
+        Ok(registry) => registry,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+async fn suspended(registry: &Registry, requested_by: &str) -> SuspendedRun {
+    let model = ScriptedModel::new([Reply::Calls {
+        content: None,
+        calls: vec![ToolCall {
+            id: "c1".into(),
+            name: "delete_branch".into(),
+            arguments: json!({"branch": "old"}),
+        }],
+    }]);
+    let log = MemoryLog::new();
+    let agent = Agent::new(registry, &model, &log);
+    match agent.start(RunRequest::new(requested_by, "tidy up")).await {
+        Ok(Outcome::AwaitingApproval(run)) => SuspendedRun::AwaitingApproval(run),
+        other => panic!("expected an approval pause, got {other:?}"),
+    }
+}
+
+async fn open(dir: &tempfile::TempDir) -> Store {
+    match Store::open(dir.path().join("runs.db")).await {
+        Ok(store) => store,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+fn temp() -> tempfile::TempDir {
+    match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+#[tokio::test]
+async fn a_saved_run_loads_with_its_status_and_a_second_open_row_is_refused() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    assert!(store.save_suspended(&run).await.is_ok());
+    let loaded = store.load_suspended(run.run_id()).await;
+    assert_eq!(loaded.as_ref().ok(), Some(&run));
+    let listed = store.open_runs().await.unwrap_or_default();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].status, "awaiting_approval");
+    assert_eq!(listed[0].digest, run.digest().as_str());
+    assert_eq!(listed[0].requested_by, "alice");
+    assert_eq!(listed[0].problem, None);
+    assert!(
+        store.save_suspended(&run).await.is_err(),
+        "one open suspension per run"
+    );
+    assert!(matches!(
+        store.load_suspended("nope").await,
+        Err(LoadError::NotFound(id)) if id == "nope"
+    ));
+}
+
+#[tokio::test]
+async fn a_corrupt_document_is_left_untouched_for_an_operator() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    assert!(store.save_suspended(&run).await.is_ok());
+    let damaged = sqlx::query(
+        "UPDATE suspended_run SET document = replace(document, 'delete_branch', 'delete_branches')",
+    )
+    .execute(store.pool())
+    .await;
+    assert!(damaged.is_ok());
+    let before: Option<String> = sqlx::query_scalar("SELECT document FROM suspended_run")
+        .fetch_optional(store.pool())
+        .await
+        .ok()
+        .flatten();
+    match store.load_suspended(run.run_id()).await {
+        Err(LoadError::Corrupt { error, .. }) => assert_eq!(
+            error.reason,
+            "the checksum does not match the content: the document was changed or damaged"
+        ),
+        other => panic!("expected a corrupt run, got {other:?}"),
+    }
+    let digest = run.digest();
+    match store
+        .claim(run.run_id(), Some(&digest), "bob", Verdict::Approved)
+        .await
+    {
+        Err(ClaimError::Corrupt { .. }) => {}
+        other => panic!("expected the claim to refuse a corrupt run, got {other:?}"),
+    }
+    let listed = store.open_runs().await.unwrap_or_default();
+    assert_eq!(listed.len(), 1, "still open, still there");
+    assert!(listed[0].problem.is_some());
+    let after: Option<String> = sqlx::query_scalar("SELECT document FROM suspended_run")
+        .fetch_optional(store.pool())
+        .await
+        .ok()
+        .flatten();
+    assert_eq!(before, after, "the document is byte-for-byte as it was");
+    assert!(
+        store
+            .decisions(run.run_id())
+            .await
+            .unwrap_or_default()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_claim_checks_the_digest_and_a_released_claim_waits_again() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    assert!(store.save_suspended(&run).await.is_ok());
+    for digest in [None, Some(TurnDigest::from_text("sha256:00"))] {
+        match store
+            .claim(run.run_id(), digest.as_ref(), "bob", Verdict::Approved)
+            .await
+        {
+            Err(ClaimError::StaleDigest { expected, .. }) => assert_eq!(expected, run.digest()),
+            other => panic!("expected a stale digest, got {other:?}"),
+        }
+    }
+    let digest = run.digest();
+    let claim = match store
+        .claim(run.run_id(), Some(&digest), "bob", Verdict::Approved)
+        .await
+    {
+        Ok(claim) => claim,
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(claim.record.tools, ["delete_branch"]);
+    assert!(!claim.record.self_decided);
+    assert!(
+        store.load_suspended(run.run_id()).await.is_err(),
+        "claimed runs do not wait"
+    );
+    assert!(store.release(claim).await.is_ok());
+    assert!(
+        store.load_suspended(run.run_id()).await.is_ok(),
+        "released runs wait again"
+    );
+    assert!(
+        store
+            .decisions(run.run_id())
+            .await
+            .unwrap_or_default()
+            .is_empty()
+    );
+}
+
+/// The store's claim and the core's decision together: claim, decide with
+/// the claimed log, and the turn runs once.
+#[tokio::test]
+async fn a_claimed_decision_runs_through_the_gate() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    assert!(store.save_suspended(&run).await.is_ok());
+    let digest = run.digest();
+    let claim = match store
+        .claim(run.run_id(), Some(&digest), "bob", Verdict::Approved)
+        .await
+    {
+        Ok(claim) => claim,
+        Err(error) => panic!("{error}"),
+    };
+    let log = claim.log();
+    let SuspendedRun::AwaitingApproval(pending) = claim.run else {
+        panic!("stored as awaiting approval");
+    };
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let agent = Agent::new(&registry, &model, &log);
+    let decision = ApprovalDecision {
+        verdict: ApprovalVerdict::Approve,
+        digest: Some(digest.clone()),
+        decided_by: "bob".into(),
+    };
+    match pending.decide(&agent, decision).await {
+        Ok(Outcome::Finished { answer, .. }) => assert_eq!(answer, "done"),
+        other => panic!("{other:?}"),
+    }
+    let decisions = store.decisions(run.run_id()).await.unwrap_or_default();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].verdict, Verdict::Approved);
+    assert_eq!(decisions[0].digest, digest);
+    // A decision that is not the claimed one is refused by the claimed log.
+    let other = pending_again(&store, &registry).await;
+    let digest = other.digest();
+    let claim = match store
+        .claim(other.run_id(), Some(&digest), "bob", Verdict::Denied)
+        .await
+    {
+        Ok(claim) => claim,
+        Err(error) => panic!("{error}"),
+    };
+    let log = claim.log();
+    let SuspendedRun::AwaitingApproval(pending) = claim.run else {
+        panic!("stored as awaiting approval");
+    };
+    let agent = Agent::new(&registry, &model, &log);
+    match pending.approve(&agent, "bob", Some(digest)).await {
+        Err(toolgate::ResumeError::Refused(refused)) => assert!(
+            refused
+                .reason
+                .to_string()
+                .contains("is not the one claimed"),
+            "{}",
+            refused.reason
+        ),
+        other => panic!("expected the mismatched decision to be refused, got {other:?}"),
+    }
+}
+
+async fn pending_again(store: &Store, registry: &Registry) -> SuspendedRun {
+    let run = suspended(registry, "alice").await;
+    assert!(store.save_suspended(&run).await.is_ok());
+    run
+}
+
+/// The same race between separate store handles on one file — separate
+/// pools and no shared in-process queue, as separate processes would be —
+/// is decided by SQLite's lock and the conditional update alone.
+#[test]
+fn deciders_on_separate_handles_exactly_one_wins() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(8)
+        .enable_all()
+        .build();
+    let Ok(runtime) = runtime else {
+        panic!("no runtime");
+    };
+    runtime.block_on(async {
+        let dir = temp();
+        let mut handles = Vec::new();
+        for _ in 0..4 {
+            handles.push(Arc::new(open(&dir).await));
+        }
+        let registry = registry();
+        for round in 0..50 {
+            let run = suspended(&registry, "alice").await;
+            assert!(handles[0].save_suspended(&run).await.is_ok());
+            let digest = run.digest();
+            let mut deciders = Vec::new();
+            for decider in 0..8 {
+                let store = Arc::clone(&handles[decider % handles.len()]);
+                let run_id = run.run_id().to_owned();
+                let digest = digest.clone();
+                deciders.push(tokio::spawn(async move {
+                    store
+                        .claim(
+                            &run_id,
+                            Some(&digest),
+                            &format!("op-{decider}"),
+                            Verdict::Denied,
+                        )
+                        .await
+                }));
+            }
+            let mut winners = 0;
+            for decider in deciders {
+                match decider.await {
+                    Ok(Ok(_)) => winners += 1,
+                    Ok(Err(ClaimError::AlreadyDecided { .. })) => {}
+                    other => panic!("round {round}: unexpected {other:?}"),
+                }
+            }
+            assert_eq!(winners, 1, "round {round}");
+            assert_eq!(
+                handles[1]
+                    .decisions(run.run_id())
+                    .await
+                    .map(|d| d.len())
+                    .ok(),
+                Some(1)
+            );
+        }
+    });
+}
+
+/// 16 deciders at once on the same run, 1,000 times: exactly one wins each
+/// time, every other gets `AlreadyDecided`, and each run has one decision row.
+#[test]
+fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(16)
+        .enable_all()
+        .build();
+    let Ok(runtime) = runtime else {
+        panic!("no runtime");
+    };
+    runtime.block_on(async {
+        let dir = temp();
+        let store = Arc::new(open(&dir).await);
+        let registry = registry();
+        let template = suspended(&registry, "alice").await;
+        let SuspendedRun::AwaitingApproval(template) = template else {
+            panic!("awaiting approval");
+        };
+        let document = template.encode().unwrap_or_default();
+        let digest = template.digest();
+        for round in 0..1_000 {
+            // The same pending turn under a fresh run id.
+            let run_id = format!("run-{round:04}");
+            let mut value: Value = serde_json::from_str(&document).unwrap_or_default();
+            if let Some(id) = value.pointer_mut("/run/run_id") {
+                *id = json!(run_id);
+            }
+            let Value::Object(mut body) = value else {
+                panic!("a document is an object");
+            };
+            body.insert("checksum".into(), json!(toolgate::document_checksum(&body)));
+            let run = match SuspendedRun::decode(&Value::Object(body).to_string()) {
+                Ok(run) => run,
+                Err(error) => panic!("{error}"),
+            };
+            assert!(store.save_suspended(&run).await.is_ok());
+            let mut deciders = Vec::with_capacity(16);
+            for decider in 0..16 {
+                let store = Arc::clone(&store);
+                let run_id = run_id.clone();
+                let digest = digest.clone();
+                deciders.push(tokio::spawn(async move {
+                    store
+                        .claim(
+                            &run_id,
+                            Some(&digest),
+                            &format!("operator-{decider}"),
+                            Verdict::Approved,
+                        )
+                        .await
+                }));
+            }
+            let mut winners = 0;
+            for decider in deciders {
+                match decider.await {
+                    Ok(Ok(_)) => winners += 1,
+                    Ok(Err(ClaimError::AlreadyDecided { .. })) => {}
+                    other => panic!("round {round}: unexpected {other:?}"),
+                }
+            }
+            assert_eq!(winners, 1, "round {round}");
+        }
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT run_id, COUNT(*) FROM decision GROUP BY run_id ORDER BY run_id")
+                .fetch_all(store.pool())
+                .await
+                .unwrap_or_default();
+        assert_eq!(rows.len(), 1_000);
+        assert!(rows.iter().all(|(_, n)| *n == 1));
+    });
+}
