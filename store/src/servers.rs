@@ -303,6 +303,26 @@ impl Store {
         self.changed(id, result.rows_affected()).await
     }
 
+    /// Changes how the server is reached.
+    pub async fn set_transport(
+        &self,
+        id: &str,
+        transport: &Transport,
+    ) -> Result<ServerRecord, StoreError> {
+        let (kind, command, url) = transport_columns(transport)?;
+        let result = sqlx::query(
+            "UPDATE mcp_server SET transport = ?, command = ?, url = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(kind)
+        .bind(command)
+        .bind(url)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        self.changed(id, result.rows_affected()).await
+    }
+
     /// Enables or disables the server.
     pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<ServerRecord, StoreError> {
         let result = sqlx::query("UPDATE mcp_server SET enabled = ?, updated_at = ? WHERE id = ?")
@@ -346,5 +366,28 @@ impl Store {
         .execute(&self.pool)
         .await?;
         self.changed(id, result.rows_affected()).await.map(drop)
+    }
+}
+
+/// The `transport`, `command` and `url` columns of a transport.
+fn transport_columns(
+    transport: &Transport,
+) -> Result<(&'static str, Option<String>, Option<String>), StoreError> {
+    match transport {
+        Transport::Stdio { command } => Ok((
+            "stdio",
+            Some(
+                serde_json::to_string(command).map_err(|source| StoreError::Encode {
+                    what: "the command",
+                    source,
+                })?,
+            ),
+            None,
+        )),
+        Transport::Http { url } => Ok(("http", None, Some(url.clone()))),
+        Transport::Unreadable { reason } => Err(StoreError::Encode {
+            what: "an unreadable transport",
+            source: serde::de::Error::custom(reason),
+        }),
     }
 }

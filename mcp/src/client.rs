@@ -1,0 +1,262 @@
+//! Connections to MCP servers, with a deadline on every operation.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ContentBlock, ListToolsResult, PaginatedRequestParams};
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use toolgate::ToolOutput;
+use toolgate_store::Transport;
+
+use crate::output::sanitize;
+
+/// Deadlines for talking to servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// Starting a server and the MCP handshake.
+    pub connect: Duration,
+    /// One page of `tools/list`.
+    pub list_page: Duration,
+    /// One `tools/call`.
+    pub call: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(15),
+            list_page: Duration::from_secs(15),
+            call: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Talking to a server failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    /// The stored transport cannot be used.
+    #[error("server `{server}` has an unusable transport: {reason}")]
+    Transport {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// The process could not be started or the handshake failed.
+    #[error("cannot connect to server `{server}`: {reason}")]
+    Connect {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// The server did not answer in time.
+    #[error("server `{server}` did not answer {what} within {} s", deadline.as_secs_f64())]
+    Deadline {
+        /// The server.
+        server: String,
+        /// What was asked.
+        what: &'static str,
+        /// The deadline.
+        deadline: Duration,
+    },
+    /// The request failed: the server answered with an error, hung up, or
+    /// sent something that is not MCP.
+    #[error("server `{server}` failed {what}: {reason}")]
+    Request {
+        /// The server.
+        server: String,
+        /// What was asked.
+        what: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+type Session = RunningService<RoleClient, ()>;
+
+/// One server's connection, made on first use and remade after a failure.
+pub struct Connection {
+    server: String,
+    transport: Transport,
+    deadlines: Deadlines,
+    session: tokio::sync::Mutex<Option<Session>>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.server)
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// A connection to `server` over `transport`; nothing is started yet.
+    pub fn new(server: impl Into<String>, transport: Transport, deadlines: Deadlines) -> Arc<Self> {
+        Arc::new(Self {
+            server: server.into(),
+            transport,
+            deadlines,
+            session: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// The server's identifier.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    async fn connect(&self) -> Result<Session, ClientError> {
+        let connecting = async {
+            match &self.transport {
+                Transport::Stdio { command } => {
+                    let Some((program, args)) = command.split_first() else {
+                        return Err("the command is empty".to_owned());
+                    };
+                    let mut cmd = tokio::process::Command::new(program);
+                    cmd.args(args).kill_on_drop(true);
+                    let process = TokioChildProcess::new(cmd)
+                        .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+                    ().serve(process).await.map_err(|e| e.to_string())
+                }
+                Transport::Http { url } => {
+                    let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                    ().serve(transport).await.map_err(|e| e.to_string())
+                }
+                Transport::Unreadable { reason } => Err(reason.clone()),
+            }
+        };
+        if let Transport::Unreadable { reason } = &self.transport {
+            return Err(ClientError::Transport {
+                server: self.server.clone(),
+                reason: reason.clone(),
+            });
+        }
+        match tokio::time::timeout(self.deadlines.connect, connecting).await {
+            Ok(Ok(session)) => Ok(session),
+            Ok(Err(reason)) => Err(ClientError::Connect {
+                server: self.server.clone(),
+                reason,
+            }),
+            Err(_) => Err(ClientError::Deadline {
+                server: self.server.clone(),
+                what: "the handshake",
+                deadline: self.deadlines.connect,
+            }),
+        }
+    }
+
+    /// The live session's peer, connecting if there is none.
+    async fn peer(&self) -> Result<rmcp::Peer<RoleClient>, ClientError> {
+        let mut session = self.session.lock().await;
+        if let Some(live) = session.as_ref()
+            && !live.is_closed()
+        {
+            return Ok(live.peer().clone());
+        }
+        let fresh = self.connect().await?;
+        let peer = fresh.peer().clone();
+        *session = Some(fresh);
+        Ok(peer)
+    }
+
+    /// Drops the session so the next request reconnects.
+    async fn reset(&self) {
+        if let Some(session) = self.session.lock().await.take() {
+            let _ = session.cancel().await;
+        }
+    }
+
+    /// Closes the session, stopping a stdio server.
+    pub async fn close(&self) {
+        self.reset().await;
+    }
+
+    /// One page of the server's catalogue.
+    pub async fn list_page(&self, cursor: Option<String>) -> Result<ListToolsResult, ClientError> {
+        let peer = self.peer().await?;
+        let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        match tokio::time::timeout(self.deadlines.list_page, peer.list_tools(params)).await {
+            Ok(Ok(page)) => Ok(page),
+            Ok(Err(error)) => {
+                self.reset().await;
+                Err(ClientError::Request {
+                    server: self.server.clone(),
+                    what: "tools/list",
+                    reason: error.to_string(),
+                })
+            }
+            Err(_) => {
+                self.reset().await;
+                Err(ClientError::Deadline {
+                    server: self.server.clone(),
+                    what: "tools/list",
+                    deadline: self.deadlines.list_page,
+                })
+            }
+        }
+    }
+
+    /// Calls a tool by its remote name. Every failure — `isError`, a transport
+    /// failure, a missed deadline — is an error result for the model.
+    pub async fn call(&self, remote_name: &str, arguments: Map<String, Value>) -> ToolOutput {
+        match self.try_call(remote_name, arguments).await {
+            Ok(output) => output,
+            Err(error) => {
+                tracing::warn!(server = %self.server, tool = remote_name, %error, "remote call failed");
+                ToolOutput::error(sanitize(&error.to_string()))
+            }
+        }
+    }
+
+    async fn try_call(
+        &self,
+        remote_name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolOutput, ClientError> {
+        let peer = self.peer().await?;
+        let params = CallToolRequestParams::new(remote_name.to_owned()).with_arguments(arguments);
+        let result = match tokio::time::timeout(self.deadlines.call, peer.call_tool(params)).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(error)) => {
+                self.reset().await;
+                return Err(ClientError::Request {
+                    server: self.server.clone(),
+                    what: "tools/call",
+                    reason: error.to_string(),
+                });
+            }
+            Err(_) => {
+                self.reset().await;
+                return Err(ClientError::Deadline {
+                    server: self.server.clone(),
+                    what: "tools/call",
+                    deadline: self.deadlines.call,
+                });
+            }
+        };
+        let text = result
+            .content
+            .iter()
+            .map(|block| match block {
+                ContentBlock::Text(text) => text.text.clone(),
+                other => serde_json::to_string(other).unwrap_or_default(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let text = sanitize(&text);
+        Ok(if result.is_error == Some(true) {
+            ToolOutput::error(format!(
+                "server `{}` reported an error: {text}",
+                self.server
+            ))
+        } else {
+            ToolOutput::text(text)
+        })
+    }
+}

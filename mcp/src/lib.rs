@@ -1,0 +1,29 @@
+//! Remote tools for toolgate from MCP servers.
+//!
+//! - [`import`] is an explicit operator action: it connects to a stored
+//!   server (a stdio child process or streamable HTTP), lists its whole
+//!   catalogue page by page, and stores it — annotations verbatim, vanished
+//!   tools marked orphaned.
+//! - [`McpProvider`] supplies the stored tools of every usable server to a
+//!   [`toolgate::Registry`], building each from the server record that
+//!   carries the operator's approval declaration. It does no network I/O.
+//! - An [`McpTool`] call goes to the server with a deadline; an `isError`
+//!   answer, a transport failure and a missed deadline all become an error
+//!   result for the model.
+//!
+//! What a server says about its tools (`readOnlyHint` and the rest) is kept
+//! for display and read by no decision.
+
+mod client;
+mod import;
+mod names;
+mod output;
+mod provider;
+mod tool;
+
+pub use client::{ClientError, Connection, Deadlines};
+pub use import::{ImportError, ImportProgress, ImportReport, MAX_PAGES, SkippedTool, import};
+pub use names::{SEPARATOR, SkipReason, local_name};
+pub use output::{MAX_OUTPUT_CHARS, sanitize};
+pub use provider::{McpProvider, SkippedRow};
+pub use tool::McpTool;

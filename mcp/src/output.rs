@@ -1,0 +1,44 @@
+//! What a remote server answers, made safe to hand to a model: bounded in
+//! length, control characters removed.
+
+/// The most characters of a remote answer handed to the model.
+pub const MAX_OUTPUT_CHARS: usize = 16 * 1024;
+
+/// Strips control characters (keeping line breaks and tabs) and cuts the text
+/// to [`MAX_OUTPUT_CHARS`], saying so when it does.
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_OUTPUT_CHARS));
+    let mut kept = 0;
+    let mut dropped = 0usize;
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            continue;
+        }
+        if kept == MAX_OUTPUT_CHARS {
+            dropped += 1;
+            continue;
+        }
+        out.push(c);
+        kept += 1;
+    }
+    if dropped > 0 {
+        out.push_str("\n[… ");
+        out.push_str(&dropped.to_string());
+        out.push_str(" more characters cut]");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_go_and_long_text_is_cut() {
+        assert_eq!(sanitize("a\u{7}b\u{1b}[31mc\nd\te\r"), "ab[31mc\nd\te");
+        let long = "y".repeat(MAX_OUTPUT_CHARS + 10);
+        let cut = sanitize(&long);
+        assert!(cut.starts_with(&"y".repeat(MAX_OUTPUT_CHARS)));
+        assert!(cut.ends_with("[… 10 more characters cut]"));
+    }
+}

@@ -1,0 +1,139 @@
+//! Supplies remote tools to a registry from stored rows only: no network I/O.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use schemars::Schema;
+use serde_json::Value;
+use toolgate::{BoxFuture, ErasedTool, ProviderError, ToolProvider};
+use toolgate_store::{Store, StoreError};
+
+use crate::client::{Connection, Deadlines};
+use crate::names::{SkipReason, local_name};
+use crate::tool::McpTool;
+
+/// A stored catalogue row the provider did not turn into a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedRow {
+    /// The server.
+    pub server: String,
+    /// The row's local name.
+    pub local_name: String,
+    /// Why.
+    pub reason: SkipReason,
+}
+
+/// The tools of every usable server, built from the store.
+pub struct McpProvider {
+    store: Store,
+    deadlines: Deadlines,
+    connections: Mutex<HashMap<String, Arc<Connection>>>,
+}
+
+impl std::fmt::Debug for McpProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpProvider").finish_non_exhaustive()
+    }
+}
+
+impl McpProvider {
+    /// A provider over `store`.
+    pub fn new(store: Store, deadlines: Deadlines) -> Self {
+        Self {
+            store,
+            deadlines,
+            connections: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Builds the tools: for each usable server (enabled, with a known data
+    /// class — checked again here), each live catalogue row whose schema is a
+    /// JSON object and whose name still maps. Rows that do not are returned
+    /// with the reason.
+    pub async fn build_tools(&self) -> Result<(Vec<McpTool>, Vec<SkippedRow>), StoreError> {
+        let servers = self.store.usable_servers().await?;
+        let rows = self.store.live_catalogue().await?;
+        let mut tools = Vec::with_capacity(rows.len());
+        let mut skipped = Vec::new();
+        for server in servers.iter().filter(|s| s.is_usable()) {
+            let connection = self.connection(&server.id, &server.transport);
+            for row in rows.iter().filter(|r| r.server_id == server.id) {
+                let skip = |reason| SkippedRow {
+                    server: server.id.clone(),
+                    local_name: row.local_name.clone(),
+                    reason,
+                };
+                match local_name(&server.id, &row.remote_name) {
+                    Ok(name) if name == row.local_name => {}
+                    Ok(name) => {
+                        skipped.push(skip(SkipReason::NameMismatch(name)));
+                        continue;
+                    }
+                    Err(reason) => {
+                        skipped.push(skip(reason));
+                        continue;
+                    }
+                }
+                let schema = match serde_json::from_str::<Value>(&row.input_schema) {
+                    Ok(value @ Value::Object(_)) => Schema::try_from(value).ok(),
+                    _ => None,
+                };
+                let Some(schema) = schema else {
+                    skipped.push(skip(SkipReason::SchemaNotAnObject));
+                    continue;
+                };
+                tools.push(McpTool::new(
+                    row.local_name.clone(),
+                    row.remote_name.clone(),
+                    &row.description,
+                    schema,
+                    server.approval,
+                    Arc::clone(&connection),
+                ));
+            }
+        }
+        for row in &skipped {
+            tracing::warn!(server = %row.server, tool = %row.local_name, reason = %row.reason, "stored tool skipped");
+        }
+        Ok((tools, skipped))
+    }
+
+    fn connection(&self, server: &str, transport: &toolgate_store::Transport) -> Arc<Connection> {
+        let mut connections = match self.connections.lock() {
+            Ok(connections) => connections,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        Arc::clone(
+            connections
+                .entry(server.to_owned())
+                .or_insert_with(|| Connection::new(server, transport.clone(), self.deadlines)),
+        )
+    }
+
+    /// Closes every connection the provider's tools opened.
+    pub async fn close(&self) {
+        let connections: Vec<_> = match self.connections.lock() {
+            Ok(connections) => connections.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        };
+        for connection in connections {
+            connection.close().await;
+        }
+    }
+}
+
+impl ToolProvider for McpProvider {
+    fn name(&self) -> &str {
+        "mcp"
+    }
+
+    fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>> {
+        Box::pin(async move {
+            let (tools, _) = self
+                .build_tools()
+                .await
+                .map_err(|e| ProviderError::with_source("cannot read the MCP servers", e))?;
+            Ok(tools.into_iter().map(ErasedTool::new).collect())
+        })
+    }
+}

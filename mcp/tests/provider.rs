@@ -1,0 +1,178 @@
+//! The provider builds remote tools from stored rows only, and their gate
+//! depends on the operator's flag alone — never on what the server claims.
+
+use serde_json::{Map, Value, json};
+use toolgate::{ErasedTool, OperatorDeclaration, Pause};
+use toolgate_mcp::{Deadlines, McpProvider, SkipReason, local_name};
+use toolgate_store::{DataClass, ImportedTool, NewServer, Store, Transport};
+
+const HINTS: [&str; 4] = [
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+];
+
+fn temp() -> tempfile::TempDir {
+    match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+async fn store_with_server(dir: &tempfile::TempDir) -> Store {
+    let store = match Store::open(dir.path().join("provider.db")).await {
+        Ok(store) => store,
+        Err(error) => panic!("{error}"),
+    };
+    let added = store
+        .add_server(NewServer {
+            id: "srv".into(),
+            name: "A server".into(),
+            // Never started: the provider does no network I/O.
+            transport: Transport::Stdio {
+                command: vec!["/nonexistent/mcp-server".into()],
+            },
+            data_class: Some(DataClass::InternalConfiguration),
+        })
+        .await;
+    assert!(added.is_ok(), "{added:?}");
+    store
+}
+
+/// All 81 combinations of the four hints, each absent, true or false.
+fn annotation_combinations() -> Vec<Option<Value>> {
+    (0..81)
+        .map(|mut n| {
+            let mut block = Map::new();
+            for hint in HINTS {
+                match n % 3 {
+                    1 => {
+                        block.insert(hint.into(), json!(true));
+                    }
+                    2 => {
+                        block.insert(hint.into(), json!(false));
+                    }
+                    _ => {}
+                }
+                n /= 3;
+            }
+            (!block.is_empty()).then_some(Value::Object(block))
+        })
+        .collect()
+}
+
+async fn build(store: &Store) -> (Vec<ErasedTool>, Vec<toolgate_mcp::SkippedRow>) {
+    let provider = McpProvider::new(store.clone(), Deadlines::default());
+    match provider.build_tools().await {
+        Ok((tools, skipped)) => (tools.into_iter().map(ErasedTool::new).collect(), skipped),
+        Err(error) => panic!("{error}"),
+    }
+}
+
+#[tokio::test]
+async fn for_all_81_hint_combinations_the_decision_depends_on_the_flag_alone() {
+    let dir = temp();
+    let store = store_with_server(&dir).await;
+    let combinations = annotation_combinations();
+    assert_eq!(combinations.len(), 81);
+    let distinct: std::collections::HashSet<String> =
+        combinations.iter().map(|c| format!("{c:?}")).collect();
+    assert_eq!(distinct.len(), 81);
+    let tools: Vec<ImportedTool> = combinations
+        .iter()
+        .enumerate()
+        .map(|(i, annotations)| ImportedTool {
+            remote_name: format!("tool_{i:02}"),
+            local_name: local_name("srv", &format!("tool_{i:02}")).unwrap_or_default(),
+            description: "A tool.".into(),
+            input_schema: json!({"type": "object"}),
+            annotations: annotations.clone(),
+        })
+        .collect();
+    assert!(store.replace_catalogue("srv", &tools).await.is_ok());
+    for (flag, expected) in [
+        (OperatorDeclaration::ApprovalRequired, Pause::Approval),
+        (OperatorDeclaration::NoApproval, Pause::None),
+    ] {
+        assert!(store.set_approval("srv", flag).await.is_ok());
+        let (built, skipped) = build(&store).await;
+        assert!(skipped.is_empty());
+        assert_eq!(built.len(), 81);
+        for tool in &built {
+            let decision = tool.decision();
+            assert_eq!(decision.pause, expected, "{} with {flag:?}", tool.name());
+            assert_eq!(decision.cause, toolgate::Cause::Operator(flag));
+            assert_eq!(tool.effect(), toolgate::Effect::NonIdempotentWrite);
+            assert_eq!(tool.origin(), toolgate::Origin::Remote);
+            assert_eq!(tool.server(), Some("srv"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn rows_whose_schema_is_not_an_object_or_whose_name_was_edited_supply_nothing() {
+    let dir = temp();
+    let store = store_with_server(&dir).await;
+    let tools: Vec<ImportedTool> = ["good", "array_schema", "renamed"]
+        .into_iter()
+        .map(|name| ImportedTool {
+            remote_name: name.into(),
+            local_name: format!("srv.{name}"),
+            description: "A tool.".into(),
+            input_schema: json!({"type": "object"}),
+            annotations: None,
+        })
+        .collect();
+    assert!(store.replace_catalogue("srv", &tools).await.is_ok());
+    let edited = sqlx_edit(&store).await;
+    assert!(edited);
+    let (built, skipped) = build(&store).await;
+    let names: Vec<&str> = built.iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["srv.good"]);
+    let reasons: Vec<(String, SkipReason)> = skipped
+        .into_iter()
+        .map(|s| (s.local_name, s.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (
+                "builtin_name".to_owned(),
+                SkipReason::NameMismatch("srv.renamed".into())
+            ),
+            ("srv.array_schema".to_owned(), SkipReason::SchemaNotAnObject),
+        ]
+    );
+}
+
+async fn sqlx_edit(store: &Store) -> bool {
+    let schema = sqlx::query(
+        "UPDATE mcp_tool SET input_schema = '[1, 2]' WHERE remote_name = 'array_schema'",
+    )
+    .execute(store.pool())
+    .await;
+    let renamed = sqlx::query(
+        "UPDATE mcp_tool SET local_name = 'builtin_name' WHERE remote_name = 'renamed'",
+    )
+    .execute(store.pool())
+    .await;
+    schema.is_ok() && renamed.is_ok()
+}
+
+#[tokio::test]
+async fn inert_servers_supply_nothing_even_with_a_catalogue() {
+    let dir = temp();
+    let store = store_with_server(&dir).await;
+    let tools = [ImportedTool {
+        remote_name: "x".into(),
+        local_name: "srv.x".into(),
+        description: "A tool.".into(),
+        input_schema: json!({"type": "object"}),
+        annotations: None,
+    }];
+    assert!(store.replace_catalogue("srv", &tools).await.is_ok());
+    assert_eq!(build(&store).await.0.len(), 1);
+    assert!(store.set_enabled("srv", false).await.is_ok());
+    assert!(build(&store).await.0.is_empty());
+}
