@@ -319,17 +319,17 @@ impl Store {
 
     /// Gives a claim back — when the decision was refused after it was
     /// claimed — so the run waits again and the decision row is gone.
-    pub async fn release(&self, claim: Claim) -> Result<(), StoreError> {
+    pub async fn release(&self, suspension_id: i64) -> Result<(), StoreError> {
         let (_writer, mut tx) = self.write().await?;
         sqlx::query("DELETE FROM decision WHERE suspension_id = ?")
-            .bind(claim.suspension_id)
+            .bind(suspension_id)
             .execute(&mut *tx)
             .await?;
         sqlx::query(
             "UPDATE suspended_run SET state = 'open', decided_by = NULL, decided_at = NULL
              WHERE id = ? AND state = 'decided'",
         )
-        .bind(claim.suspension_id)
+        .bind(suspension_id)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

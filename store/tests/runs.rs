@@ -167,7 +167,7 @@ async fn a_claim_checks_the_digest_and_a_released_claim_waits_again() {
         store.load_suspended(run.run_id()).await.is_err(),
         "claimed runs do not wait"
     );
-    assert!(store.release(claim).await.is_ok());
+    assert!(store.release(claim.suspension_id).await.is_ok());
     assert!(
         store.load_suspended(run.run_id()).await.is_ok(),
         "released runs wait again"

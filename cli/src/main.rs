@@ -1,0 +1,265 @@
+//! `toolgate`: the operator's command line.
+//!
+//! Exit codes: 0 done; 1 failed (a store, server or run error); 2 bad usage;
+//! 3 refused (a stale digest, a run already decided, a self-approval where
+//! four eyes are required, input that does not fit its schema); 4 not found.
+
+mod commands;
+mod host;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Operate toolgate: MCP servers and their approval declarations, imports,
+/// the tools a host sees, and suspended runs.
+#[derive(Parser, Debug)]
+#[command(name = "toolgate", version, about, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    /// Where the database and the demo's files live.
+    #[arg(long, global = true, env = "TOOLGATE_DATA_DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Print listings as JSON, for scripts.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 done, 1 failed, 2 bad usage, 3 refused (stale digest, already decided, self-approval under four eyes, invalid input), 4 not found.";
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Manage MCP servers and their declarations.
+    #[command(subcommand)]
+    Server(ServerCommand),
+    /// Import a server's tool catalogue (connects to the server).
+    Import {
+        /// The server's identifier.
+        server: String,
+        /// Seconds allowed for each step (start, each page).
+        #[arg(long, default_value_t = 15)]
+        timeout: u64,
+    },
+    /// Every tool the host sees, with its gate and why.
+    Tools,
+    /// Suspended runs: list, show, approve, deny, input.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Run the demo: a scripted agent through the gate, end to end.
+    Demo(DemoArgs),
+    /// Serve the built-in MCP test server over stdio (used by the demo).
+    #[command(hide = true, name = "mcp-test-server")]
+    McpTestServer {
+        /// Flags for the test server.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ServerCommand {
+    /// Add a server. It requires approval until an operator turns that off.
+    Add {
+        /// The identifier; it prefixes every tool of the server.
+        id: String,
+        /// A name for people.
+        #[arg(long)]
+        name: String,
+        /// The streamable HTTP endpoint.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// What the server's tools return; without it the server is inert.
+        #[arg(long, value_parser = parse_class)]
+        data_class: Option<toolgate_store::DataClass>,
+        /// The program and arguments of a stdio server, after `--`.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// List the servers.
+    List,
+    /// Show one server and its catalogue.
+    Show {
+        /// The server.
+        id: String,
+    },
+    /// Declare whether the server's tools need approval.
+    SetApproval {
+        /// The server.
+        id: String,
+        /// `on`: every call waits for approval; `off`: calls run unattended.
+        setting: OnOff,
+    },
+    /// Declare what the server's tools return.
+    SetDataClass {
+        /// The server.
+        id: String,
+        /// One of: public_content, editor_content, source_code,
+        /// internal_configuration, system_diagnostics, secret_adjacent.
+        #[arg(value_parser = parse_class)]
+        class: toolgate_store::DataClass,
+    },
+    /// Let the server supply tools.
+    Enable {
+        /// The server.
+        id: String,
+    },
+    /// Stop the server from supplying tools.
+    Disable {
+        /// The server.
+        id: String,
+    },
+    /// Remove the server and its catalogue.
+    Remove {
+        /// The server.
+        id: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OnOff {
+    /// Approval required.
+    On,
+    /// No approval.
+    Off,
+}
+
+fn parse_class(text: &str) -> Result<toolgate_store::DataClass, String> {
+    text.parse()
+        .map_err(|e: toolgate_store::UnknownDataClass| e.to_string())
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum RunsCommand {
+    /// List the runs waiting for a decision.
+    List,
+    /// Show a run's pending turn, its arguments and its digest.
+    Show {
+        /// The run.
+        run: String,
+    },
+    /// Approve a run's pending turn.
+    Approve(DecideArgs),
+    /// Deny a run's pending turn.
+    Deny(DecideArgs),
+    /// Submit input for a run waiting for it.
+    Input {
+        #[command(flatten)]
+        decide: DecideArgs,
+        /// The input, as JSON.
+        #[arg(long)]
+        data: String,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct DecideArgs {
+    /// The run.
+    pub(crate) run: String,
+    /// The digest of the turn you reviewed (`toolgate runs show`).
+    #[arg(long)]
+    pub(crate) digest: Option<String>,
+    /// Who decides.
+    #[arg(long = "as", env = "TOOLGATE_OPERATOR")]
+    pub(crate) operator: String,
+}
+
+#[derive(clap::Args, Debug)]
+#[allow(clippy::struct_excessive_bools, reason = "one field per command-line switch")]
+pub(crate) struct DemoArgs {
+    /// Approve every approval pause without asking.
+    #[arg(long, conflicts_with = "no")]
+    pub(crate) yes: bool,
+    /// Deny every approval pause without asking.
+    #[arg(long)]
+    pub(crate) no: bool,
+    /// The input to submit without asking, as JSON.
+    #[arg(long)]
+    pub(crate) input: Option<String>,
+    /// Stop at the first pause and leave the run for `toolgate runs`.
+    #[arg(long)]
+    pub(crate) detach: bool,
+    /// Require approvals from someone other than the requester.
+    #[arg(long)]
+    pub(crate) four_eyes: bool,
+    /// Who starts the run (and, without four eyes, decides in the demo).
+    #[arg(long = "as", default_value = "operator", env = "TOOLGATE_OPERATOR")]
+    pub(crate) operator: String,
+}
+
+/// A failure, with the exit code it maps to.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    Error(String),
+    Refused(String),
+    NotFound(String),
+}
+
+impl Failure {
+    fn code(&self) -> u8 {
+        match self {
+            Failure::Error(_) => 1,
+            Failure::Refused(_) => 3,
+            Failure::NotFound(_) => 4,
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            Failure::Error(m) | Failure::Refused(m) | Failure::NotFound(m) => m,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::McpTestServer { args } = &cli.command {
+        return serve_test_server(args.clone());
+    }
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message());
+            ExitCode::from(failure.code())
+        }
+    }
+}
+
+fn serve_test_server(args: Vec<String>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(toolgate_mcp_test_server::run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,383 @@
+//! The `toolgate` binary, driven as an operator would, against a temporary
+//! data directory and the real MCP test server.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+
+fn temp() -> tempfile::TempDir {
+    match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+fn toolgate(dir: &Path, args: &[&str]) -> Output {
+    let output = Command::new(TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("TOOLGATE_OPERATOR")
+        .output();
+    match output {
+        Ok(output) => output,
+        Err(error) => panic!("cannot run toolgate: {error}"),
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Runs a command that must succeed and returns its standard output.
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let output = toolgate(dir, args);
+    assert!(
+        output.status.success(),
+        "toolgate {args:?} failed ({:?}):\n{}\n{}",
+        output.status.code(),
+        stdout(&output),
+        stderr(&output)
+    );
+    stdout(&output)
+}
+
+fn json(dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let text = ok(dir, &all);
+    match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(error) => panic!("not JSON ({error}): {text}"),
+    }
+}
+
+/// The one waiting run: (id, digest).
+fn waiting_run(dir: &Path) -> (String, String) {
+    let runs = json(dir, &["runs", "list"]);
+    let Some([run]) = runs.as_array().map(Vec::as_slice) else {
+        panic!("expected one waiting run: {runs}");
+    };
+    (
+        run["run"].as_str().unwrap_or_default().to_owned(),
+        run["digest"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[test]
+fn servers_import_and_the_tool_table() {
+    let dir = temp();
+    let dir = dir.path();
+    let added = ok(
+        dir,
+        &[
+            "server",
+            "add",
+            "notes",
+            "--name",
+            "Notes",
+            "--data-class",
+            "editor_content",
+            "--",
+            TOOLGATE,
+            "mcp-test-server",
+        ],
+    );
+    assert!(
+        added.contains("require approval until you run `toolgate server set-approval notes off`"),
+        "{added}"
+    );
+    let undeclared = ok(
+        dir,
+        &[
+            "server",
+            "add",
+            "wiki",
+            "--name",
+            "Wiki",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+        ],
+    );
+    assert!(
+        undeclared.contains("it supplies no tools yet: no data class declared"),
+        "{undeclared}"
+    );
+
+    let servers = json(dir, &["server", "list"]);
+    assert_eq!(servers[0]["id"], "notes");
+    assert_eq!(servers[0]["approval"], "required");
+    assert_eq!(servers[1]["usable"], false);
+    let table = ok(dir, &["server", "list"]);
+    assert!(table.contains("inert: no data class declared"), "{table}");
+
+    let imported = ok(dir, &["import", "notes"]);
+    assert!(
+        imported.contains("imported `notes`: 12 tools listed in 3 pages"),
+        "{imported}"
+    );
+    assert!(imported.contains("│ new       ┆ 12"), "{imported}");
+
+    let tools = ok(dir, &["tools"]);
+    let tidy = tools
+        .lines()
+        .find(|l| l.contains("notes.tidy_notes"))
+        .unwrap_or_default();
+    assert!(tidy.contains("approval"), "{tidy}");
+    assert!(
+        tidy.contains("operator declared approval required for server `notes`"),
+        "{tidy}"
+    );
+    assert!(
+        tidy.contains(r#""readOnlyHint":true"#),
+        "the server's claim is shown: {tidy}"
+    );
+    assert!(tools.contains("no decision reads them"), "{tools}");
+    assert!(
+        tools.contains("server `wiki` supplies no tools: no data class declared"),
+        "{tools}"
+    );
+    let write = tools
+        .lines()
+        .find(|l| l.contains("write_file"))
+        .unwrap_or_default();
+    assert!(
+        write.contains("local tool declares idempotent_write"),
+        "{write}"
+    );
+
+    let changed = ok(dir, &["server", "set-approval", "notes", "off"]);
+    assert_eq!(changed.trim(), "server `notes`: approval required → off");
+    let again = ok(dir, &["server", "set-approval", "notes", "off"]);
+    assert_eq!(again.trim(), "server `notes`: approval off (unchanged)");
+    let tools = json(dir, &["tools"]);
+    let tidy = tools["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "notes.tidy_notes"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(tidy["gate"], "runs");
+    assert_eq!(tidy["server_claims"]["readOnlyHint"], true);
+
+    let missing = toolgate(dir, &["server", "show", "nobody"]);
+    assert_eq!(missing.status.code(), Some(4));
+    assert_eq!(stderr(&missing).trim(), "error: no server `nobody`");
+    let usage = toolgate(dir, &["server", "set-approval", "notes", "0"]);
+    assert_eq!(
+        usage.status.code(),
+        Some(2),
+        "the flag is on or off, never a number"
+    );
+}
+
+#[test]
+fn the_demo_runs_end_to_end_without_a_terminal() {
+    let dir = temp();
+    let out = ok(dir.path(), &["demo", "--yes"]);
+    for expected in [
+        "registered the MCP test server as `notes`",
+        "imported `notes`: 12 tools listed in 3 pages",
+        "read_file → ok",
+        "write_file ┆ approval",
+        "notes.write_note ┆ approval",
+        "draft_release ┆ input",
+        "notes.write_note → ok: wrote note 1",
+        "finished: Release v0.2.0 prepared.",
+        "│ input submitted ┆ operator",
+    ] {
+        assert!(out.contains(expected), "missing `{expected}` in:\n{out}");
+    }
+    let refused = toolgate(dir.path(), &["demo"]);
+    assert_eq!(refused.status.code(), Some(3));
+    assert!(
+        stderr(&refused).contains("pass --yes or --no"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
+fn deciding_a_detached_run_stale_digest_then_right_digest_then_invalid_then_valid_input() {
+    let dir = temp();
+    let dir = dir.path();
+    let detached = ok(dir, &["demo", "--detach", "--as", "alice"]);
+    assert!(detached.contains("left waiting"), "{detached}");
+    let (run, digest) = waiting_run(dir);
+    let shown = ok(dir, &["runs", "show", &run]);
+    assert!(shown.contains(&format!("digest: {digest}")), "{shown}");
+    assert!(shown.contains("write_file ┆ approval"), "{shown}");
+
+    let stale = toolgate(
+        dir,
+        &[
+            "runs",
+            "approve",
+            &run,
+            "--digest",
+            "sha256:0000",
+            "--as",
+            "bob",
+        ],
+    );
+    assert_eq!(stale.status.code(), Some(3));
+    assert!(
+        stderr(&stale).contains("the reviewed turn is unknown"),
+        "{}",
+        stderr(&stale)
+    );
+    let missing = toolgate(dir, &["runs", "approve", &run, "--as", "bob"]);
+    assert_eq!(missing.status.code(), Some(3));
+    assert_eq!(
+        waiting_run(dir),
+        (run.clone(), digest.clone()),
+        "still waiting, unchanged"
+    );
+
+    let approved = ok(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    assert!(approved.contains("write_file → ok"), "{approved}");
+    assert!(
+        approved.contains("notes.write_note ┆ approval"),
+        "{approved}"
+    );
+    let again = toolgate(
+        dir,
+        &[
+            "runs", "approve", &run, "--digest", &digest, "--as", "carol",
+        ],
+    );
+    assert_eq!(again.status.code(), Some(3), "{}", stderr(&again));
+
+    let (_, remote_digest) = waiting_run(dir);
+    let wrong_kind = toolgate(
+        dir,
+        &[
+            "runs",
+            "input",
+            &run,
+            "--digest",
+            &remote_digest,
+            "--as",
+            "bob",
+            "--data",
+            "{}",
+        ],
+    );
+    assert_eq!(wrong_kind.status.code(), Some(3));
+    assert!(
+        stderr(&wrong_kind).contains("awaits approval, not input"),
+        "{}",
+        stderr(&wrong_kind)
+    );
+    let approved = ok(
+        dir,
+        &[
+            "runs",
+            "approve",
+            &run,
+            "--digest",
+            &remote_digest,
+            "--as",
+            "bob",
+        ],
+    );
+    assert!(approved.contains("notes.write_note → ok"), "{approved}");
+
+    let (_, input_digest) = waiting_run(dir);
+    let invalid = toolgate(
+        dir,
+        &[
+            "runs",
+            "input",
+            &run,
+            "--digest",
+            &input_digest,
+            "--as",
+            "alice",
+            "--data",
+            r#"{"notes": ""}"#,
+        ],
+    );
+    assert_eq!(invalid.status.code(), Some(3));
+    assert!(
+        stderr(&invalid).contains("/notes"),
+        "the error names the field: {}",
+        stderr(&invalid)
+    );
+    let not_json = toolgate(
+        dir,
+        &[
+            "runs",
+            "input",
+            &run,
+            "--digest",
+            &input_digest,
+            "--as",
+            "alice",
+            "--data",
+            "{notes",
+        ],
+    );
+    assert_eq!(not_json.status.code(), Some(3));
+    assert_eq!(waiting_run(dir).1, input_digest, "still waiting for input");
+    let done = ok(
+        dir,
+        &[
+            "runs",
+            "input",
+            &run,
+            "--digest",
+            &input_digest,
+            "--as",
+            "alice",
+            "--data",
+            r#"{"notes": "Ship it."}"#,
+        ],
+    );
+    assert!(
+        done.contains("finished: Release v0.2.0 prepared."),
+        "{done}"
+    );
+    assert!(done.contains("with notes: Ship it."), "{done}");
+    assert_eq!(json(dir, &["runs", "list"]), Value::Array(Vec::new()));
+    let gone = toolgate(dir, &["runs", "show", &run]);
+    assert_eq!(gone.status.code(), Some(4));
+}
+
+#[test]
+fn four_eyes_refuses_the_requesters_own_approval() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(dir, &["demo", "--detach", "--four-eyes", "--as", "alice"]);
+    let (run, digest) = waiting_run(dir);
+    let own = toolgate(
+        dir,
+        &[
+            "runs", "approve", &run, "--digest", &digest, "--as", "alice",
+        ],
+    );
+    assert_eq!(own.status.code(), Some(3));
+    assert_eq!(
+        stderr(&own).trim(),
+        "error: `alice` started this run, and its approval must come from someone else"
+    );
+    let denied_by_self = ok(
+        dir,
+        &["runs", "deny", &run, "--digest", &digest, "--as", "alice"],
+    );
+    assert!(
+        denied_by_self.contains("write_file → error: the operator (alice) denied this call"),
+        "{denied_by_self}"
+    );
+}
