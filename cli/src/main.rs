@@ -167,7 +167,10 @@ pub(crate) struct DecideArgs {
 }
 
 #[derive(clap::Args, Debug)]
-#[allow(clippy::struct_excessive_bools, reason = "one field per command-line switch")]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one field per command-line switch"
+)]
 pub(crate) struct DemoArgs {
     /// Approve every approval pause without asking.
     #[arg(long, conflicts_with = "no")]

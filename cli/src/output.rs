@@ -53,7 +53,10 @@ impl Out {
     }
 
     /// Prints a value as JSON.
-    #[allow(clippy::unused_self, reason = "called as `out.json(..)` beside the table printers")]
+    #[allow(
+        clippy::unused_self,
+        reason = "called as `out.json(..)` beside the table printers"
+    )]
     pub(crate) fn json<T: Serialize>(self, value: &T) -> Result<(), crate::Failure> {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| crate::Failure::Error(e.to_string()))?;

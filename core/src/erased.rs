@@ -55,11 +55,15 @@ impl ErasedTool {
     pub fn new<T: Execute>(tool: T) -> Self {
         let parameters = tool.parameters();
         let input_schema = <T::Gate as Gate<T>>::input_schema(&tool);
+        // A typed tool's decision is fixed for its lifetime (an operator's
+        // declaration is carried in at construction), so it is read once.
+        let decision = gate::decide(&tool);
         Self {
             inner: Arc::new(Typed {
                 tool,
                 parameters,
                 input_schema,
+                decision,
             }),
             hand_erased: false,
         }
@@ -110,6 +114,7 @@ struct Typed<T> {
     tool: T,
     parameters: Schema,
     input_schema: Option<Schema>,
+    decision: Decision,
 }
 
 impl<T: Execute> DynTool for Typed<T> {
@@ -132,7 +137,7 @@ impl<T: Execute> DynTool for Typed<T> {
         <T::Origin as OriginOf<T>>::server(&self.tool)
     }
     fn decision(&self) -> Decision {
-        gate::decide(&self.tool)
+        self.decision
     }
     fn input_schema(&self) -> Option<&Schema> {
         self.input_schema.as_ref()

@@ -172,10 +172,28 @@ struct Entry {
     source: Source,
 }
 
+/// Where a tool sits in the catalogue, with its gate when it cannot change:
+/// the turn scan reads this slot and nothing else for a typed tool.
+#[derive(Clone, Copy)]
+struct Slot {
+    index: usize,
+    /// For a typed tool, `(requires approval, requires input)`, read once
+    /// from the tool at registration. A tool erased by hand answers live.
+    fixed: Option<(bool, bool)>,
+}
+
+/// A tool as the turn scan sees it.
+#[derive(Clone, Copy)]
+pub(crate) struct Gated<'a> {
+    pub(crate) tool: &'a ErasedTool,
+    pub(crate) requires_approval: bool,
+    pub(crate) requires_input: bool,
+}
+
 /// Every tool a registry knows, resolved once.
 pub struct Catalogue {
     entries: Vec<Entry>,
-    index: HashMap<Box<str>, usize>,
+    index: HashMap<Box<str>, Slot>,
     dropped: Vec<DroppedTool>,
     failures: Vec<ProviderFailure>,
 }
@@ -185,14 +203,22 @@ impl Catalogue {
         if self.index.contains_key(tool.name()) {
             return false;
         }
-        self.index.insert(tool.name().into(), self.entries.len());
+        let fixed = (!tool.is_hand_erased())
+            .then(|| (tool.decision().requires_approval(), tool.requires_input()));
+        let slot = Slot {
+            index: self.entries.len(),
+            fixed,
+        };
+        self.index.insert(tool.name().into(), slot);
         self.entries.push(Entry { tool, source });
         true
     }
 
     /// The tool of that name.
     pub fn get(&self, name: &str) -> Option<&ErasedTool> {
-        self.index.get(name).map(|&i| &self.entries[i].tool)
+        self.index
+            .get(name)
+            .map(|slot| &self.entries[slot.index].tool)
     }
 
     /// Every tool, builtins first, in registration order.
@@ -245,11 +271,26 @@ pub struct Offered {
 impl Offered {
     /// The offered tool of that name; `None` for an unknown or non-offered one.
     pub fn get(&self, name: &str) -> Option<&ErasedTool> {
-        let &index = self.catalogue.index.get(name)?;
-        match &self.mask {
-            Some(mask) if !mask[index] => None,
-            _ => Some(&self.catalogue.entries[index].tool),
+        self.gated(name).map(|g| g.tool)
+    }
+
+    /// The offered tool of that name with its gate, for the turn scan.
+    pub(crate) fn gated(&self, name: &str) -> Option<Gated<'_>> {
+        let slot = *self.catalogue.index.get(name)?;
+        if let Some(mask) = &self.mask
+            && !mask[slot.index]
+        {
+            return None;
         }
+        let tool = &self.catalogue.entries[slot.index].tool;
+        let (requires_approval, requires_input) = slot
+            .fixed
+            .unwrap_or_else(|| (tool.decision().requires_approval(), tool.requires_input()));
+        Some(Gated {
+            tool,
+            requires_approval,
+            requires_input,
+        })
     }
 
     /// Every offered tool.
@@ -420,7 +461,7 @@ impl Registry {
             for name in names {
                 let name = name.as_ref();
                 match catalogue.index.get(name) {
-                    Some(&i) => mask[i] = true,
+                    Some(slot) => mask[slot.index] = true,
                     None => {
                         tracing::warn!(tool = name, "allow-list names an unknown tool; dropped");
                     }
@@ -434,8 +475,8 @@ impl Registry {
     /// The gate of one tool and its cause, in an operator's words.
     pub async fn explain(&self, name: &str) -> Option<Explanation> {
         let catalogue = self.catalogue().await;
-        let &index = catalogue.index.get(name)?;
-        Some(catalogue.explanation(index))
+        let slot = catalogue.index.get(name)?;
+        Some(catalogue.explanation(slot.index))
     }
 
     /// The gate of every tool, in catalogue order.

@@ -287,23 +287,26 @@ pub enum TurnScan<'a> {
     Run,
 }
 
-/// Scans one turn: approval first, then input. Allocates nothing.
+/// Scans one turn: approval first, then input. One lookup per call, and
+/// nothing allocated.
 pub fn scan_turn<'a>(offered: &'a Offered, calls: &[ToolCall]) -> TurnScan<'a> {
-    if calls
-        .iter()
-        .filter_map(|c| offered.get(&c.name))
-        .any(|t| t.decision().requires_approval())
-    {
-        return TurnScan::Approval;
-    }
+    let mut input = None;
     for (index, call) in calls.iter().enumerate() {
-        if let Some(tool) = offered.get(&call.name)
-            && tool.requires_input()
-        {
-            return TurnScan::Input { index, tool };
+        let Some(gated) = offered.gated(&call.name) else {
+            continue;
+        };
+        // Any approval-bound call suspends the whole turn, wherever it is.
+        if gated.requires_approval {
+            return TurnScan::Approval;
+        }
+        if input.is_none() && gated.requires_input {
+            input = Some(TurnScan::Input {
+                index,
+                tool: gated.tool,
+            });
         }
     }
-    TurnScan::Run
+    input.unwrap_or(TurnScan::Run)
 }
 
 /// The error result for a call to a tool the run may not use.

@@ -1,0 +1,62 @@
+//! The turn scan allocates nothing: measured with a counting global
+//! allocator, in a test binary of its own so no other test's allocations are
+//! counted.
+
+use std::alloc::System;
+
+use serde_json::json;
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+use toolgate::{Registry, ToolCall, TurnScan, scan_turn};
+use toolgate_tests::{PickBranch, ReadFile, ShowSecrets, WriteFile};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+#[test]
+fn scanning_a_turn_allocates_nothing() {
+    let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(runtime) => runtime,
+        Err(error) => panic!("{error}"),
+    };
+    let registry = Registry::builder()
+        .builtin(ReadFile)
+        .builtin(WriteFile)
+        .builtin(ShowSecrets)
+        .builtin(PickBranch)
+        .build();
+    let Ok(registry) = registry else {
+        panic!("registry must boot");
+    };
+    let all = runtime.block_on(registry.offer::<&str>(None));
+    let some = runtime.block_on(registry.offer(Some(&["read_file", "write_file"])));
+    let call = |name: &str| ToolCall {
+        id: "1".into(),
+        name: name.into(),
+        arguments: json!({"path": "a"}),
+    };
+    let runs: Vec<ToolCall> = (0..8).map(|_| call("read_file")).collect();
+    let unknown = vec![call("read_file"), call("nope"), call("pick_branch")];
+    let approval = vec![call("read_file"), call("write_file")];
+    let input = vec![call("read_file"), call("pick_branch")];
+
+    let region = Region::new(GLOBAL);
+    let mut outcomes = [false; 5];
+    for _ in 0..1_000 {
+        outcomes[0] = matches!(scan_turn(&all, &runs), TurnScan::Run);
+        outcomes[1] = matches!(scan_turn(&some, &unknown), TurnScan::Run);
+        outcomes[2] = matches!(scan_turn(&all, &approval), TurnScan::Approval);
+        outcomes[3] = matches!(scan_turn(&all, &input), TurnScan::Input { index: 1, .. });
+        outcomes[4] = matches!(scan_turn(&some, &input), TurnScan::Run);
+    }
+    let change = region.change();
+    assert_eq!(outcomes, [true; 5]);
+    assert_eq!(
+        (
+            change.allocations,
+            change.reallocations,
+            change.bytes_allocated
+        ),
+        (0, 0, 0),
+        "the scan allocated: {change:?}"
+    );
+}
