@@ -1,1 +1,178 @@
-fn main() {}
+//! Decision claims under contention in one SQLite file: decisions per second
+//! with 1, 4 and 16 concurrent deciders on distinct runs, and 16 deciders on
+//! one shared run, where exactly one must win every time.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use divan::counter::ItemsCount;
+use serde_json::{Map, Value, json};
+use toolgate::{
+    Agent, Execute, MemoryLog, Outcome, Registry, Reply, RunRequest, ScriptedModel, SuspendedRun,
+    Tool, ToolCall, ToolOutput, Verdict,
+};
+use toolgate_store::{ClaimError, Store};
+
+fn main() {
+    divan::main();
+}
+
+/// Deletes a branch.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+struct DeleteBranch;
+
+impl Execute for DeleteBranch {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        ToolOutput::text("deleted")
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Arc<Store>,
+    runtime: tokio::runtime::Runtime,
+    /// A stored run's document, re-identified for each new run.
+    template: String,
+    next: AtomicUsize,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(16)
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => panic!("{error}"),
+        };
+        let dir = match tempfile::tempdir() {
+            Ok(dir) => dir,
+            Err(error) => panic!("{error}"),
+        };
+        let (store, template) = runtime.block_on(async {
+            let store = match Store::open(dir.path().join("claims.db")).await {
+                Ok(store) => store,
+                Err(error) => panic!("{error}"),
+            };
+            let registry = match Registry::builder().builtin(DeleteBranch).build() {
+                Ok(registry) => registry,
+                Err(error) => panic!("{error}"),
+            };
+            let model = ScriptedModel::new([Reply::Calls {
+                content: None,
+                calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "delete_branch".into(),
+                    arguments: json!({"branch": "old"}),
+                }],
+            }]);
+            let log = MemoryLog::new();
+            let agent = Agent::new(&registry, &model, &log);
+            let Ok(Outcome::AwaitingApproval(run)) =
+                agent.start(RunRequest::new("alice", "tidy")).await
+            else {
+                panic!("expected an approval pause");
+            };
+            (store, run.encode().unwrap_or_default())
+        });
+        Self {
+            _dir: dir,
+            store: Arc::new(store),
+            runtime,
+            template,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Saves `count` fresh runs and returns their ids and digest.
+    fn fresh_runs(&self, count: usize) -> Vec<(String, toolgate::TurnDigest)> {
+        self.runtime.block_on(async {
+            let mut runs = Vec::with_capacity(count);
+            for _ in 0..count {
+                let id = format!("run-{}", self.next.fetch_add(1, Ordering::Relaxed));
+                let mut value: Value = serde_json::from_str(&self.template).unwrap_or_default();
+                if let Some(run_id) = value.pointer_mut("/run/run_id") {
+                    *run_id = json!(id);
+                }
+                let Value::Object(mut body) = value else {
+                    panic!("a document is an object");
+                };
+                body.insert("checksum".into(), json!(toolgate::document_checksum(&body)));
+                let Ok(run) = SuspendedRun::decode(&Value::Object(body).to_string()) else {
+                    panic!("decodes");
+                };
+                assert!(self.store.save_suspended(&run).await.is_ok());
+                runs.push((id, run.digest()));
+            }
+            runs
+        })
+    }
+}
+
+/// `deciders` concurrent deciders, each deciding its own run.
+#[divan::bench(args = [1, 4, 16], sample_count = 30)]
+fn distinct_runs(bencher: divan::Bencher, deciders: usize) {
+    let fixture = Fixture::new();
+    bencher
+        .counter(ItemsCount::new(deciders))
+        .with_inputs(|| fixture.fresh_runs(deciders))
+        .bench_local_values(|runs| {
+            fixture.runtime.block_on(async {
+                let tasks: Vec<_> = runs
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (run, digest))| {
+                        let store = Arc::clone(&fixture.store);
+                        tokio::spawn(async move {
+                            store
+                                .claim(&run, Some(&digest), &format!("op-{i}"), Verdict::Approved)
+                                .await
+                                .is_ok()
+                        })
+                    })
+                    .collect();
+                let mut won = 0;
+                for task in tasks {
+                    won += usize::from(matches!(task.await, Ok(true)));
+                }
+                assert_eq!(won, deciders, "every decider of its own run wins");
+            });
+        });
+}
+
+/// 16 deciders on one run: exactly one wins, every round — the bench fails
+/// otherwise, so a completed run means a 100% exactly-one-winner rate.
+#[divan::bench(sample_count = 30)]
+fn shared_run_16_deciders(bencher: divan::Bencher) {
+    let fixture = Fixture::new();
+    bencher
+        .with_inputs(|| fixture.fresh_runs(1))
+        .bench_local_values(|runs| {
+            fixture.runtime.block_on(async {
+                let (run, digest) = runs[0].clone();
+                let tasks: Vec<_> = (0..16)
+                    .map(|i| {
+                        let store = Arc::clone(&fixture.store);
+                        let (run, digest) = (run.clone(), digest.clone());
+                        tokio::spawn(async move {
+                            store
+                                .claim(&run, Some(&digest), &format!("op-{i}"), Verdict::Approved)
+                                .await
+                        })
+                    })
+                    .collect();
+                let mut winners = 0;
+                for task in tasks {
+                    match task.await {
+                        Ok(Ok(_)) => winners += 1,
+                        Ok(Err(ClaimError::AlreadyDecided { .. })) => {}
+                        other => panic!("unexpected {other:?}"),
+                    }
+                }
+                assert_eq!(winners, 1, "exactly one winner");
+            });
+        });
+}

@@ -21,7 +21,7 @@ pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {
             // Scalars have one serde_json spelling each; writing to a Vec
             // cannot fail.
-            out.extend_from_slice(value.to_string().as_bytes());
+            let _ = serde_json::to_writer(&mut *out, value);
         }
         Value::Array(items) => {
             out.push(b'[');
@@ -33,28 +33,39 @@ pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push(b'{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
-                out.push(b':');
-                write_canonical(item, out);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_canonical_object(map.iter(), out),
     }
+}
+
+/// Writes an object's entries as canonical JSON, keys sorted.
+pub(crate) fn write_canonical_object<'a>(
+    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut Vec<u8>,
+) {
+    let mut entries: Vec<(&String, &Value)> = entries.collect();
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    out.push(b'{');
+    for (i, (key, item)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        out.push(b':');
+        write_canonical(item, out);
+    }
+    out.push(b'}');
 }
 
 /// SHA-256 of the canonical encoding of `value`, as `sha256:<hex>`.
 pub(crate) fn sha256_of(value: &Value) -> String {
     let mut bytes = Vec::new();
     write_canonical(value, &mut bytes);
-    let hash = Sha256::digest(&bytes);
+    sha256_hex(&bytes)
+}
+
+/// SHA-256 of `bytes`, as `sha256:<hex>`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
     let mut text = String::with_capacity(7 + 64);
     text.push_str("sha256:");
     for byte in hash {

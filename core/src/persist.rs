@@ -23,7 +23,7 @@ use schemars::Schema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::digest::sha256_of;
+use crate::digest::{sha256_hex, write_canonical_object};
 use crate::input::input_schema_problem;
 use crate::run::{RunState, ToolCall};
 use crate::suspend::{AwaitingApproval, Suspended, WaitingForInput};
@@ -140,9 +140,12 @@ impl SuspendedRun {
 /// The checksum a document carries: SHA-256 over the canonical encoding of
 /// every field but `checksum`. Exposed for tools that repair documents by hand.
 pub fn document_checksum(document: &Map<String, Value>) -> String {
-    let mut body = document.clone();
-    body.remove("checksum");
-    sha256_of(&Value::Object(body))
+    let mut bytes = Vec::new();
+    write_canonical_object(
+        document.iter().filter(|(k, _)| *k != "checksum"),
+        &mut bytes,
+    );
+    sha256_hex(&bytes)
 }
 
 fn seal(mut document: Map<String, Value>) -> Result<String, EncodeError> {
