@@ -14,7 +14,8 @@
 //! | 4 | [`RemoteApproval`] on a type that is not a [`RemoteTool`] | supertrait, with its own message |
 //! | 5 | an operator-declared approval with input | derive error; [`RemoteApproval`] needs [`gate::OperatorGate`], [`RequiresInput`] needs the input gate |
 //! | 6 | a builtin with no effect, an unknown effect, an unknown or repeated `#[tool]` key, or no description | derive errors, all reported at once |
-//! | — | a hand-erased tool ([`DynTool`]) that is approval-bound and requires input | the registry's boot check ([`RegistryBuilder::build`]) names the tool and the route |
+//! | 7 | `submit_input` on a run awaiting approval; `approve`, `deny` or `decide` on a run waiting for input | type-state: [`Suspended`] offers each only where its pause implements [`TakesInput`] or [`TakesVerdict`], with a message of ours; a pause cannot be built outside the crate |
+//! | — | a hand-erased tool ([`DynTool`]) that is approval-bound and requires input | the registry's boot check ([`RegistryBuilder::build`]) names the tool and the route; a provider's such tool is left out with the reason |
 //!
 //! A local write that would run unapproved does not compile:
 //!
@@ -38,6 +39,16 @@
 //! /// Sends a message the user types.
 //! #[tool(effect = non_idempotent_write, input = String)]
 //! struct Send;
+//! ```
+//!
+//! Nor input on a run that waits for a verdict:
+//!
+//! ```compile_fail,E0277
+//! use toolgate::{Agent, AwaitingApproval, InputSubmission, Suspended};
+//!
+//! async fn resume(run: Suspended<AwaitingApproval>, agent: &Agent<'_>, data: InputSubmission) {
+//!     let _ = run.submit_input(agent, data).await;
+//! }
 //! ```
 //!
 //! Nor an operator declaration on a tool that does not live on a server:

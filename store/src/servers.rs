@@ -185,25 +185,7 @@ impl Store {
                 problem,
             });
         }
-        let (kind, command, url) = match &server.transport {
-            Transport::Stdio { command } => (
-                "stdio",
-                Some(
-                    serde_json::to_string(command).map_err(|source| StoreError::Encode {
-                        what: "the command",
-                        source,
-                    })?,
-                ),
-                None,
-            ),
-            Transport::Http { url } => ("http", None, Some(url.clone())),
-            Transport::Unreadable { reason } => {
-                return Err(StoreError::Encode {
-                    what: "an unreadable transport",
-                    source: serde::de::Error::custom(reason),
-                });
-            }
-        };
+        let (kind, command, url) = transport_columns(&server.transport)?;
         let now = now_ms();
         let inserted = sqlx::query(
             "INSERT INTO mcp_server (id, name, transport, command, url, data_class, created_at, updated_at)
