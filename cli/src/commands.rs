@@ -351,6 +351,7 @@ async fn import(
         report.server, report.listed, report.pages
     );
     let mut table = out.table(&["RESULT", "COUNT", "TOOLS"]);
+    Out::wrap(&mut table);
     let names = |v: &[String]| v.join(", ");
     table.add_row(vec![
         "new".to_owned(),

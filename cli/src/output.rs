@@ -33,8 +33,17 @@ impl Out {
         if !self.colour {
             table.force_no_tty();
         }
+
         table.set_header(header.iter().map(Cell::new));
         table
+    }
+
+    /// Without a terminal there is no width to fit: a table whose cells hold
+    /// long lists wraps them at a width that reads well in logs.
+    pub(crate) fn wrap(table: &mut Table) {
+        if !std::io::stdout().is_terminal() {
+            table.set_width(120);
+        }
     }
 
     /// A cell coloured by the gate word it holds.
