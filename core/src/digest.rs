@@ -33,7 +33,13 @@ pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        Value::Object(map) => write_canonical_object(map.iter(), out),
+        Value::Object(map) => {
+            if map.keys().is_sorted_by(|a, b| a.as_bytes() <= b.as_bytes()) {
+                write_sorted_entries(map.iter(), out);
+            } else {
+                write_canonical_object(map.iter(), out);
+            }
+        }
     }
 }
 
@@ -44,8 +50,16 @@ pub(crate) fn write_canonical_object<'a>(
 ) {
     let mut entries: Vec<(&String, &Value)> = entries.collect();
     entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    write_sorted_entries(entries.into_iter(), out);
+}
+
+/// Writes entries already in canonical (byte-sorted) order.
+fn write_sorted_entries<'a>(
+    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut Vec<u8>,
+) {
     out.push(b'{');
-    for (i, (key, item)) in entries.into_iter().enumerate() {
+    for (i, (key, item)) in entries.enumerate() {
         if i > 0 {
             out.push(b',');
         }

@@ -52,7 +52,7 @@ impl McpProvider {
     /// with the reason.
     pub async fn build_tools(&self) -> Result<(Vec<McpTool>, Vec<SkippedRow>), StoreError> {
         let servers = self.store.usable_servers().await?;
-        let rows = self.store.live_catalogue().await?;
+        let rows = self.store.live_tools().await?;
         let mut tools = Vec::with_capacity(rows.len());
         let mut skipped = Vec::new();
         for server in servers.iter().filter(|s| s.is_usable()) {

@@ -60,6 +60,22 @@ impl CatalogueRow {
     }
 }
 
+/// What a provider needs of a live catalogue row to build a tool — and
+/// nothing else: the server's annotations are not read on this path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveTool {
+    /// The server.
+    pub server_id: String,
+    /// The server's name for the tool.
+    pub remote_name: String,
+    /// The name the model sees.
+    pub local_name: String,
+    /// The server's description.
+    pub description: String,
+    /// The input schema as stored (JSON text).
+    pub input_schema: String,
+}
+
 /// What an import changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CatalogueChange {
@@ -170,6 +186,28 @@ impl Store {
             .iter()
             .map(CatalogueRow::from_row)
             .collect::<Result<_, _>>()?)
+    }
+
+    /// The live rows of every server, by server and local name, with only
+    /// the columns a provider builds tools from.
+    pub async fn live_tools(&self) -> Result<Vec<LiveTool>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT server_id, remote_name, local_name, description, input_schema
+             FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut tools = Vec::with_capacity(rows.len());
+        for row in &rows {
+            tools.push(LiveTool {
+                server_id: row.try_get(0)?,
+                remote_name: row.try_get(1)?,
+                local_name: row.try_get(2)?,
+                description: row.try_get(3)?,
+                input_schema: row.try_get(4)?,
+            });
+        }
+        Ok(tools)
     }
 
     /// Every catalogue row that is not orphaned, of every server, by server

@@ -39,7 +39,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-pub use catalogue::{CatalogueChange, CatalogueRow, ImportedTool};
+pub use catalogue::{CatalogueChange, CatalogueRow, ImportedTool, LiveTool};
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::{StoredFlag, approval_from_stored};
 pub use runs::{Claim, ClaimError, ClaimedLog, LoadError, OpenRun};
