@@ -52,6 +52,31 @@ fn registry(journal: &Journal) -> Registry {
     registry_with(journal, OperatorDeclaration::ApprovalRequired, true)
 }
 
+/// A registry over a journal, a scripted model and a journaling log: what
+/// most tests here start from.
+struct World {
+    journal: Journal,
+    registry: Registry,
+    model: ScriptedModel,
+    log: JournalLog,
+}
+
+impl World {
+    fn new(script: impl IntoIterator<Item = toolgate::Reply>) -> Self {
+        let journal = Journal::default();
+        Self {
+            registry: registry(&journal),
+            model: ScriptedModel::new(script),
+            log: JournalLog::new(&journal),
+            journal,
+        }
+    }
+
+    fn agent(&self) -> Agent<'_> {
+        Agent::new(&self.registry, &self.model, &self.log)
+    }
+}
+
 fn request(options: RunOptions) -> RunRequest {
     RunRequest {
         options,
@@ -135,32 +160,26 @@ fn done() -> toolgate::Reply {
 
 #[tokio::test]
 async fn scan_approval_first_and_nothing_of_the_turn_runs_before_it_passes() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([turn(vec![
+    let world = World::new([turn(vec![
         call("1", "read_note", json!({})),
         call("2", "write_note", json!({"text": "hi"})),
     ])]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
     assert_eq!(run.pending().len(), 2);
     assert!(
-        journal.entries().is_empty(),
+        world.journal.entries().is_empty(),
         "the read ran before the scan passed"
     );
 }
 
 #[tokio::test]
 async fn scan_input_second_names_the_tool_and_carries_its_schema() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([turn(vec![
+    let world = World::new([turn(vec![
         call("1", "read_note", json!({})),
         call("2", "greet", json!({})),
     ])]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let run = waiting(start(&agent, RunOptions::default()).await);
     assert_eq!(run.input_tool(), "greet");
     assert_eq!(run.input_call().id, "2");
@@ -169,27 +188,22 @@ async fn scan_input_second_names_the_tool_and_carries_its_schema() {
         schema.pointer("/properties/name/minLength"),
         Some(&json!(1))
     );
-    assert!(journal.entries().is_empty());
+    assert!(world.journal.entries().is_empty());
 }
 
 #[tokio::test]
 async fn scan_the_approval_scan_runs_before_the_input_scan() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([turn(vec![
+    let world = World::new([turn(vec![
         call("1", "greet", json!({})),
         call("2", "write_note", json!({})),
     ])]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let _ = awaiting(start(&agent, RunOptions::default()).await);
 }
 
 #[tokio::test]
 async fn scan_unknown_and_non_offered_calls_get_error_results_and_never_pause() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([
+    let world = World::new([
         turn(vec![
             call("1", "write_note", json!({})),
             call("2", "greet", json!({})),
@@ -198,8 +212,7 @@ async fn scan_unknown_and_non_offered_calls_get_error_results_and_never_pause() 
         ]),
         done(),
     ]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let options = RunOptions {
         allow: Some(vec!["read_note".into()]),
         ..RunOptions::default()
@@ -232,7 +245,7 @@ async fn scan_unknown_and_non_offered_calls_get_error_results_and_never_pause() 
             ),
         ]
     );
-    assert_eq!(journal.entries(), [r#"read_note {"id":7}"#]);
+    assert_eq!(world.journal.entries(), [r#"read_note {"id":7}"#]);
 }
 
 #[tokio::test]
@@ -273,13 +286,9 @@ async fn scan_a_degenerate_input_schema_is_refused_at_capture() {
 
 #[tokio::test]
 async fn the_driver_stops_at_the_iteration_cap() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new(
-        (0..5).map(|i| turn(vec![call(&i.to_string(), "read_note", json!({}))])),
-    );
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let world =
+        World::new((0..5).map(|i| turn(vec![call(&i.to_string(), "read_note", json!({}))])));
+    let agent = world.agent();
     let options = RunOptions {
         max_iterations: 3,
         ..RunOptions::default()
@@ -288,24 +297,21 @@ async fn the_driver_stops_at_the_iteration_cap() {
         panic!("expected the cap");
     };
     assert_eq!(state.iterations, 3);
-    assert_eq!(journal.entries().len(), 3);
+    assert_eq!(world.journal.entries().len(), 3);
 }
 
 // ------------------------------------------------------ §6 approval resume
 
 #[tokio::test]
 async fn approval_denied_every_pending_call_gets_an_error_result() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([
+    let world = World::new([
         turn(vec![
             call("1", "read_note", json!({})),
             call("2", "write_note", json!({})),
         ]),
         done(),
     ]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
     let decision = ApprovalDecision {
         verdict: ApprovalVerdict::Deny,
@@ -320,35 +326,32 @@ async fn approval_denied_every_pending_call_gets_an_error_result() {
             ("write_note".into(), true, denied.into())
         ]
     );
-    assert_eq!(journal.entries(), ["record denied by bob"]);
+    assert_eq!(world.journal.entries(), ["record denied by bob"]);
 }
 
 #[tokio::test]
 async fn approval_is_recorded_before_anything_of_the_turn_runs() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([
+    let world = World::new([
         turn(vec![
             call("1", "read_note", json!({})),
             call("2", "write_note", json!({"text": "hi"})),
         ]),
         done(),
     ]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
     let digest = run.digest();
     let decision = approve(&run, "bob");
     let _ = finished(run.decide(&agent, decision).await);
     assert_eq!(
-        journal.entries(),
+        world.journal.entries(),
         [
             "record approved by bob",
             "read_note {}",
             r#"write_note {"text":"hi"}"#
         ]
     );
-    let records = log.records();
+    let records = world.log.records();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].digest, digest);
     assert_eq!(records[0].tools, ["read_note", "write_note"]);
@@ -390,17 +393,14 @@ async fn approval_a_tool_no_longer_offered_at_resume_is_refused() {
 
 #[tokio::test]
 async fn approval_a_pending_call_that_requires_input_is_refused() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([
+    let world = World::new([
         turn(vec![
             call("1", "greet", json!({"name": "model"})),
             call("2", "write_note", json!({})),
         ]),
         done(),
     ]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
     let decision = approve(&run, "bob");
     let state = finished(run.decide(&agent, decision).await);
@@ -414,7 +414,7 @@ async fn approval_a_pending_call_that_requires_input_is_refused() {
         )
     );
     assert_eq!(
-        journal.entries(),
+        world.journal.entries(),
         ["record approved by bob", "write_note {}"]
     );
 }
@@ -524,11 +524,8 @@ impl toolgate::DynTool for LiesAtBoot {
 
 #[tokio::test]
 async fn input_invalid_data_hands_the_run_back_intact_and_can_be_resubmitted() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([turn(vec![call("1", "greet", json!({}))]), done()]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let world = World::new([turn(vec![call("1", "greet", json!({}))]), done()]);
+    let agent = world.agent();
     let run = waiting(start(&agent, RunOptions::default()).await);
     let before = run.clone();
     let submission = input(&run, json!({"name": "", "formality": 9}));
@@ -541,10 +538,10 @@ async fn input_invalid_data_hands_the_run_back_intact_and_can_be_resubmitted() {
     paths.sort_unstable();
     assert_eq!(paths, ["/formality", "/name"]);
     assert!(
-        log.records().is_empty(),
+        world.log.records().is_empty(),
         "a refused submission decides nothing"
     );
-    assert!(journal.entries().is_empty());
+    assert!(world.journal.entries().is_empty());
 
     let submission = input(&run, json!({"name": "Ada"}));
     let state = finished(run.submit_input(&agent, submission).await);
@@ -554,9 +551,7 @@ async fn input_invalid_data_hands_the_run_back_intact_and_can_be_resubmitted() {
 
 #[tokio::test]
 async fn input_is_overlaid_on_the_models_arguments_bounded_to_declared_keys() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([
+    let world = World::new([
         turn(vec![call(
             "1",
             "greet",
@@ -564,8 +559,7 @@ async fn input_is_overlaid_on_the_models_arguments_bounded_to_declared_keys() {
         )]),
         done(),
     ]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let run = waiting(start(&agent, RunOptions::default()).await);
     let submission = input(
         &run,
@@ -576,7 +570,7 @@ async fn input_is_overlaid_on_the_models_arguments_bounded_to_declared_keys() {
     // the human's taken. `language` and `admin` are not: the human's are not
     // taken, the model's `language` stays.
     assert_eq!(
-        journal.entries(),
+        world.journal.entries(),
         [
             "record input submitted by alice",
             r#"greet {"formality":null,"language":"fr","name":"Ada"}"#
@@ -586,9 +580,7 @@ async fn input_is_overlaid_on_the_models_arguments_bounded_to_declared_keys() {
 
 #[tokio::test]
 async fn input_a_second_input_requiring_call_is_refused_and_other_siblings_run() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([
+    let world = World::new([
         turn(vec![
             call("1", "greet", json!({})),
             call("2", "pick_colour", json!({})),
@@ -597,8 +589,7 @@ async fn input_a_second_input_requiring_call_is_refused_and_other_siblings_run()
         ]),
         done(),
     ]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let run = waiting(start(&agent, RunOptions::default()).await);
     let submission = input(&run, json!({"name": "Ada"}));
     let state = finished(run.submit_input(&agent, submission).await);
@@ -654,15 +645,12 @@ async fn input_a_sibling_that_needs_approval_is_refused_an_input_is_never_an_app
 
 #[tokio::test]
 async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([
+    let world = World::new([
         turn(vec![call("1", "write_note", json!({}))]),
         turn(vec![call("2", "greet", json!({}))]),
         done(),
     ]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let mut run = awaiting(start(&agent, RunOptions::default()).await);
     for digest in [
         None,
@@ -690,7 +678,7 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
         run = back;
     }
     assert!(
-        journal.entries().is_empty(),
+        world.journal.entries().is_empty(),
         "nothing ran and nothing was recorded"
     );
     assert_eq!(run.digest(), toolgate::turn_digest(run.pending()));
@@ -715,11 +703,8 @@ fn input_for(run: &Suspended<WaitingForInput>) -> InputSubmission {
 
 #[tokio::test]
 async fn binding_four_eyes_refuses_the_requesters_own_approval() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let world = World::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let agent = world.agent();
     let options = RunOptions {
         four_eyes: true,
         ..RunOptions::default()
@@ -735,20 +720,17 @@ async fn binding_four_eyes_refuses_the_requesters_own_approval() {
     );
     let decision = approve(&run, "bob");
     let _ = finished(run.decide(&agent, decision).await);
-    assert_eq!(log.records()[0].decided_by, "bob");
+    assert_eq!(world.log.records()[0].decided_by, "bob");
 }
 
 #[tokio::test]
 async fn binding_a_self_approval_is_always_visible_in_the_record() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let world = World::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
     let decision = approve(&run, "alice");
     let _ = finished(run.decide(&agent, decision).await);
-    let records = log.records();
+    let records = world.log.records();
     assert_eq!(records.len(), 1);
     assert!(records[0].self_decided);
     assert_eq!(records[0].decided_by, records[0].requested_by);
@@ -758,13 +740,10 @@ async fn binding_a_self_approval_is_always_visible_in_the_record() {
 
 #[tokio::test]
 async fn audit_a_failed_record_refuses_the_approval_of_a_write() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let world = World::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
-    log.fail.store(true, Ordering::SeqCst);
+    world.log.fail.store(true, Ordering::SeqCst);
     let before = run.clone();
     let decision = approve(&run, "bob");
     let (run, reason) = refused(run.decide(&agent, decision).await);
@@ -773,64 +752,55 @@ async fn audit_a_failed_record_refuses_the_approval_of_a_write() {
         reason.to_string(),
         "the decision could not be recorded, and the turn would run a write: the decision log failed: disk full"
     );
-    assert_eq!(journal.entries(), ["log failed"]);
-    log.fail.store(false, Ordering::SeqCst);
+    assert_eq!(world.journal.entries(), ["log failed"]);
+    world.log.fail.store(false, Ordering::SeqCst);
     let decision = approve(&run, "bob");
     let _ = finished(run.decide(&agent, decision).await);
     assert_eq!(
-        journal.entries(),
+        world.journal.entries(),
         ["log failed", "record approved by bob", "write_note {}"]
     );
 }
 
 #[tokio::test]
 async fn audit_a_failed_record_does_not_block_a_read_only_turn() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([
+    let world = World::new([
         turn(vec![
             call("1", "show_secrets", json!({"path": "a"})),
             call("2", "read_note", json!({})),
         ]),
         done(),
     ]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
-    log.fail.store(true, Ordering::SeqCst);
+    world.log.fail.store(true, Ordering::SeqCst);
     let decision = approve(&run, "bob");
     let state = finished(run.decide(&agent, decision).await);
     assert!(results(&state).iter().all(|(_, is_error, _)| !is_error));
-    assert_eq!(journal.entries(), ["log failed", "read_note {}"]);
+    assert_eq!(world.journal.entries(), ["log failed", "read_note {}"]);
 }
 
 #[tokio::test]
 async fn audit_a_failed_record_never_blocks_a_denial() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let world = World::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
-    log.fail.store(true, Ordering::SeqCst);
+    world.log.fail.store(true, Ordering::SeqCst);
     let decision = ApprovalDecision {
         verdict: ApprovalVerdict::Deny,
         ..approve(&run, "bob")
     };
     let state = finished(run.decide(&agent, decision).await);
     assert!(results(&state)[0].1);
-    assert_eq!(journal.entries(), ["log failed"]);
+    assert_eq!(world.journal.entries(), ["log failed"]);
 }
 
 // ------------------------------------------------------------ persistence
 
 #[tokio::test]
 async fn a_suspended_run_survives_encode_and_decode_and_resumes() {
-    let journal = Journal::default();
-    let registry = registry(&journal);
-    let model = ScriptedModel::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
-    let log = JournalLog::new(&journal);
-    let agent = Agent::new(&registry, &model, &log);
+    let world = World::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
     let document = match run.encode() {
         Ok(document) => document,
@@ -850,7 +820,7 @@ async fn a_suspended_run_survives_encode_and_decode_and_resumes() {
     let decision = approve(&reloaded, "bob");
     let _ = finished(reloaded.decide(&agent, decision).await);
     assert_eq!(
-        journal.entries(),
+        world.journal.entries(),
         ["record approved by bob", "write_note {}"]
     );
 }
