@@ -251,6 +251,36 @@ async fn pending_again(store: &Store, registry: &Registry) -> SuspendedRun {
     run
 }
 
+/// `deciders` concurrent claims on one run, spread over `stores`; returns how
+/// many won, failing on anything but a win or `AlreadyDecided`.
+async fn race(stores: &[Arc<Store>], run_id: &str, digest: &TurnDigest, deciders: usize) -> usize {
+    let tasks: Vec<_> = (0..deciders)
+        .map(|decider| {
+            let store = Arc::clone(&stores[decider % stores.len()]);
+            let (run_id, digest) = (run_id.to_owned(), digest.clone());
+            tokio::spawn(async move {
+                store
+                    .claim(
+                        &run_id,
+                        Some(&digest),
+                        &format!("op-{decider}"),
+                        Verdict::Approved,
+                    )
+                    .await
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for task in tasks {
+        match task.await {
+            Ok(Ok(_)) => winners += 1,
+            Ok(Err(ClaimError::AlreadyDecided { .. })) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    winners
+}
+
 /// The same race between separate store handles on one file — separate
 /// pools and no shared in-process queue, as separate processes would be —
 /// is decided by SQLite's lock and the conditional update alone.
@@ -274,30 +304,7 @@ fn deciders_on_separate_handles_exactly_one_wins() {
             let run = suspended(&registry, "alice").await;
             assert!(handles[0].save_suspended(&run).await.is_ok());
             let digest = run.digest();
-            let mut deciders = Vec::new();
-            for decider in 0..8 {
-                let store = Arc::clone(&handles[decider % handles.len()]);
-                let run_id = run.run_id().to_owned();
-                let digest = digest.clone();
-                deciders.push(tokio::spawn(async move {
-                    store
-                        .claim(
-                            &run_id,
-                            Some(&digest),
-                            &format!("op-{decider}"),
-                            Verdict::Denied,
-                        )
-                        .await
-                }));
-            }
-            let mut winners = 0;
-            for decider in deciders {
-                match decider.await {
-                    Ok(Ok(_)) => winners += 1,
-                    Ok(Err(ClaimError::AlreadyDecided { .. })) => {}
-                    other => panic!("round {round}: unexpected {other:?}"),
-                }
-            }
+            let winners = race(&handles, run.run_id(), &digest, 8).await;
             assert_eq!(winners, 1, "round {round}");
             assert_eq!(
                 handles[1]
@@ -348,30 +355,7 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
                 Err(error) => panic!("{error}"),
             };
             assert!(store.save_suspended(&run).await.is_ok());
-            let mut deciders = Vec::with_capacity(16);
-            for decider in 0..16 {
-                let store = Arc::clone(&store);
-                let run_id = run_id.clone();
-                let digest = digest.clone();
-                deciders.push(tokio::spawn(async move {
-                    store
-                        .claim(
-                            &run_id,
-                            Some(&digest),
-                            &format!("operator-{decider}"),
-                            Verdict::Approved,
-                        )
-                        .await
-                }));
-            }
-            let mut winners = 0;
-            for decider in deciders {
-                match decider.await {
-                    Ok(Ok(_)) => winners += 1,
-                    Ok(Err(ClaimError::AlreadyDecided { .. })) => {}
-                    other => panic!("round {round}: unexpected {other:?}"),
-                }
-            }
+            let winners = race(&[Arc::clone(&store)], &run_id, &digest, 16).await;
             assert_eq!(winners, 1, "round {round}");
         }
         let rows: Vec<(String, i64)> =
