@@ -228,15 +228,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
         )
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the runtime: {error}");
-            return ExitCode::from(1);
-        }
+    let Some(runtime) = runtime() else {
+        return ExitCode::from(1);
     };
     match runtime.block_on(commands::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -247,16 +240,22 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve_test_server(args: Vec<String>) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime,
+        Ok(runtime) => Some(runtime),
         Err(error) => {
             eprintln!("error: cannot start the runtime: {error}");
-            return ExitCode::from(1);
+            None
         }
+    }
+}
+
+fn serve_test_server(args: Vec<String>) -> ExitCode {
+    let Some(runtime) = runtime() else {
+        return ExitCode::from(1);
     };
     match runtime.block_on(toolgate_mcp_test_server::run(args)) {
         Ok(()) => ExitCode::SUCCESS,
