@@ -94,14 +94,12 @@ impl Fixture {
             for _ in 0..count {
                 let id = format!("run-{}", self.next.fetch_add(1, Ordering::Relaxed));
                 let mut value: Value = serde_json::from_str(&self.template).unwrap_or_default();
-                if let Some(run_id) = value.pointer_mut("/run/run_id") {
+                if let Some(run_id) = value.pointer_mut("/body/run/run_id") {
                     *run_id = json!(id);
                 }
-                let Value::Object(mut body) = value else {
-                    panic!("a document is an object");
-                };
-                body.insert("checksum".into(), json!(toolgate::document_checksum(&body)));
-                let Ok(run) = SuspendedRun::decode(&Value::Object(body).to_string()) else {
+                let body = value["body"].to_string();
+                value["checksum"] = json!(toolgate::body_checksum(&body));
+                let Ok(run) = SuspendedRun::decode(&value.to_string()) else {
                     panic!("decodes");
                 };
                 assert!(self.store.save_suspended(&run).await.is_ok());

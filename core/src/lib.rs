@@ -82,7 +82,7 @@ mod tool;
 pub use audit::{DecisionLog, DecisionRecord, LogError, MemoryLog, Verdict};
 pub use digest::{TurnDigest, turn_digest};
 pub use input::{InputError, input_schema_problem};
-pub use persist::{CorruptState, EncodeError, Status, SuspendedRun, document_checksum};
+pub use persist::{CorruptState, EncodeError, Status, SuspendedRun, body_checksum};
 pub use run::{
     Agent, Message, Model, ModelError, Outcome, Reply, RunError, RunOptions, RunRequest, RunState,
     ScriptedModel, ToolCall, ToolSpec, TurnOutcome, TurnScan, scan_turn,

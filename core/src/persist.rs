@@ -5,14 +5,19 @@
 //!   "format": "toolgate/suspended-run",
 //!   "version": 1,
 //!   "status": "awaiting_approval",
-//!   "run": { "run_id": "…", "requested_by": "…", "transcript": [], "iterations": 1,
-//!            "options": { "max_iterations": 16, "allow": null, "four_eyes": false } },
-//!   "pending": [ { "id": "…", "name": "…", "arguments": {} } ],
-//!   "checksum": "sha256:…"
+//!   "checksum": "sha256:…",
+//!   "body": {
+//!     "run": { "run_id": "…", "requested_by": "…", "transcript": [], "iterations": 1,
+//!              "options": { "max_iterations": 16, "allow": null, "four_eyes": false } },
+//!     "pending": [ { "id": "…", "name": "…", "arguments": {} } ]
+//!   }
 //! }
 //! ```
 //!
-//! A run waiting for input adds `"input": { "tool", "call_index", "schema" }`.
+//! A run waiting for input adds `"input": { "tool", "call_index", "schema" }`
+//! to the body. The checksum is SHA-256 over the body's bytes exactly as they
+//! stand in the document, so the body is read only once it is known to be
+//! the one written, and then straight into its types.
 //! Decoding is fail-closed: anything unexpected is a [`CorruptState`] with a
 //! reason — an unknown version, status or field, a missing or ill-typed field,
 //! an input pause without a usable schema, a pending call that does not
@@ -20,19 +25,19 @@
 //! and never one kind of pause read as the other.
 
 use schemars::Schema;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::digest::{sha256_hex, write_canonical_object};
+use crate::digest::sha256_hex;
 use crate::input::input_schema_problem;
 use crate::run::{RunState, ToolCall};
 use crate::suspend::{AwaitingApproval, Suspended, WaitingForInput};
 
 const FORMAT: &str = "toolgate/suspended-run";
 const VERSION: u64 = 1;
-const FIELDS: [&str; 7] = [
-    "format", "version", "status", "run", "pending", "input", "checksum",
-];
+const FIELDS: [&str; 5] = ["format", "version", "status", "checksum", "body"];
+const BODY_FIELDS: [&str; 3] = ["run", "pending", "input"];
 
 /// A stored run could not be read. The reason says what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -137,41 +142,45 @@ impl SuspendedRun {
     }
 }
 
-/// The checksum a document carries: SHA-256 over the canonical encoding of
-/// every field but `checksum`. Exposed for tools that repair documents by hand.
-pub fn document_checksum(document: &Map<String, Value>) -> String {
-    let mut bytes = Vec::new();
-    write_canonical_object(
-        document.iter().filter(|(k, _)| *k != "checksum"),
-        &mut bytes,
-    );
-    sha256_hex(&bytes)
+/// The checksum a document carries for its body: SHA-256 over the body's
+/// JSON text, byte for byte. Exposed for tools that repair documents by hand.
+pub fn body_checksum(body: &str) -> String {
+    sha256_hex(body.as_bytes())
 }
 
-fn seal(mut document: Map<String, Value>) -> Result<String, EncodeError> {
-    let checksum = document_checksum(&document);
-    document.insert("checksum".into(), Value::String(checksum));
-    Ok(serde_json::to_string_pretty(&Value::Object(document))?)
+#[derive(Serialize)]
+struct BodyOut<'a> {
+    run: &'a RunState,
+    pending: &'a [ToolCall],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input: Option<InputOut<'a>>,
 }
 
-fn body(
-    status: Status,
-    state: &RunState,
-    pending: &[ToolCall],
-) -> Result<Map<String, Value>, EncodeError> {
-    let mut document = Map::new();
-    document.insert("format".into(), json!(FORMAT));
-    document.insert("version".into(), json!(VERSION));
-    document.insert("status".into(), json!(status.as_str()));
-    document.insert("run".into(), serde_json::to_value(state)?);
-    document.insert("pending".into(), serde_json::to_value(pending)?);
-    Ok(document)
+#[derive(Serialize)]
+struct InputOut<'a> {
+    tool: &'a str,
+    call_index: usize,
+    schema: &'a Value,
+}
+
+fn seal(status: Status, body: &BodyOut<'_>) -> Result<String, EncodeError> {
+    let body = serde_json::to_string(body)?;
+    let checksum = body_checksum(&body);
+    Ok(format!(
+        "{{\"format\":\"{FORMAT}\",\"version\":{VERSION},\"status\":\"{}\",\"checksum\":\"{checksum}\",\"body\":{body}}}",
+        status.as_str()
+    ))
 }
 
 impl Suspended<AwaitingApproval> {
     /// Writes the versioned document.
     pub fn encode(&self) -> Result<String, EncodeError> {
-        seal(body(Status::AwaitingApproval, &self.state, &self.pending)?)
+        let body = BodyOut {
+            run: &self.state,
+            pending: &self.pending,
+            input: None,
+        };
+        seal(Status::AwaitingApproval, &body)
     }
 
     /// Reads a document that must hold a run awaiting approval.
@@ -189,16 +198,16 @@ impl Suspended<AwaitingApproval> {
 impl Suspended<WaitingForInput> {
     /// Writes the versioned document.
     pub fn encode(&self) -> Result<String, EncodeError> {
-        let mut document = body(Status::WaitingForInput, &self.state, &self.pending)?;
-        document.insert(
-            "input".into(),
-            json!({
-                "tool": self.pause.tool,
-                "call_index": self.pause.call_index,
-                "schema": self.pause.schema.as_value(),
+        let body = BodyOut {
+            run: &self.state,
+            pending: &self.pending,
+            input: Some(InputOut {
+                tool: &self.pause.tool,
+                call_index: self.pause.call_index,
+                schema: self.pause.schema.as_value(),
             }),
-        );
-        seal(document)
+        };
+        seal(Status::WaitingForInput, &body)
     }
 
     /// Reads a document that must hold a run waiting for input.
@@ -221,25 +230,33 @@ struct InputDocument {
     schema: Value,
 }
 
+type Fields<'a> = std::collections::BTreeMap<String, &'a RawValue>;
+
+/// An object's fields, each left as raw JSON text; `what` names the object in
+/// reasons.
+fn fields<'a>(text: &'a str, what: &str) -> Result<Fields<'a>, CorruptState> {
+    match serde_json::from_str::<Fields<'a>>(text) {
+        Ok(fields) => Ok(fields),
+        Err(error) => match serde_json::from_str::<Value>(text) {
+            Ok(value) => corrupt(format!("{what} is {}, not a JSON object", kind(&value))),
+            Err(_) => corrupt(format!("not JSON: {error}")),
+        },
+    }
+}
+
 fn decode(text: &str) -> Result<SuspendedRun, CorruptState> {
-    let value: Value = match serde_json::from_str(text) {
-        Ok(value) => value,
-        Err(error) => return corrupt(format!("not JSON: {error}")),
-    };
-    let Value::Object(document) = value else {
-        return corrupt(format!(
-            "the document is {}, not a JSON object",
-            kind(&value)
-        ));
-    };
+    let document = fields(text, "the document")?;
     if let Some(field) = document.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return corrupt(format!("unknown field `{field}`"));
     }
     let status = decode_header(&document)?;
-    let state: RunState = match document.get("run") {
-        None => return corrupt("missing `run`"),
-        Some(run) => RunState::deserialize(run)
-            .or_else(|error| corrupt(format!("`run` is ill-formed: {error}")))?,
+    let body_text = document.get("body").map_or("null", |b| b.get());
+    // A body that reads straight into its types needs no field-by-field
+    // pass; one that does not is read again field by field, to name what is
+    // wrong with it.
+    let (state, pending, input) = match serde_json::from_str::<FastBody<'_>>(body_text) {
+        Ok(fast) => (fast.run, decode_pending(Some(fast.pending))?, fast.input),
+        Err(_) => slow_body(body_text)?,
     };
     if state.iterations > state.options.max_iterations {
         return corrupt(format!(
@@ -247,8 +264,44 @@ fn decode(text: &str) -> Result<SuspendedRun, CorruptState> {
             state.iterations, state.options.max_iterations
         ));
     }
-    let pending = decode_pending(document.get("pending"))?;
-    match (status, document.get("input")) {
+    suspension(status, state, pending, input)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastBody<'a> {
+    run: RunState,
+    #[serde(borrow)]
+    pending: &'a RawValue,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+}
+
+type Parts<'a> = (RunState, Vec<ToolCall>, Option<&'a RawValue>);
+
+/// The body read field by field, naming the first thing wrong with it.
+fn slow_body(text: &str) -> Result<Parts<'_>, CorruptState> {
+    let body = fields(text, "`body`")?;
+    if let Some(field) = body.keys().find(|k| !BODY_FIELDS.contains(&k.as_str())) {
+        return corrupt(format!("unknown field `body.{field}`"));
+    }
+    let state: RunState = match body.get("run") {
+        None => return corrupt("missing `run`"),
+        Some(run) => serde_json::from_str(run.get())
+            .or_else(|error| corrupt(format!("`run` is ill-formed: {error}")))?,
+    };
+    let pending = decode_pending(body.get("pending").copied())?;
+    Ok((state, pending, body.get("input").copied()))
+}
+
+/// The suspension a decoded body describes, by its status.
+fn suspension(
+    status: Status,
+    state: RunState,
+    pending: Vec<ToolCall>,
+    input: Option<&RawValue>,
+) -> Result<SuspendedRun, CorruptState> {
+    match (status, input) {
         (Status::AwaitingApproval, None) => Ok(SuspendedRun::AwaitingApproval(
             Suspended::awaiting_approval(state, pending),
         )),
@@ -257,7 +310,7 @@ fn decode(text: &str) -> Result<SuspendedRun, CorruptState> {
         }
         (Status::WaitingForInput, None) => corrupt("a run waiting for input has no `input`"),
         (Status::WaitingForInput, Some(input)) => {
-            let input = InputDocument::deserialize(input)
+            let input: InputDocument = serde_json::from_str(input.get())
                 .or_else(|error| corrupt(format!("`input` is ill-formed: {error}")))?;
             let Some(call) = pending.get(input.call_index) else {
                 return corrupt(format!(
@@ -288,17 +341,24 @@ fn decode(text: &str) -> Result<SuspendedRun, CorruptState> {
     }
 }
 
+/// A small header field, parsed on its own.
+fn header(document: &Fields<'_>, name: &str) -> Option<Value> {
+    document
+        .get(name)
+        .map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null))
+}
+
 /// Format, version, checksum and status, in that order.
-fn decode_header(document: &Map<String, Value>) -> Result<Status, CorruptState> {
-    match document.get("format") {
+fn decode_header(document: &Fields<'_>) -> Result<Status, CorruptState> {
+    match header(document, "format") {
         None => return corrupt("missing `format`"),
         Some(Value::String(format)) if format == FORMAT => {}
         Some(Value::String(format)) => {
             return corrupt(format!("`format` is `{format}`, not `{FORMAT}`"));
         }
-        Some(other) => return corrupt(format!("`format` is {}, not a string", kind(other))),
+        Some(other) => return corrupt(format!("`format` is {}, not a string", kind(&other))),
     }
-    match document.get("version") {
+    match header(document, "version") {
         None => return corrupt("missing `version`"),
         Some(v) => match v.as_u64() {
             Some(VERSION) => {}
@@ -307,21 +367,24 @@ fn decode_header(document: &Map<String, Value>) -> Result<Status, CorruptState> 
                     "unknown version {n} (this build reads version {VERSION})"
                 ));
             }
-            None => return corrupt(format!("`version` is {}, not a whole number", kind(v))),
+            None => return corrupt(format!("`version` is {}, not a whole number", kind(&v))),
         },
     }
-    match document.get("checksum") {
-        None => return corrupt("missing `checksum`"),
-        Some(Value::String(checksum)) => {
-            if *checksum != document_checksum(document) {
+    match (header(document, "checksum"), document.get("body")) {
+        (None, _) => return corrupt("missing `checksum`"),
+        (Some(_), None) => return corrupt("missing `body`"),
+        (Some(Value::String(checksum)), Some(body)) => {
+            if checksum != body_checksum(body.get()) {
                 return corrupt(
-                    "the checksum does not match the content: the document was changed or damaged",
+                    "the checksum does not match the body: the document was changed or damaged",
                 );
             }
         }
-        Some(other) => return corrupt(format!("`checksum` is {}, not a string", kind(other))),
+        (Some(other), Some(_)) => {
+            return corrupt(format!("`checksum` is {}, not a string", kind(&other)));
+        }
     }
-    match document.get("status") {
+    match header(document, "status") {
         None => corrupt("missing `status`"),
         Some(Value::String(s)) if s == Status::AwaitingApproval.as_str() => {
             Ok(Status::AwaitingApproval)
@@ -330,22 +393,24 @@ fn decode_header(document: &Map<String, Value>) -> Result<Status, CorruptState> 
             Ok(Status::WaitingForInput)
         }
         Some(Value::String(s)) => corrupt(format!("unknown status `{s}`")),
-        Some(other) => corrupt(format!("`status` is {}, not a string", kind(other))),
+        Some(other) => corrupt(format!("`status` is {}, not a string", kind(&other))),
     }
 }
 
-fn decode_pending(pending: Option<&Value>) -> Result<Vec<ToolCall>, CorruptState> {
-    let items = match pending {
-        None => return corrupt("missing `pending`"),
-        Some(Value::Array(items)) => items,
-        Some(other) => return corrupt(format!("`pending` is {}, not an array", kind(other))),
+fn decode_pending(pending: Option<&RawValue>) -> Result<Vec<ToolCall>, CorruptState> {
+    let Some(pending) = pending else {
+        return corrupt("missing `pending`");
+    };
+    let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(pending.get()) else {
+        let value: Value = serde_json::from_str(pending.get()).unwrap_or(Value::Null);
+        return corrupt(format!("`pending` is {}, not an array", kind(&value)));
     };
     if items.is_empty() {
         return corrupt("`pending` is empty: a suspended run waits on at least one call");
     }
     let mut calls: Vec<ToolCall> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let call = ToolCall::deserialize(item)
+        let call: ToolCall = serde_json::from_str(item.get())
             .or_else(|error| corrupt(format!("`pending[{i}]` is ill-formed: {error}")))?;
         if calls.iter().any(|c| c.id == call.id) {
             return corrupt(format!("`pending` holds the call id `{}` twice", call.id));

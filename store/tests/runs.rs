@@ -107,7 +107,7 @@ async fn a_corrupt_document_is_left_untouched_for_an_operator() {
     match store.load_suspended(run.run_id()).await {
         Err(LoadError::Corrupt { error, .. }) => assert_eq!(
             error.reason,
-            "the checksum does not match the content: the document was changed or damaged"
+            "the checksum does not match the body: the document was changed or damaged"
         ),
         other => panic!("expected a corrupt run, got {other:?}"),
     }
@@ -343,14 +343,12 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
             // The same pending turn under a fresh run id.
             let run_id = format!("run-{round:04}");
             let mut value: Value = serde_json::from_str(&document).unwrap_or_default();
-            if let Some(id) = value.pointer_mut("/run/run_id") {
+            if let Some(id) = value.pointer_mut("/body/run/run_id") {
                 *id = json!(run_id);
             }
-            let Value::Object(mut body) = value else {
-                panic!("a document is an object");
-            };
-            body.insert("checksum".into(), json!(toolgate::document_checksum(&body)));
-            let run = match SuspendedRun::decode(&Value::Object(body).to_string()) {
+            let body = value["body"].to_string();
+            value["checksum"] = json!(toolgate::body_checksum(&body));
+            let run = match SuspendedRun::decode(&value.to_string()) {
                 Ok(run) => run,
                 Err(error) => panic!("{error}"),
             };

@@ -5,9 +5,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
-use toolgate::{
-    AwaitingApproval, Status, Suspended, SuspendedRun, WaitingForInput, document_checksum,
-};
+use toolgate::{AwaitingApproval, Status, Suspended, SuspendedRun, WaitingForInput, body_checksum};
 
 const AWAITING: &str = include_str!("../fixtures/v1-awaiting-approval.json");
 const WAITING: &str = include_str!("../fixtures/v1-waiting-for-input.json");
@@ -18,7 +16,7 @@ fn golden_v1_awaiting_approval_decodes() {
         Ok(run) => run,
         Err(error) => panic!("{error}"),
     };
-    assert_eq!(run.run_id(), "7581e5c0-24b0-4a40-84a6-27ea0e2ae365");
+    assert_eq!(run.run_id(), "5898735a-a30b-4b17-9233-212c9debe754");
     assert_eq!(run.state().requested_by, "alice");
     assert_eq!(run.state().iterations, 2);
     assert_eq!(run.state().transcript.len(), 5);
@@ -74,20 +72,46 @@ fn document(text: &str) -> Map<String, Value> {
     }
 }
 
-/// Applies `change` to a fixture and seals it again, so only the change is
-/// judged (not the checksum).
-fn sealed(text: &str, change: impl FnOnce(&mut Map<String, Value>)) -> String {
+const BODY: [&str; 3] = ["run", "pending", "input"];
+
+/// Applies `change` to a fixture's fields — the header's and the body's in
+/// one map, so a case reads `/run/...` wherever the field lives — and writes
+/// the document back, sealing the body with its checksum when `seal` is set.
+fn changed(text: &str, seal: bool, change: impl FnOnce(&mut Map<String, Value>)) -> String {
     let mut doc = document(text);
+    if let Some(Value::Object(body)) = doc.remove("body") {
+        doc.extend(body);
+    }
     change(&mut doc);
-    let checksum = document_checksum(&doc);
-    doc.insert("checksum".into(), Value::String(checksum));
-    Value::Object(doc).to_string()
+    let body: Map<String, Value> = BODY
+        .iter()
+        .filter_map(|k| doc.remove(*k).map(|v| ((*k).to_owned(), v)))
+        .collect();
+    let body = Value::Object(body).to_string();
+    if seal {
+        doc.insert("checksum".into(), Value::String(body_checksum(&body)));
+    }
+    let header = Value::Object(doc).to_string();
+    format!("{},\"body\":{body}}}", header.trim_end_matches('}'))
 }
 
-fn unsealed(text: &str, change: impl FnOnce(&mut Map<String, Value>)) -> String {
+/// The document with its body replaced by `body` (JSON text), sealed.
+fn with_body(text: &str, body: impl FnOnce(Value) -> Value) -> String {
     let mut doc = document(text);
-    change(&mut doc);
-    Value::Object(doc).to_string()
+    let new = body(doc.remove("body").unwrap_or_default()).to_string();
+    doc.insert("checksum".into(), Value::String(body_checksum(&new)));
+    let header = Value::Object(doc).to_string();
+    format!("{},\"body\":{new}}}", header.trim_end_matches('}'))
+}
+
+/// The change, with the body sealed again, so only the change is judged.
+fn sealed(text: &str, change: impl FnOnce(&mut Map<String, Value>)) -> String {
+    changed(text, true, change)
+}
+
+/// The change, with the checksum left as it was.
+fn unsealed(text: &str, change: impl FnOnce(&mut Map<String, Value>)) -> String {
+    changed(text, false, change)
 }
 
 fn at<'a>(doc: &'a mut Map<String, Value>, pointer: &str) -> &'a mut Value {
@@ -196,7 +220,29 @@ fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
             unsealed(AWAITING, |d| {
                 *at(d, "/run/requested_by") = json!("mallory");
             }),
-            "the checksum does not match the content: the document was changed or damaged",
+            "the checksum does not match the body: the document was changed or damaged",
+        ),
+        (
+            "no body",
+            {
+                let mut d = document(AWAITING);
+                d.remove("body");
+                Value::Object(d).to_string()
+            },
+            "missing `body`",
+        ),
+        (
+            "body not an object",
+            with_body(AWAITING, |_| json!([1])),
+            "`body` is an array, not a JSON object",
+        ),
+        (
+            "unknown field in the body",
+            with_body(AWAITING, |mut b| {
+                b["approved"] = json!(true);
+                b
+            }),
+            "unknown field `body.approved`",
         ),
         (
             "no status",
