@@ -119,6 +119,20 @@ pub enum StoreError {
         /// Why.
         source: serde_json::Error,
     },
+    /// A suspended run could not be encoded.
+    #[error(transparent)]
+    EncodeRun(#[from] toolgate::EncodeError),
+    /// A transport that was read as unreadable cannot be written back.
+    #[error("cannot store an unreadable transport: {0}")]
+    UnreadableTransport(String),
+    /// A stored row does not read back; nothing is guessed in its place.
+    #[error("stored {what} is unreadable: {reason}")]
+    Unreadable {
+        /// What.
+        what: &'static str,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The store: one SQLite file.

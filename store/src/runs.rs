@@ -143,6 +143,7 @@ pub struct OpenRun {
     pub problem: Option<String>,
 }
 
+/// A verdict's stored spelling — the one mapping; reading inverts it.
 fn verdict_text(verdict: Verdict) -> &'static str {
     match verdict {
         Verdict::Approved => "approved",
@@ -151,13 +152,20 @@ fn verdict_text(verdict: Verdict) -> &'static str {
     }
 }
 
+fn verdict_from(text: &str) -> Result<Verdict, StoreError> {
+    [Verdict::Approved, Verdict::Denied, Verdict::InputSubmitted]
+        .into_iter()
+        .find(|v| verdict_text(*v) == text)
+        .ok_or_else(|| StoreError::Unreadable {
+            what: "decision verdict",
+            reason: format!("unknown verdict `{text}`"),
+        })
+}
+
 impl Store {
     /// Stores a suspended run as the open suspension of its run.
     pub async fn save_suspended(&self, run: &SuspendedRun) -> Result<i64, StoreError> {
-        let document = run.encode().map_err(|error| StoreError::Encode {
-            what: "a suspended run",
-            source: serde::ser::Error::custom(error),
-        })?;
+        let document = run.encode()?;
         let result = sqlx::query(
             "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
              VALUES (?, ?, ?, ?, ?, ?)",
@@ -344,12 +352,12 @@ impl Store {
             .await?;
         let mut records = Vec::with_capacity(rows.len());
         for row in rows {
-            let verdict = match row.try_get::<String, _>("verdict")?.as_str() {
-                "approved" => Verdict::Approved,
-                "denied" => Verdict::Denied,
-                _ => Verdict::InputSubmitted,
-            };
+            let verdict = verdict_from(&row.try_get::<String, _>("verdict")?)?;
             let tools: String = row.try_get("tools")?;
+            let tools = serde_json::from_str(&tools).map_err(|e| StoreError::Unreadable {
+                what: "decision tool list",
+                reason: e.to_string(),
+            })?;
             records.push(DecisionRecord {
                 run_id: row.try_get("run_id")?,
                 decided_by: row.try_get("decided_by")?,
@@ -358,9 +366,25 @@ impl Store {
                 at_unix_ms: u64::try_from(row.try_get::<i64, _>("decided_at")?).unwrap_or(0),
                 verdict,
                 digest: TurnDigest::from_text(row.try_get::<String, _>("digest")?),
-                tools: serde_json::from_str(&tools).unwrap_or_default(),
+                tools,
             });
         }
         Ok(records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_round_trip_and_unknown_ones_are_refused() {
+        for verdict in [Verdict::Approved, Verdict::Denied, Verdict::InputSubmitted] {
+            assert_eq!(verdict_from(verdict_text(verdict)).ok(), Some(verdict));
+        }
+        assert_eq!(
+            verdict_from("waved_through").err().map(|e| e.to_string()),
+            Some("stored decision verdict is unreadable: unknown verdict `waved_through`".into())
+        );
     }
 }

@@ -367,9 +367,6 @@ fn transport_columns(
             None,
         )),
         Transport::Http { url } => Ok(("http", None, Some(url.clone()))),
-        Transport::Unreadable { reason } => Err(StoreError::Encode {
-            what: "an unreadable transport",
-            source: serde::de::Error::custom(reason),
-        }),
+        Transport::Unreadable { reason } => Err(StoreError::UnreadableTransport(reason.clone())),
     }
 }

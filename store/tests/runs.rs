@@ -365,3 +365,46 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
         assert!(rows.iter().all(|(_, n)| *n == 1));
     });
 }
+
+/// A decision row this build cannot read is an error, never a guessed
+/// verdict or an empty tool list.
+#[tokio::test]
+async fn an_unreadable_decision_row_is_an_error_not_a_guess() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    assert!(store.save_suspended(&run).await.is_ok());
+    let digest = run.digest();
+    let claimed = store
+        .claim(run.run_id(), Some(&digest), "bob", Verdict::Denied)
+        .await;
+    assert!(claimed.is_ok());
+    assert_eq!(
+        store
+            .decisions(run.run_id())
+            .await
+            .map(|d| d[0].verdict)
+            .ok(),
+        Some(Verdict::Denied)
+    );
+    // The verdict column's CHECK refuses unknown verdicts outright.
+    let verdict = sqlx::query("UPDATE decision SET verdict = 'waved_through'")
+        .execute(store.pool())
+        .await;
+    assert!(verdict.is_err());
+    let tools = sqlx::query("UPDATE decision SET tools = 'not json'")
+        .execute(store.pool())
+        .await;
+    assert!(tools.is_ok());
+    let read = store
+        .decisions(run.run_id())
+        .await
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        read.as_deref()
+            .is_some_and(|e| e.starts_with("stored decision tool list is unreadable")),
+        "{read:?}"
+    );
+}
