@@ -9,8 +9,8 @@ use schemars::{JsonSchema, Schema};
 use serde::Deserialize;
 use serde_json::Value;
 use toolgate::{
-    BoxFuture, Cause, Decision, DynTool, Effect, ErasedTool, Execute, OperatorDeclaration, Origin,
-    Pause, ProviderError, Registry, RemoteApproval, RemoteTool, Tool, ToolOutput, ToolProvider,
+    BoxFuture, DynTool, Effect, ErasedTool, Execute, OperatorDeclaration, Origin, ProviderError,
+    Registry, RemoteApproval, RemoteTool, Tool, ToolOutput, ToolProvider,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -143,7 +143,8 @@ impl ToolProvider for Servers {
     }
 }
 
-/// A tool erased by hand that claims approval and input at once.
+/// A tool erased by hand that declares a local write and input at once
+/// (rule 1): it could never run.
 struct Deadlock {
     schema: Schema,
 }
@@ -163,15 +164,6 @@ impl DynTool for Deadlock {
     }
     fn effect(&self) -> Effect {
         Effect::NonIdempotentWrite
-    }
-    fn server(&self) -> Option<&str> {
-        None
-    }
-    fn decision(&self) -> Decision {
-        Decision {
-            pause: Pause::Approval,
-            cause: Cause::DeclaredWrite(Effect::NonIdempotentWrite),
-        }
     }
     fn input_schema(&self) -> Option<&Schema> {
         Some(&self.schema)

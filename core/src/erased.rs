@@ -1,4 +1,10 @@
 //! Tools as trait objects: what a registry holds and a turn scan reads.
+//!
+//! An erased tool's gate is decided once, when it is erased, by the one rule
+//! ([`gate::judge`]) over its facts: a typed tool's facts are read off its
+//! types, a hand-erased tool's off its [`DynTool`] answers. Those answers are
+//! read once and kept, so a tool cannot answer one thing at boot and another
+//! at the scan.
 
 use std::fmt;
 use std::future::Future;
@@ -8,20 +14,26 @@ use std::sync::Arc;
 use schemars::Schema;
 use serde_json::Value;
 
-use crate::effect::{Effect, EffectMarker, Origin};
-use crate::gate::{self, Decision, Gate, OriginOf};
+use crate::effect::{Effect, Origin};
+use crate::gate::{self, Decision, Facts, OperatorDeclaration, Rule};
 use crate::tool::{Execute, ToolOutput};
 
 /// A boxed, sendable future, as returned by object-safe async methods.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A tool as a trait object.
+/// A tool as a trait object, for tools that cannot be typed (bridges to other
+/// tool systems).
 ///
-/// Typed tools reach this through [`ErasedTool::new`], which reads every
-/// answer off the tool's types. Implementing it by hand is the escape hatch
-/// for tools that cannot be typed (bridges to other tool systems): such a tool
-/// answers for itself, so a registry's boot check refuses the combinations the
-/// type system would have refused (see [`Registry`](crate::Registry)).
+/// It declares *facts* — origin, effect, the explicit marker, an operator's
+/// declaration, an input schema — never a decision: its gate comes from the
+/// same rule as a typed tool's ([`gate::judge`]). Facts the type system would
+/// refuse (a local write with input, approval with input, an operator's
+/// declaration on a local tool, a remote tool with no approval source) are
+/// refused at boot for a builtin, naming the rule, and left out with the
+/// reason for a provider's tool.
+///
+/// The defaults are the strictest reading: no marker, no operator declaration
+/// (so a remote tool that forgets to state one is refused), no input.
 pub trait DynTool: Send + Sync + 'static {
     /// The name the model calls the tool by.
     fn name(&self) -> &str;
@@ -34,67 +46,177 @@ pub trait DynTool: Send + Sync + 'static {
     /// What a call declares to do.
     fn effect(&self) -> Effect;
     /// The server a remote tool lives behind.
-    fn server(&self) -> Option<&str>;
-    /// The gate's decision. For typed tools this is [`gate::decide`].
-    fn decision(&self) -> Decision;
-    /// The input schema, when the tool requires input.
-    fn input_schema(&self) -> Option<&Schema>;
+    fn server(&self) -> Option<&str> {
+        None
+    }
+    /// The explicit approval marker: every call asks.
+    fn approval_marker(&self) -> bool {
+        false
+    }
+    /// The operator's declaration for a remote tool's server.
+    fn operator_declaration(&self) -> Option<OperatorDeclaration> {
+        None
+    }
+    /// The input schema, when a call waits for a user's typed input.
+    fn input_schema(&self) -> Option<&Schema> {
+        None
+    }
     /// Runs one call with the model's (or the overlaid) arguments.
     fn execute(&self, arguments: Value) -> BoxFuture<'_, ToolOutput>;
 }
 
-/// A shared, type-erased tool.
+/// A shared, type-erased tool with its gate decided.
 #[derive(Clone)]
 pub struct ErasedTool {
-    inner: Arc<dyn DynTool>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    body: Box<dyn Body>,
+    name: Box<str>,
+    server: Option<Box<str>>,
+    facts: Facts,
+    verdict: Result<Decision, Rule>,
+    input_schema: Option<Schema>,
     hand_erased: bool,
 }
 
+/// What an erased tool does besides its gate: describe itself and run.
+trait Body: Send + Sync + 'static {
+    fn description(&self) -> &str;
+    fn parameters(&self) -> &Schema;
+    fn execute(&self, arguments: Value) -> BoxFuture<'_, ToolOutput>;
+}
+
 impl ErasedTool {
-    /// Erases a typed tool; its gate is read off its types.
+    /// Erases a typed tool; its facts are read off its types.
     pub fn new<T: Execute>(tool: T) -> Self {
+        let facts = gate::facts(&tool);
+        let input_schema = gate::input_schema(&tool);
+        let (_, server) = gate::origin_server(&tool);
+        let server = server.map(Box::from);
+        let name = Box::from(tool.name());
         let parameters = tool.parameters();
-        let input_schema = <T::Gate as Gate<T>>::input_schema(&tool);
-        // A typed tool's decision is fixed for its lifetime (an operator's
-        // declaration is carried in at construction), so it is read once.
-        let decision = gate::decide(&tool);
-        Self {
-            inner: Arc::new(Typed {
-                tool,
-                parameters,
-                input_schema,
-                decision,
-            }),
-            hand_erased: false,
-        }
+        Self::assemble(
+            Box::new(Typed { tool, parameters }),
+            name,
+            server,
+            facts,
+            input_schema,
+            false,
+        )
     }
 
-    /// Wraps a hand-written [`DynTool`]. Its answers are its own; registries
-    /// check them at boot and `explain` says the tool was erased by hand.
+    /// Wraps a hand-written [`DynTool`]. Its facts are read now, once, and
+    /// judged by the one rule; a registry refuses (or leaves out) a tool whose
+    /// facts break a rule, and `explain` says the tool was erased by hand.
     pub fn from_dyn(tool: Arc<dyn DynTool>) -> Self {
+        let input_schema = tool.input_schema().cloned();
+        let facts = Facts {
+            origin: tool.origin(),
+            effect: tool.effect(),
+            approval_marker: tool.approval_marker(),
+            operator: tool.operator_declaration(),
+            requires_input: input_schema.is_some(),
+        };
+        let name = Box::from(tool.name());
+        let server = tool.server().map(Box::from);
+        Self::assemble(
+            Box::new(HandErased(tool)),
+            name,
+            server,
+            facts,
+            input_schema,
+            true,
+        )
+    }
+
+    fn assemble(
+        body: Box<dyn Body>,
+        name: Box<str>,
+        server: Option<Box<str>>,
+        facts: Facts,
+        input_schema: Option<Schema>,
+        hand_erased: bool,
+    ) -> Self {
         Self {
-            inner: tool,
-            hand_erased: true,
+            inner: Arc::new(Inner {
+                body,
+                name,
+                server,
+                verdict: gate::judge(&facts),
+                facts,
+                input_schema,
+                hand_erased,
+            }),
         }
     }
 
-    /// Whether a call waits for a user's input: the tool carries an input
-    /// schema or its gate says so. The turn scan, the resume refusals and the
-    /// boot check all ask this.
+    /// The name the model calls the tool by.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// What the tool does, as the model reads it.
+    pub fn description(&self) -> &str {
+        self.inner.body.description()
+    }
+
+    /// The parameter schema the model sees.
+    pub fn parameters(&self) -> &Schema {
+        self.inner.body.parameters()
+    }
+
+    /// Where the body lives.
+    pub fn origin(&self) -> Origin {
+        self.inner.facts.origin
+    }
+
+    /// What a call declares to do.
+    pub fn effect(&self) -> Effect {
+        self.inner.facts.effect
+    }
+
+    /// The server a remote tool lives behind.
+    pub fn server(&self) -> Option<&str> {
+        self.inner.server.as_deref()
+    }
+
+    /// The facts the gate was decided from.
+    pub fn facts(&self) -> Facts {
+        self.inner.facts
+    }
+
+    /// The rule's answer: the decision, or the rule the facts break.
+    pub fn verdict(&self) -> Result<Decision, Rule> {
+        self.inner.verdict
+    }
+
+    /// The gate's decision; for facts that break a rule, the fail-closed
+    /// [`Decision::refused`].
+    pub fn decision(&self) -> Decision {
+        self.inner.verdict.unwrap_or_else(Decision::refused)
+    }
+
+    /// The input schema, when a call waits for a user's input.
+    pub fn input_schema(&self) -> Option<&Schema> {
+        self.inner.input_schema.as_ref()
+    }
+
+    /// Whether a call waits for a user's input — the fact, read by the turn
+    /// scan, the resume refusals and the boot check.
     pub fn requires_input(&self) -> bool {
-        self.input_schema().is_some() || self.decision().requires_input()
+        self.inner.facts.requires_input
     }
 
     /// True when the tool was not erased from a typed tool.
     pub fn is_hand_erased(&self) -> bool {
-        self.hand_erased
+        self.inner.hand_erased
     }
-}
 
-impl std::ops::Deref for ErasedTool {
-    type Target = dyn DynTool;
-    fn deref(&self) -> &Self::Target {
-        &*self.inner
+    /// Runs one call with the model's (or the overlaid) arguments.
+    pub fn execute(&self, arguments: Value) -> BoxFuture<'_, ToolOutput> {
+        self.inner.body.execute(arguments)
     }
 }
 
@@ -102,10 +224,9 @@ impl fmt::Debug for ErasedTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ErasedTool")
             .field("name", &self.name())
-            .field("origin", &self.origin())
-            .field("effect", &self.effect())
-            .field("decision", &self.decision())
-            .field("hand_erased", &self.hand_erased)
+            .field("facts", &self.inner.facts)
+            .field("verdict", &self.inner.verdict)
+            .field("hand_erased", &self.inner.hand_erased)
             .finish_non_exhaustive()
     }
 }
@@ -113,34 +234,14 @@ impl fmt::Debug for ErasedTool {
 struct Typed<T> {
     tool: T,
     parameters: Schema,
-    input_schema: Option<Schema>,
-    decision: Decision,
 }
 
-impl<T: Execute> DynTool for Typed<T> {
-    fn name(&self) -> &str {
-        self.tool.name()
-    }
+impl<T: Execute> Body for Typed<T> {
     fn description(&self) -> &str {
         self.tool.description()
     }
     fn parameters(&self) -> &Schema {
         &self.parameters
-    }
-    fn origin(&self) -> Origin {
-        <T::Origin as OriginOf<T>>::ORIGIN
-    }
-    fn effect(&self) -> Effect {
-        <T::Effect as EffectMarker>::EFFECT
-    }
-    fn server(&self) -> Option<&str> {
-        <T::Origin as OriginOf<T>>::server(&self.tool)
-    }
-    fn decision(&self) -> Decision {
-        self.decision
-    }
-    fn input_schema(&self) -> Option<&Schema> {
-        self.input_schema.as_ref()
     }
     fn execute(&self, arguments: Value) -> BoxFuture<'_, ToolOutput> {
         Box::pin(async move {
@@ -152,5 +253,19 @@ impl<T: Execute> DynTool for Typed<T> {
                 )),
             }
         })
+    }
+}
+
+struct HandErased(Arc<dyn DynTool>);
+
+impl Body for HandErased {
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+    fn parameters(&self) -> &Schema {
+        self.0.parameters()
+    }
+    fn execute(&self, arguments: Value) -> BoxFuture<'_, ToolOutput> {
+        self.0.execute(arguments)
     }
 }

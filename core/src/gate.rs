@@ -1,23 +1,42 @@
 //! The gate: how a tool's declarations become a [`Decision`].
 //!
-//! This module is the one home of the approval rule (SPEC §2). A tool names
-//! its gate as a type (`type Gate = ...` in [`Tool`], chosen for
-//! you by `#[derive(Tool)]`), and each gate type may only be named by the tools
-//! the rule allows:
+//! This module is the one home of the approval rule (SPEC §2). Every tool —
+//! typed, erased by hand, or supplied by a provider — is reduced to its
+//! [`Facts`] (origin, effect, explicit marker, operator declaration, input),
+//! and one function, [`judge`], turns facts into a decision or names the rule
+//! they break. A tool never states its own decision.
 //!
-//! | gate | who may name it | pause | cause |
-//! |---|---|---|---|
-//! | [`Runs`] | a local `read_only` tool; a remote tool | none | [`Cause::LocalReadOnly`] / [`Cause::RemoteUndeclared`] |
-//! | [`ApprovalByMarker`] | a tool implementing [`RequiresApproval`] | approval | [`Cause::Marker`] |
-//! | [`ApprovalByEffect`] | a local tool declaring a write | approval | [`Cause::DeclaredWrite`] |
-//! | [`ApprovalByOperator`] | a tool implementing [`RemoteApproval`] | the operator's answer | [`Cause::Operator`] |
-//! | [`WaitsForInput`] | a tool implementing [`RequiresInput`] that no approval binds | input | [`Cause::UserInput`] |
+//! | origin | facts | decision |
+//! |---|---|---|
+//! | any | explicit approval marker | approval ([`Cause::Marker`]) |
+//! | local | `read_only` | none ([`Cause::LocalReadOnly`]) |
+//! | local | `read_only`, input | input ([`Cause::UserInput`]) |
+//! | local | a write | approval ([`Cause::DeclaredWrite`]), never switched off |
+//! | remote | operator declaration | the operator's answer ([`Cause::Operator`]) |
+//! | remote | neither marker nor declaration | refused: [`Rule::RemoteWithoutApprovalSource`] |
 //!
-//! A local tool that declares a write can name only the two approval gates,
-//! so a write-without-approval builtin does not type-check. Each gate computes
-//! its [`Decision`] in one place ([`Gate::decide`]); the registry's boot check,
-//! the turn scan and `explain` all read that decision through [`decide`] and
-//! never restate the table.
+//! A typed tool names its gate as a type (`type Gate = ...` in [`Tool`],
+//! chosen for you by `#[derive(Tool)]`); each gate type states as trait bounds
+//! which tools may name it, so the facts of a typed tool are lawful by
+//! construction, and the compiler refuses the rest with a message of ours:
+//!
+//! | gate | who may name it | facts it reports |
+//! |---|---|---|
+//! | [`Runs`] | a local `read_only` tool | none beyond origin and effect |
+//! | [`ApprovalByMarker`] | a tool implementing [`RequiresApproval`] | the marker |
+//! | [`ApprovalByEffect`] | a local tool declaring a write | none beyond origin and effect |
+//! | [`ApprovalByOperator`] | a tool implementing [`RemoteApproval`] | the operator's declaration |
+//! | [`WaitsForInput`] | a local `read_only` tool implementing [`RequiresInput`] | input |
+//!
+//! # Sealing
+//!
+//! Every trait here is sealed for every type parameter: no impl outside this
+//! crate can add a gate, an origin, an effect, or widen who may name a gate.
+//! Traits without a parameter are closed by a private supertrait; `Gate<T>`
+//! and `OriginOf<T>` — where `T` is the user's tool, which the orphan rules
+//! would otherwise let a user fill in for toolgate's own types — by a private
+//! supertrait that carries the same parameter and is implemented only for
+//! toolgate's own gates and origins.
 
 use std::fmt;
 
@@ -27,10 +46,13 @@ use serde::{Deserialize, Serialize};
 use crate::effect::{
     Effect, EffectMarker, IdempotentWrite, Local, NonIdempotentWrite, Origin, ReadOnly, Remote,
 };
-use crate::sealed::Sealed;
+use crate::sealed::{GateRule, OriginRule, Sealed};
 use crate::tool::{RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool};
 
 /// What the loop must do before running a call.
+///
+/// Deliberately exhaustive: a caller matches every pause, so that a new one
+/// could not be ignored by code written before it existed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Pause {
@@ -62,6 +84,8 @@ impl fmt::Display for Pause {
 /// An operator's per-server declaration of whether a remote tool needs
 /// approval. The default — and the reading of anything unreadable — is
 /// [`OperatorDeclaration::ApprovalRequired`].
+///
+/// Deliberately exhaustive: a reader must handle both answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OperatorDeclaration {
@@ -72,14 +96,106 @@ pub enum OperatorDeclaration {
     NoApproval,
 }
 
+/// What a tool declares about itself — never its decision. The input to the
+/// one rule, [`judge`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Facts {
+    /// Where the body lives.
+    pub origin: Origin,
+    /// What a call declares to do. Not read for a remote tool.
+    pub effect: Effect,
+    /// The explicit approval marker: every call asks.
+    pub approval_marker: bool,
+    /// The operator's declaration for a remote tool's server.
+    pub operator: Option<OperatorDeclaration>,
+    /// The call waits for typed input from a user.
+    pub requires_input: bool,
+}
+
+impl Facts {
+    /// A tool of this origin and effect, with no marker, no operator
+    /// declaration and no input.
+    pub const fn new(origin: Origin, effect: Effect) -> Self {
+        Self {
+            origin,
+            effect,
+            approval_marker: false,
+            operator: None,
+            requires_input: false,
+        }
+    }
+}
+
+/// A rule of the crate's "Rules" section that a set of facts breaks. The
+/// numbers are those of the compile errors that refuse the same combination
+/// in a typed tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Rule {
+    /// Rule 1: a local tool that declares a write requires input.
+    WriteWithInput,
+    /// Rule 2: the explicit approval marker with input.
+    MarkerWithInput,
+    /// Rule 4: an operator's declaration on a tool that is not remote.
+    OperatorOnLocal,
+    /// Rule 5: an operator-declared approval with input.
+    OperatorWithInput,
+    /// Rule 8: a remote tool that names no approval source (neither the
+    /// operator's declaration nor the marker).
+    RemoteWithoutApprovalSource,
+}
+
+impl Rule {
+    /// The rule's number in the crate's "Rules" section.
+    pub const fn number(self) -> u8 {
+        match self {
+            Rule::WriteWithInput => 1,
+            Rule::MarkerWithInput => 2,
+            Rule::OperatorOnLocal => 4,
+            Rule::OperatorWithInput => 5,
+            Rule::RemoteWithoutApprovalSource => 8,
+        }
+    }
+}
+
+const NEVER_RUNS: &str = "the approval scan runs before the input scan and the approval resume carries no input, so it would ask for approval on every turn and never run";
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rule {}: ", self.number())?;
+        match self {
+            Rule::WriteWithInput => write!(
+                f,
+                "a local tool that declares a write cannot require input: its write needs approval, and {NEVER_RUNS}"
+            ),
+            Rule::MarkerWithInput => write!(
+                f,
+                "a tool with the explicit approval marker cannot require input: {NEVER_RUNS}"
+            ),
+            Rule::OperatorOnLocal => f.write_str(
+                "an operator's declaration is for remote tools only: a local tool's approval follows from its effect or the explicit marker",
+            ),
+            Rule::OperatorWithInput => write!(
+                f,
+                "a tool whose approval the operator declares cannot require input: the declaration defaults to \"approval required\", and {NEVER_RUNS}"
+            ),
+            Rule::RemoteWithoutApprovalSource => f.write_str(
+                "a remote tool must name its approval source (the operator's declaration or the explicit marker): a server nobody has judged asks first",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Rule {}
+
 /// Why a tool has the gate it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "cause", content = "detail")]
+#[non_exhaustive]
 pub enum Cause {
     /// A local tool that declares `read_only` and carries no marker.
     LocalReadOnly,
-    /// A remote tool with no operator declaration: its effect is not used.
-    RemoteUndeclared,
     /// The tool carries the explicit approval marker.
     Marker,
     /// A local tool that declares a write: approval is implied by the effect.
@@ -88,6 +204,10 @@ pub enum Cause {
     Operator(OperatorDeclaration),
     /// The tool waits for typed input from a user.
     UserInput,
+    /// The tool's facts break a rule; it never runs. A registry refuses such a
+    /// tool at boot (or leaves a provider's out), so this is only the
+    /// fail-closed answer for a tool asked outside a registry.
+    Refused(Rule),
 }
 
 /// The route by which approval binds a tool, for boot errors and audit.
@@ -122,6 +242,15 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The fail-closed decision for facts that break `rule`: approval, which
+    /// no verdict can satisfy for a registry that refuses the tool anyway.
+    pub const fn refused(rule: Rule) -> Self {
+        Self {
+            pause: Pause::Approval,
+            cause: Cause::Refused(rule),
+        }
+    }
+
     /// The approval predicate: true when a call must wait for a human's
     /// verdict. Every reader of the rule — boot check, turn scan, `explain`,
     /// resume — asks this.
@@ -134,7 +263,7 @@ impl Decision {
         matches!(self.pause, Pause::Input)
     }
 
-    /// The route by which approval binds, if it does.
+    /// The route by which approval binds, if a lawful one does.
     pub const fn approval_route(&self) -> Option<ApprovalRoute> {
         if !self.requires_approval() {
             return None;
@@ -143,41 +272,121 @@ impl Decision {
             Cause::Marker => Some(ApprovalRoute::Marker),
             Cause::DeclaredWrite(_) => Some(ApprovalRoute::DeclaredWrite),
             Cause::Operator(_) => Some(ApprovalRoute::OperatorDeclaration),
-            // A hand-erased tool may pair an approval pause with any cause;
-            // the marker is the closest honest description of "it says so".
-            Cause::LocalReadOnly | Cause::RemoteUndeclared | Cause::UserInput => {
-                Some(ApprovalRoute::Marker)
-            }
+            Cause::LocalReadOnly | Cause::UserInput | Cause::Refused(_) => None,
         }
     }
 }
 
-/// Decides the gate of a typed tool. This is the only function that turns a
-/// tool's declarations into a [`Decision`]; everything else calls it.
-pub fn decide<T: Tool>(tool: &T) -> Decision {
-    <T::Gate as Gate<T>>::decide(tool)
+/// The approval rule (SPEC §2): the decision for a tool's facts, or the rule
+/// they break. This is the only place facts become a decision; typed tools,
+/// hand-erased tools and provided tools all come here.
+pub const fn judge(facts: &Facts) -> Result<Decision, Rule> {
+    let local = matches!(facts.origin, Origin::Local);
+    if local && facts.operator.is_some() {
+        return Err(Rule::OperatorOnLocal);
+    }
+    if facts.requires_input {
+        if facts.approval_marker {
+            return Err(Rule::MarkerWithInput);
+        }
+        if facts.operator.is_some() {
+            return Err(Rule::OperatorWithInput);
+        }
+        if local && facts.effect.is_write() {
+            return Err(Rule::WriteWithInput);
+        }
+    }
+    if facts.approval_marker {
+        return Ok(Decision {
+            pause: Pause::Approval,
+            cause: Cause::Marker,
+        });
+    }
+    if !local {
+        return match facts.operator {
+            Some(declaration) => Ok(Decision {
+                pause: match declaration {
+                    OperatorDeclaration::ApprovalRequired => Pause::Approval,
+                    OperatorDeclaration::NoApproval => Pause::None,
+                },
+                cause: Cause::Operator(declaration),
+            }),
+            None => Err(Rule::RemoteWithoutApprovalSource),
+        };
+    }
+    if facts.effect.is_write() {
+        return Ok(Decision {
+            pause: Pause::Approval,
+            cause: Cause::DeclaredWrite(facts.effect),
+        });
+    }
+    if facts.requires_input {
+        return Ok(Decision {
+            pause: Pause::Input,
+            cause: Cause::UserInput,
+        });
+    }
+    Ok(Decision {
+        pause: Pause::None,
+        cause: Cause::LocalReadOnly,
+    })
 }
 
-/// A gate a tool may name as `type Gate = ...`. Sealed: the five gates of this
-/// module are all there are, and each one states who may use it.
+/// The facts of a typed tool, as its gate states them.
+pub fn facts<T: Tool>(tool: &T) -> Facts {
+    <T::Gate as GateRule<T>>::facts(tool)
+}
+
+/// Decides the gate of a typed tool: [`judge`] over its [`facts`]. A typed
+/// tool's facts are lawful by construction (its gate's bounds admit nothing
+/// else), so this never meets a broken rule; if it did, the answer would be
+/// [`Decision::refused`].
+pub fn decide<T: Tool>(tool: &T) -> Decision {
+    match judge(&facts(tool)) {
+        Ok(decision) => decision,
+        Err(rule) => Decision::refused(rule),
+    }
+}
+
+pub(crate) fn input_schema<T: Tool>(tool: &T) -> Option<Schema> {
+    <T::Gate as GateRule<T>>::input_schema(tool)
+}
+
+pub(crate) fn origin_server<T: Tool>(tool: &T) -> (Origin, Option<&str>) {
+    (
+        <T::Origin as OriginRule<T>>::ORIGIN,
+        <T::Origin as OriginRule<T>>::server(tool),
+    )
+}
+
+fn base<T: Tool>() -> Facts {
+    Facts::new(
+        <T::Origin as OriginRule<T>>::ORIGIN,
+        <T::Effect as EffectMarker>::EFFECT,
+    )
+}
+
+/// A gate a tool may name as `type Gate = ...`. Sealed for every `T`: the five
+/// gates of this module are all there are, each states who may name it, and
+/// no impl outside toolgate can make another type — or one of these for
+/// another tool — a gate.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot gate `{T}`",
     label = "this gate is not allowed for this tool",
     note = "name one of the gates in `toolgate::gate`, or let `#[derive(Tool)]` choose"
 )]
-pub trait Gate<T: ?Sized>: Sealed {
-    /// The gate's decision for `tool`.
-    fn decide(tool: &T) -> Decision;
+pub trait Gate<T: ?Sized>: GateRule<T> {}
 
-    /// The input schema, for the one gate that waits for input.
-    fn input_schema(tool: &T) -> Option<Schema> {
-        let _ = tool;
-        None
-    }
-}
+// Each gate is a `Gate<T>` exactly where its sealed rule holds, so the bounds
+// are written once, on the rule, and a failing bound is reported at its leaf.
+impl<T: ?Sized> Gate<T> for Runs where Runs: GateRule<T> {}
+impl<T: ?Sized> Gate<T> for ApprovalByMarker where ApprovalByMarker: GateRule<T> {}
+impl<T: ?Sized> Gate<T> for ApprovalByEffect where ApprovalByEffect: GateRule<T> {}
+impl<T: ?Sized> Gate<T> for ApprovalByOperator where ApprovalByOperator: GateRule<T> {}
+impl<T: ?Sized> Gate<T> for WaitsForInput where WaitsForInput: GateRule<T> {}
 
 /// Gate: the call runs without a pause. For a local tool that declares
-/// `read_only`, and for a remote tool without an operator declaration.
+/// `read_only` only.
 #[derive(Debug, Clone, Copy)]
 pub enum Runs {}
 
@@ -205,103 +414,89 @@ impl Sealed for ApprovalByEffect {}
 impl Sealed for ApprovalByOperator {}
 impl Sealed for WaitsForInput {}
 
-/// Which origins may run a tool of effect `E` without any pause.
-#[diagnostic::on_unimplemented(
-    message = "a `{Self}` tool that declares `{E}` cannot run without approval",
-    label = "this tool declares a write, so every call needs a human's approval",
-    note = "a builtin's declared write always implies approval and cannot be switched off",
-    note = "use `type Gate = toolgate::gate::ApprovalByEffect;` (what `#[derive(Tool)]` chooses for a write), or declare `read_only` if the tool changes nothing"
-)]
-pub trait RunsWithoutApproval<E>: Sealed {
-    /// Why such a tool runs.
-    const CAUSE: Cause;
-}
-impl RunsWithoutApproval<ReadOnly> for Local {
-    const CAUSE: Cause = Cause::LocalReadOnly;
-}
-impl<E: EffectMarker> RunsWithoutApproval<E> for Remote {
-    const CAUSE: Cause = Cause::RemoteUndeclared;
-}
+// The helper traits below take an effect parameter bounded by the sealed
+// `EffectMarker` and a sealed `Self`: a user's type fits neither side, and the
+// orphan rules forbid a user's impl of them for toolgate's own types.
 
-/// Which origins and effects imply approval.
+/// Which origins may run a tool of effect `E` without any pause: a local
+/// `read_only` tool, and nothing else.
+#[diagnostic::on_unimplemented(
+    message = "`gate::Runs` is only for a local `read_only` tool, not for a `{Self}` tool that declares `{E}`",
+    label = "a tool gated by `Runs` would run every call without a human's approval",
+    note = "a local tool's declared write always needs approval and cannot be switched off: use `type Gate = toolgate::gate::ApprovalByEffect;` (what `#[derive(Tool)]` chooses), or declare `read_only` if the tool changes nothing",
+    note = "a remote tool names its approval source: `type Gate = toolgate::gate::ApprovalByOperator;` with `impl RemoteApproval`, or `toolgate::gate::ApprovalByMarker` with `impl RequiresApproval`"
+)]
+pub trait RunsWithoutApproval<E: EffectMarker>: Sealed {}
+impl RunsWithoutApproval<ReadOnly> for Local {}
+
+/// Which origins and effects imply approval: a local write.
 #[diagnostic::on_unimplemented(
     message = "`ApprovalByEffect` applies only to a local tool that declares a write, not to a `{Self}` tool that declares `{E}`",
     label = "approval is implied only by a local tool's declared write",
     note = "a `read_only` builtin asks for approval through the explicit marker: `type Gate = toolgate::gate::ApprovalByMarker;` with `impl RequiresApproval`",
     note = "a remote tool's effect is not its consent: its approval comes from the operator (`RemoteApproval`) or the explicit marker"
 )]
-pub trait ApprovalImpliedBy<E>: Sealed {}
+pub trait ApprovalImpliedBy<E: EffectMarker>: Sealed {}
 impl ApprovalImpliedBy<IdempotentWrite> for Local {}
 impl ApprovalImpliedBy<NonIdempotentWrite> for Local {}
 
-/// Which origins and effects may wait for input.
+/// Which origins and effects may wait for input: a local `read_only` tool.
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` tool that declares `{E}` cannot wait for user input",
-    label = "this tool's declared write already needs approval",
-    note = "the approval scan runs before the input scan and the approval resume carries no input, so the tool would ask for approval on every turn and never run",
+    label = "only a local `read_only` tool that no approval binds may wait for input",
+    note = "a local write needs approval, and a remote tool needs an approval source; the approval scan runs before the input scan and the approval resume carries no input, so such a tool would ask for approval on every turn and never run",
     note = "a tool that needs both a human's data and a human's consent cannot be built: split it, or declare `read_only` if it changes nothing"
 )]
-pub trait AdmitsInput<E>: Sealed {}
+pub trait AdmitsInput<E: EffectMarker>: Sealed {}
 impl AdmitsInput<ReadOnly> for Local {}
-impl<E: EffectMarker> AdmitsInput<E> for Remote {}
 
-impl<T> Gate<T> for Runs
+impl<T> GateRule<T> for Runs
 where
     T: Tool,
     T::Origin: RunsWithoutApproval<T::Effect>,
 {
-    fn decide(_: &T) -> Decision {
-        Decision {
-            pause: Pause::None,
-            cause: <T::Origin as RunsWithoutApproval<T::Effect>>::CAUSE,
+    fn facts(_: &T) -> Facts {
+        base::<T>()
+    }
+}
+
+impl<T: RequiresApproval> GateRule<T> for ApprovalByMarker {
+    fn facts(_: &T) -> Facts {
+        Facts {
+            approval_marker: true,
+            ..base::<T>()
         }
     }
 }
 
-impl<T: RequiresApproval> Gate<T> for ApprovalByMarker {
-    fn decide(_: &T) -> Decision {
-        Decision {
-            pause: Pause::Approval,
-            cause: Cause::Marker,
-        }
-    }
-}
-
-impl<T> Gate<T> for ApprovalByEffect
+impl<T> GateRule<T> for ApprovalByEffect
 where
     T: Tool,
     T::Origin: ApprovalImpliedBy<T::Effect>,
 {
-    fn decide(_: &T) -> Decision {
-        Decision {
-            pause: Pause::Approval,
-            cause: Cause::DeclaredWrite(<T::Effect as EffectMarker>::EFFECT),
+    fn facts(_: &T) -> Facts {
+        base::<T>()
+    }
+}
+
+impl<T: RemoteApproval> GateRule<T> for ApprovalByOperator {
+    fn facts(tool: &T) -> Facts {
+        Facts {
+            operator: Some(tool.operator_declaration()),
+            ..base::<T>()
         }
     }
 }
 
-impl<T: RemoteApproval> Gate<T> for ApprovalByOperator {
-    fn decide(tool: &T) -> Decision {
-        let declaration = tool.operator_declaration();
-        Decision {
-            pause: match declaration {
-                OperatorDeclaration::ApprovalRequired => Pause::Approval,
-                OperatorDeclaration::NoApproval => Pause::None,
-            },
-            cause: Cause::Operator(declaration),
-        }
-    }
-}
-
-impl<T> Gate<T> for WaitsForInput
+impl<T> GateRule<T> for WaitsForInput
 where
     T: RequiresInput,
     T::Origin: AdmitsInput<T::Effect>,
 {
-    fn decide(_: &T) -> Decision {
-        Decision {
-            pause: Pause::Input,
-            cause: Cause::UserInput,
+    fn facts(_: &T) -> Facts {
+        Facts {
+            requires_input: true,
+            ..base::<T>()
         }
     }
 
@@ -342,26 +537,35 @@ pub trait OperatorGate: Sealed {}
 impl OperatorGate for ApprovalByOperator {}
 impl OperatorGate for ApprovalByMarker {}
 
+/// The gates a [`RemoteTool`] may name: its approval source.
+#[diagnostic::on_unimplemented(
+    message = "a remote tool must name its approval source, not `{Self}`",
+    label = "a server nobody has judged asks first",
+    note = "a remote tool's approval comes from the operator's per-server declaration (`type Gate = toolgate::gate::ApprovalByOperator;` with `impl RemoteApproval`) or from the explicit marker (`type Gate = toolgate::gate::ApprovalByMarker;` with `impl RequiresApproval`)",
+    note = "with the derive: `#[tool(remote, operator_approval)]` or `#[tool(remote, requires_approval)]`"
+)]
+pub trait RemoteGate: Sealed {}
+impl RemoteGate for ApprovalByOperator {}
+impl RemoteGate for ApprovalByMarker {}
+
 /// Ties an origin marker to the tool declaring it: [`Remote`] only for a
-/// [`RemoteTool`].
+/// [`RemoteTool`]. Sealed for every `T`.
 #[diagnostic::on_unimplemented(
     message = "`{T}` declares `type Origin = {Self}` but does not implement `RemoteTool`",
     label = "a remote origin is claimed by implementing `RemoteTool`",
     note = "implement `toolgate::RemoteTool` for the type, or declare `type Origin = toolgate::Local;`"
 )]
-pub trait OriginOf<T: ?Sized>: Sealed {
-    /// The run-time value of this origin.
-    const ORIGIN: Origin;
-    /// The server a remote tool lives behind.
-    fn server(tool: &T) -> Option<&str>;
-}
-impl<T: ?Sized> OriginOf<T> for Local {
+pub trait OriginOf<T: ?Sized>: OriginRule<T> {}
+impl<T: ?Sized> OriginOf<T> for Local where Local: OriginRule<T> {}
+impl<T: ?Sized> OriginOf<T> for Remote where Remote: OriginRule<T> {}
+
+impl<T: ?Sized> OriginRule<T> for Local {
     const ORIGIN: Origin = Origin::Local;
     fn server(_: &T) -> Option<&str> {
         None
     }
 }
-impl<T: RemoteTool> OriginOf<T> for Remote {
+impl<T: RemoteTool> OriginRule<T> for Remote {
     const ORIGIN: Origin = Origin::Remote;
     fn server(tool: &T) -> Option<&str> {
         Some(tool.server())

@@ -8,14 +8,28 @@
 //!
 //! | # | illegal combination | enforced by |
 //! |---|---|---|
-//! | 1 | a local tool that declares a write and requires input | derive error; `RequiresInput` needs the gate [`gate::WaitsForInput`], which a local write may not name ([`gate::AdmitsInput`]) |
+//! | 1 | a local tool that declares a write and requires input | derive error; `RequiresInput` needs the gate [`gate::WaitsForInput`], which only a local `read_only` tool may name ([`gate::AdmitsInput`]) |
 //! | 2 | the explicit approval marker with input | derive error; [`RequiresApproval`] needs an approval gate, [`RequiresInput`] needs the input gate: one type cannot have both |
 //! | 3 | a local tool that declares a write and runs without approval | no derive key switches approval off; [`gate::Runs`] is only for local `read_only` tools ([`gate::RunsWithoutApproval`]); [`gate::ApprovalByOperator`] needs [`RemoteApproval`], which needs [`RemoteTool`], which needs `type Origin = Remote`; builtins must be [`Local`] ([`gate::IsLocal`]) |
 //! | 4 | [`RemoteApproval`] on a type that is not a [`RemoteTool`] | supertrait, with its own message |
 //! | 5 | an operator-declared approval with input | derive error; [`RemoteApproval`] needs [`gate::OperatorGate`], [`RequiresInput`] needs the input gate |
 //! | 6 | a builtin with no effect, an unknown effect, an unknown or repeated `#[tool]` key, or no description | derive errors, all reported at once |
 //! | 7 | `submit_input` on a run awaiting approval; `approve`, `deny` or `decide` on a run waiting for input | type-state: [`Suspended`] offers each only where its pause implements [`TakesInput`] or [`TakesVerdict`], with a message of ours; a pause cannot be built outside the crate |
-//! | — | a hand-erased tool ([`DynTool`]) that is approval-bound and requires input | the registry's boot check ([`RegistryBuilder::build`]) names the tool and the route; a provider's such tool is left out with the reason |
+//! | 8 | a remote tool that names no approval source (neither the operator's declaration nor the explicit marker) | derive error; [`RemoteTool`] needs [`gate::RemoteGate`]: [`gate::ApprovalByOperator`] or [`gate::ApprovalByMarker`] |
+//!
+//! **Sealed, for every type parameter.** Each trait that could change a
+//! decision, an origin, an effect or a gate's admission — [`gate::Gate`],
+//! [`gate::OriginOf`], [`EffectMarker`], and the admission traits of
+//! [`gate`] — is closed to impls outside this crate, including impls of
+//! toolgate's traits for toolgate's own types with a user's type as the
+//! parameter (see [`gate`], "Sealing"). A wrapper type, a custom gate, a
+//! re-export behind `#[tool(crate = path)]`: each ends at the same seal.
+//!
+//! **Hand-erased and provided tools** ([`DynTool`]) declare facts, never a
+//! decision. Their gate comes from the same rule, [`judge`]; facts that break
+//! rule 1, 2, 4, 5 or 8 are refused by the registry's boot check
+//! ([`RegistryBuilder::build`]), naming the tool and the rule, and a
+//! provider's such tool is left out with the reason.
 //!
 //! A local write that would run unapproved does not compile:
 //!
@@ -96,7 +110,9 @@ pub use effect::{
     Effect, EffectMarker, IdempotentWrite, Local, NonIdempotentWrite, Origin, ReadOnly, Remote,
 };
 pub use erased::{BoxFuture, DynTool, ErasedTool};
-pub use gate::{ApprovalRoute, Cause, Decision, OperatorDeclaration, Pause, decide};
+pub use gate::{
+    ApprovalRoute, Cause, Decision, Facts, OperatorDeclaration, Pause, Rule, decide, judge,
+};
 pub use registry::{
     BootError, BootProblem, Catalogue, DropReason, DroppedTool, Explanation, Offered,
     ProviderError, ProviderFailure, Registry, RegistryBuilder, Source, ToolProvider,
@@ -115,7 +131,7 @@ pub use tool::{
 /// | `description = "..."` | what the tool does; defaults to the type's doc comment, and one of the two is required |
 /// | `requires_approval` | the explicit approval marker, for a `read_only` tool that should ask anyway |
 /// | `input = Type` | the call waits for a user's typed input (`Type: Deserialize + JsonSchema`) |
-/// | `remote` | the body lives behind a server; implement [`RemoteTool`] by hand |
+/// | `remote` | the body lives behind a server; implement [`RemoteTool`] by hand, and name the approval source: `operator_approval` or `requires_approval` (rule 8) |
 /// | `operator_approval` | with `remote`: approval comes from the operator; implement [`RemoteApproval`] by hand |
 /// | `crate = path` | where `toolgate` is, if renamed |
 ///

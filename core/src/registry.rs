@@ -9,7 +9,7 @@ use tokio::sync::OnceCell;
 
 use crate::effect::{Effect, Origin};
 use crate::erased::{BoxFuture, DynTool, ErasedTool};
-use crate::gate::{ApprovalRoute, Cause, Decision, IsLocal, OperatorDeclaration};
+use crate::gate::{Cause, Decision, IsLocal, OperatorDeclaration, Rule};
 use crate::tool::Execute;
 
 /// Why a tool name is unusable, if it is: a name must be 1–64 characters of
@@ -85,15 +85,14 @@ pub enum BootProblem {
         /// What is wrong with it.
         problem: &'static str,
     },
-    /// An approval-bound tool also requires input.
-    #[error(
-        "tool `{name}` requires approval ({route}) and also requires input: the approval resume carries no input, so it would ask for approval on every turn and never run"
-    )]
-    ApprovalWithInput {
+    /// A tool's declared facts break a rule (SPEC §3): the combination the
+    /// type system refuses for a typed tool, declared by a hand-erased one.
+    #[error("tool `{name}` breaks {rule}")]
+    BrokenRule {
         /// The tool.
         name: String,
-        /// How approval binds it.
-        route: ApprovalRoute,
+        /// The rule, with its number.
+        rule: Rule,
     },
 }
 
@@ -121,8 +120,8 @@ pub enum DropReason {
     NameTaken,
     /// The name is unusable.
     InvalidName(&'static str),
-    /// Approval binds the tool and it requires input: it could never run.
-    ApprovalWithInput(ApprovalRoute),
+    /// The tool's declared facts break a rule.
+    BrokenRule(Rule),
 }
 
 impl fmt::Display for DropReason {
@@ -130,10 +129,7 @@ impl fmt::Display for DropReason {
         match self {
             DropReason::NameTaken => f.write_str("the name is taken (builtins win)"),
             DropReason::InvalidName(problem) => write!(f, "unusable name: {problem}"),
-            DropReason::ApprovalWithInput(route) => write!(
-                f,
-                "requires approval ({route}) and input, so it could never run"
-            ),
+            DropReason::BrokenRule(rule) => write!(f, "it breaks {rule}"),
         }
     }
 }
@@ -172,14 +168,13 @@ struct Entry {
     source: Source,
 }
 
-/// Where a tool sits in the catalogue, with its gate when it cannot change:
-/// the turn scan reads this slot and nothing else for a typed tool.
+/// Where a tool sits in the catalogue, with its gate, decided once when the
+/// tool was erased: the turn scan reads this slot and nothing else.
 #[derive(Clone, Copy)]
 struct Slot {
     index: usize,
-    /// For a typed tool, `(requires approval, requires input)`, read once
-    /// from the tool at registration. A tool erased by hand answers live.
-    fixed: Option<(bool, bool)>,
+    requires_approval: bool,
+    requires_input: bool,
 }
 
 /// A tool as the turn scan sees it.
@@ -203,11 +198,10 @@ impl Catalogue {
         if self.index.contains_key(tool.name()) {
             return false;
         }
-        let fixed = (!tool.is_hand_erased())
-            .then(|| (tool.decision().requires_approval(), tool.requires_input()));
         let slot = Slot {
             index: self.entries.len(),
-            fixed,
+            requires_approval: tool.decision().requires_approval(),
+            requires_input: tool.requires_input(),
         };
         self.index.insert(tool.name().into(), slot);
         self.entries.push(Entry { tool, source });
@@ -282,14 +276,10 @@ impl Offered {
         {
             return None;
         }
-        let tool = &self.catalogue.entries[slot.index].tool;
-        let (requires_approval, requires_input) = slot
-            .fixed
-            .unwrap_or_else(|| (tool.decision().requires_approval(), tool.requires_input()));
         Some(Gated {
-            tool,
-            requires_approval,
-            requires_input,
+            tool: &self.catalogue.entries[slot.index].tool,
+            requires_approval: slot.requires_approval,
+            requires_input: slot.requires_input,
         })
     }
 
@@ -327,8 +317,8 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds a tool erased by hand. It answers for itself, so the boot check is
-    /// what stands between it and a run.
+    /// Adds a tool erased by hand. Its gate comes from its declared facts; the
+    /// boot check refuses facts that break a rule.
     #[must_use]
     pub fn erased(mut self, tool: Arc<dyn DynTool>) -> Self {
         self.tools.push(ErasedTool::from_dyn(tool));
@@ -342,8 +332,8 @@ impl RegistryBuilder {
         self
     }
 
-    /// Runs the boot check: unique and usable names, and no approval-bound tool
-    /// that requires input. Every problem is reported.
+    /// Runs the boot check: unique and usable names, and no tool whose facts
+    /// break a rule. Every problem is reported.
     pub fn build(self) -> Result<Registry, BootError> {
         let mut problems = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -360,10 +350,10 @@ impl RegistryBuilder {
                     name: name.to_owned(),
                 });
             }
-            if let Some(route) = deadlock_route(tool) {
-                problems.push(BootProblem::ApprovalWithInput {
+            if let Err(rule) = tool.verdict() {
+                problems.push(BootProblem::BrokenRule {
                     name: name.to_owned(),
-                    route,
+                    rule,
                 });
             }
         }
@@ -376,13 +366,6 @@ impl RegistryBuilder {
             catalogue: OnceCell::new(),
         })
     }
-}
-
-/// The route by which approval binds a tool that also requires input — the
-/// combination that can never run.
-fn deadlock_route(tool: &ErasedTool) -> Option<ApprovalRoute> {
-    let route = tool.decision().approval_route()?;
-    tool.requires_input().then_some(route)
 }
 
 /// The tools an agent may call, with the gate of each.
@@ -432,8 +415,8 @@ impl Registry {
             for tool in tools {
                 let reason = if let Some(problem) = tool_name_problem(tool.name()) {
                     Some(DropReason::InvalidName(problem))
-                } else if let Some(route) = deadlock_route(&tool) {
-                    Some(DropReason::ApprovalWithInput(route))
+                } else if let Err(rule) = tool.verdict() {
+                    Some(DropReason::BrokenRule(rule))
                 } else if catalogue.insert(tool.clone(), Source::Provider(provider_name.clone())) {
                     None
                 } else {
@@ -503,7 +486,8 @@ pub struct Explanation {
     pub decision: Decision,
     /// How it reached the registry.
     pub source: Source,
-    /// True when it was erased by hand and answers for itself.
+    /// True when it was erased by hand: its gate comes from the facts it
+    /// declared, not from its types.
     pub hand_erased: bool,
 }
 
@@ -513,9 +497,6 @@ impl Explanation {
         let server = self.server.as_deref().unwrap_or("?");
         let mut text = match self.decision.cause {
             Cause::LocalReadOnly => "local tool declares read_only".to_owned(),
-            Cause::RemoteUndeclared => format!(
-                "remote tool from server `{server}` without an operator declaration (its declared effect is not used)"
-            ),
             Cause::Marker => format!("{} tool carries the explicit approval marker", self.origin),
             Cause::DeclaredWrite(effect) => format!("local tool declares {effect}"),
             Cause::Operator(OperatorDeclaration::ApprovalRequired) => {
@@ -525,9 +506,10 @@ impl Explanation {
                 format!("operator declared no approval for server `{server}`")
             }
             Cause::UserInput => format!("{} tool requires user input", self.origin),
+            Cause::Refused(rule) => format!("refused: the tool breaks {rule}"),
         };
         if self.hand_erased {
-            text.push_str(" (erased by hand: the tool answers for itself)");
+            text.push_str(" (erased by hand: decided from its declared facts)");
         }
         text
     }

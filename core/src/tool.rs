@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::effect::EffectMarker;
 use crate::gate::{
     ApprovalGate, Gate, InputGate, IsRemote, OperatorDeclaration, OperatorGate, OriginOf,
+    RemoteGate,
 };
 
 /// A tool's declarations: its name, what it is for, where its body lives,
@@ -52,6 +53,8 @@ pub trait Tool: Send + Sync + Sized + 'static {
     type Effect: EffectMarker;
     /// How calls are gated: one of the gates in [`gate`](crate::gate), each of
     /// which states which tools may name it.
+    // `tool` and `gate` name each other here: a gate is a gate *for a tool*,
+    // and the tool names its gate. The knot is the point of the design.
     type Gate: Gate<Self>;
 
     /// The name the model calls the tool by.
@@ -82,14 +85,17 @@ pub trait Execute: Tool {
 
 /// A tool whose body lives behind an external server. Its self-description is
 /// not trusted for authorisation: its approval comes from an operator
-/// ([`RemoteApproval`]) or the explicit marker, never from its effect.
+/// ([`RemoteApproval`]) or the explicit marker, never from its effect, and it
+/// must name one of the two (`type Gate` is
+/// [`ApprovalByOperator`](crate::gate::ApprovalByOperator) or
+/// [`ApprovalByMarker`](crate::gate::ApprovalByMarker)).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a remote tool",
     label = "`RemoteTool` is not implemented for this type",
     note = "a remote origin and an operator's declaration (`RemoteApproval` extends `RemoteTool`) stand in for reading the code only when the tool's body lives outside this codebase: implement `RemoteTool` to claim that",
     note = "a builtin's approval is not configurable: a declared write always needs approval, and a `read_only` builtin may add the explicit marker `RequiresApproval`"
 )]
-pub trait RemoteTool: Tool<Origin: IsRemote> {
+pub trait RemoteTool: Tool<Origin: IsRemote, Gate: RemoteGate> {
     /// The identifier of the server the tool lives behind.
     fn server(&self) -> &str;
 }
@@ -100,9 +106,10 @@ pub trait RemoteTool: Tool<Origin: IsRemote> {
 /// The turn scan reads [`RemoteApproval::operator_declaration`] on every call:
 /// it must be a field read, never a lookup.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` names the gate `ApprovalByOperator` but carries no operator declaration",
-    label = "`RemoteApproval` is not implemented for this type",
-    note = "implement `toolgate::RemoteApproval` for it, returning the declaration from the server record the tool was built from"
+    message = "`{Self}` carries no operator's declaration (`RemoteApproval`)",
+    label = "an operator's declaration is required here",
+    note = "an operator's declaration is for remote tools only: a type that implements `RemoteTool` (with `type Origin = toolgate::Remote`) implements `RemoteApproval`, returning the declaration from the server record it was built from",
+    note = "a local tool's approval is never an operator's choice: it follows from its effect, or from the explicit marker `RequiresApproval`; gate it with `ApprovalByEffect` or `ApprovalByMarker`"
 )]
 pub trait RemoteApproval: RemoteTool<Gate: OperatorGate> {
     /// What the operator declared for this tool's server.
@@ -114,9 +121,10 @@ pub trait RemoteApproval: RemoteTool<Gate: OperatorGate> {
 /// A `read_only` builtin uses it to ask anyway; it never switches approval
 /// off. It cannot be combined with [`RequiresInput`].
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` names the gate `ApprovalByMarker` but does not carry the approval marker",
-    label = "`RequiresApproval` is not implemented for this type",
-    note = "add `impl toolgate::RequiresApproval for {Self} {{}}`, or `#[tool(requires_approval)]` with the derive"
+    message = "`{Self}` does not carry the explicit approval marker (`RequiresApproval`)",
+    label = "a tool with the approval marker is required here",
+    note = "add `impl toolgate::RequiresApproval for {Self} {{}}` with `type Gate = toolgate::gate::ApprovalByMarker;`, or `#[tool(requires_approval)]` with the derive",
+    note = "a tool that waits for input cannot carry the marker (rule 2): the approval resume carries no input"
 )]
 pub trait RequiresApproval: Tool<Gate: ApprovalGate> {}
 
@@ -126,9 +134,10 @@ pub trait RequiresApproval: Tool<Gate: ApprovalGate> {}
 /// validated against it and the declared keys are laid over the model's
 /// arguments. No approval may bind the tool by any route.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` names the gate `WaitsForInput` but declares no input",
-    label = "`RequiresInput` is not implemented for this type",
-    note = "add `impl toolgate::RequiresInput for {Self} {{ type Input = ...; }}`, or `#[tool(input = ...)]` with the derive"
+    message = "`{Self}` does not wait for user input (`RequiresInput`)",
+    label = "a tool that waits for input is required here",
+    note = "only a local `read_only` tool that no approval binds may wait for input: a declared write, the explicit marker and an operator's declaration each need approval, and the approval resume carries no input (rules 1, 2 and 5)",
+    note = "for a local `read_only` tool: `#[tool(input = ...)]` with the derive, or `impl toolgate::RequiresInput for {Self} {{ type Input = ...; }}` with `type Gate = toolgate::gate::WaitsForInput;`"
 )]
 pub trait RequiresInput: Tool<Gate: InputGate> {
     /// The data the user supplies.

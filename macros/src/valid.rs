@@ -95,6 +95,16 @@ pub(crate) fn check(
         );
     }
 
+    if let Some(remote) = &decl.remote
+        && decl.operator_approval.is_none()
+        && decl.requires_approval.is_none()
+    {
+        errors.spanned(
+            &remote.key,
+            "a remote tool must name its approval source: a server nobody has judged asks first; add `operator_approval` (approval from the operator's per-server declaration, with `impl RemoteApproval`) or `requires_approval` (always ask)",
+        );
+    }
+
     check_input(decl, effect, errors);
 
     let name = match &decl.name {

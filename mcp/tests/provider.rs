@@ -128,7 +128,7 @@ async fn rows_whose_schema_is_not_an_object_or_whose_name_was_edited_supply_noth
     let edited = sqlx_edit(&store).await;
     assert!(edited);
     let (built, skipped) = build(&store).await;
-    let names: Vec<&str> = built.iter().map(|t| t.name()).collect();
+    let names: Vec<&str> = built.iter().map(ErasedTool::name).collect();
     assert_eq!(names, ["srv.good"]);
     let reasons: Vec<(String, SkipReason)> = skipped
         .into_iter()

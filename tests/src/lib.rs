@@ -9,7 +9,7 @@ use schemars::{JsonSchema, Schema};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use toolgate::{
-    BoxFuture, Decision, DynTool, Effect, ErasedTool, Execute, OperatorDeclaration, Origin,
+    BoxFuture, DynTool, Effect, ErasedTool, Execute, Facts, OperatorDeclaration, Origin,
     ProviderError, RemoteApproval, RemoteTool, Tool, ToolOutput, ToolProvider,
 };
 
@@ -124,17 +124,6 @@ impl RemoteTool for DeleteRepo {
 }
 echo_execute!(DeleteRepo, Map<String, Value>, "deleted");
 
-/// Searches on a server that has no operator declaration.
-#[derive(Tool)]
-#[tool(remote, effect = non_idempotent_write, name = "docs.search")]
-pub struct RemoteSearch;
-impl RemoteTool for RemoteSearch {
-    fn server(&self) -> &str {
-        "docs"
-    }
-}
-echo_execute!(RemoteSearch, Map<String, Value>, "searched");
-
 /// Every legal row of the approval table as an erased typed tool, named
 /// uniquely. The operator row appears once per declaration.
 pub fn every_legal_tool() -> Vec<ErasedTool> {
@@ -156,17 +145,17 @@ pub fn every_legal_tool() -> Vec<ErasedTool> {
             declaration: OperatorDeclaration::NoApproval,
         }),
         ErasedTool::new(DeleteRepo),
-        ErasedTool::new(RemoteSearch),
     ]
 }
 
-/// A tool erased by hand: it answers whatever it was built with.
+/// A tool erased by hand: it declares whatever facts it was built with.
 pub struct HandErased {
     /// Its name.
     pub name: String,
-    /// The decision it claims.
-    pub decision: Decision,
-    /// The input schema it claims, if any.
+    /// The facts it declares; an input schema is declared when
+    /// `facts.requires_input` is set.
+    pub facts: Facts,
+    /// The input schema it declares, if any.
     pub input: Option<Schema>,
     /// Its parameter schema.
     pub parameters: Schema,
@@ -175,13 +164,12 @@ pub struct HandErased {
 }
 
 impl HandErased {
-    /// A hand-erased tool claiming `decision`, with an input schema when
-    /// `input` is true.
-    pub fn new(name: &str, decision: Decision, input: bool) -> Arc<Self> {
+    /// A hand-erased tool declaring `facts`.
+    pub fn new(name: &str, facts: Facts) -> Arc<Self> {
         Arc::new(Self {
             name: name.to_owned(),
-            decision,
-            input: input.then(|| schemars::schema_for!(Choice)),
+            facts,
+            input: facts.requires_input.then(|| schemars::schema_for!(Choice)),
             parameters: schemars::schema_for!(PathArgs),
             calls: AtomicUsize::new(0),
         })
@@ -199,16 +187,19 @@ impl DynTool for HandErased {
         &self.parameters
     }
     fn origin(&self) -> Origin {
-        Origin::Local
+        self.facts.origin
     }
     fn effect(&self) -> Effect {
-        Effect::NonIdempotentWrite
+        self.facts.effect
     }
     fn server(&self) -> Option<&str> {
-        None
+        (self.facts.origin == Origin::Remote).then_some("bridge")
     }
-    fn decision(&self) -> Decision {
-        self.decision
+    fn approval_marker(&self) -> bool {
+        self.facts.approval_marker
+    }
+    fn operator_declaration(&self) -> Option<OperatorDeclaration> {
+        self.facts.operator
     }
     fn input_schema(&self) -> Option<&Schema> {
         self.input.as_ref()
@@ -217,6 +208,34 @@ impl DynTool for HandErased {
         self.calls.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { ToolOutput::text("ran") })
     }
+}
+
+/// Every combination of facts a tool could declare: origin × effect × marker ×
+/// operator declaration × input (72).
+pub fn every_combination_of_facts() -> Vec<Facts> {
+    let mut all = Vec::new();
+    for origin in [Origin::Local, Origin::Remote] {
+        for effect in Effect::ALL {
+            for approval_marker in [false, true] {
+                for operator in [
+                    None,
+                    Some(OperatorDeclaration::ApprovalRequired),
+                    Some(OperatorDeclaration::NoApproval),
+                ] {
+                    for requires_input in [false, true] {
+                        all.push(Facts {
+                            origin,
+                            effect,
+                            approval_marker,
+                            operator,
+                            requires_input,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    all
 }
 
 /// A provider that counts how often it is asked and hands out what it holds,

@@ -6,10 +6,9 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use toolgate::{
-    Agent, ApprovalDecision, ApprovalVerdict, AwaitingApproval, Cause, Decision, Effect,
-    ErasedTool, InputSubmission, Message, OperatorDeclaration, Outcome, Pause, Refusal, Registry,
-    ResumeError, RunError, RunOptions, RunRequest, ScriptedModel, Suspended, TurnDigest,
-    WaitingForInput,
+    Agent, ApprovalDecision, ApprovalVerdict, AwaitingApproval, Effect, ErasedTool, Facts,
+    InputSubmission, Message, OperatorDeclaration, Outcome, Refusal, Registry, ResumeError,
+    RunError, RunOptions, RunRequest, ScriptedModel, Suspended, TurnDigest, WaitingForInput,
 };
 use toolgate_tests::{
     CountingProvider, Greet, HandErased, Journal, JournalLog, OperatorTool, PickColour, ReadNote,
@@ -252,9 +251,9 @@ async fn scan_unknown_and_non_offered_calls_get_error_results_and_never_pause() 
 async fn scan_a_degenerate_input_schema_is_refused_at_capture() {
     let tool = Arc::new(HandErased {
         name: "ask".into(),
-        decision: Decision {
-            pause: Pause::Input,
-            cause: Cause::UserInput,
+        facts: Facts {
+            requires_input: true,
+            ..Facts::new(toolgate::Origin::Local, Effect::ReadOnly)
         },
         input: Some(schemars::Schema::default()),
         parameters: schemars::Schema::default(),
@@ -419,20 +418,20 @@ async fn approval_a_pending_call_that_requires_input_is_refused() {
     );
 }
 
-/// SPEC §3.1 at run time: a tool erased by hand that needs approval and input
-/// suspends for approval on every turn, the approval resume refuses it, and
-/// `submit_input` is never reachable. The registry refuses the same tool at
-/// boot, naming it and the route.
+/// SPEC §3.1 for a tool erased by hand: a local write that requires input
+/// breaks rule 1 and is refused at boot, naming the tool and the rule. A tool
+/// that hides its input schema until the registry has checked it gains
+/// nothing: its facts were read once, when it was erased, so it stays a plain
+/// write — approval, then one execution with the model's arguments.
 #[tokio::test]
-async fn the_approval_and_input_deadlock_story_and_the_boot_check_that_prevents_it() {
+async fn the_approval_and_input_deadlock_is_refused_at_boot_and_cannot_be_smuggled_in_later() {
     let deadlock = || {
         HandErased::new(
             "send_message",
-            Decision {
-                pause: Pause::Approval,
-                cause: Cause::DeclaredWrite(Effect::NonIdempotentWrite),
+            Facts {
+                requires_input: true,
+                ..Facts::new(toolgate::Origin::Local, Effect::NonIdempotentWrite)
             },
-            true,
         )
     };
     let Err(error) = Registry::builder().erased(deadlock()).build() else {
@@ -440,11 +439,9 @@ async fn the_approval_and_input_deadlock_story_and_the_boot_check_that_prevents_
     };
     assert_eq!(
         error.to_string(),
-        "the tool registry refused to boot:\n  - tool `send_message` requires approval (declared write) and also requires input: the approval resume carries no input, so it would ask for approval on every turn and never run"
+        "the tool registry refused to boot:\n  - tool `send_message` breaks rule 1: a local tool that declares a write cannot require input: its write needs approval, and the approval scan runs before the input scan and the approval resume carries no input, so it would ask for approval on every turn and never run"
     );
 
-    // The same tool, lying at boot: it hides its input schema until the
-    // registry has checked it. The run-time defences still hold.
     let tool = deadlock();
     let honest_at_boot = Arc::new(LiesAtBoot {
         inner: Arc::clone(&tool),
@@ -455,30 +452,29 @@ async fn the_approval_and_input_deadlock_story_and_the_boot_check_that_prevents_
         Err(error) => panic!("{error}"),
     };
     honest_at_boot.show_input.store(true, Ordering::SeqCst);
-    let ask = || turn(vec![call("1", "send_message", json!({"to": "bob"}))]);
-    let model = ScriptedModel::new([ask(), ask(), ask(), done()]);
+    let offered = registry.offer::<&str>(None).await;
+    let Some(erased) = offered.get("send_message") else {
+        panic!("registered");
+    };
+    assert!(
+        !erased.requires_input(),
+        "the facts were read once, at erasure"
+    );
+    assert!(erased.input_schema().is_none());
+    let model = ScriptedModel::new([
+        turn(vec![call("1", "send_message", json!({"to": "bob"}))]),
+        done(),
+    ]);
     let log = toolgate::MemoryLog::new();
     let agent = Agent::new(&registry, &model, &log);
-    let mut run = awaiting(start(&agent, RunOptions::default()).await);
-    for round in 1..=2 {
-        let decision = approve(&run, "bob");
-        // 2. The approval resume refuses the input-requiring call; 3. the
-        // model asks again and the approval scan binds again.
-        run = match run.decide(&agent, decision).await {
-            Ok(Outcome::AwaitingApproval(next)) => next,
-            other => panic!("round {round}: expected another approval pause, got {other:?}"),
-        };
-        let refusals = results(run.state())
-            .into_iter()
-            .filter(|(_, is_error, content)| {
-                *is_error && content.contains("requires user input that was not provided")
-            })
-            .count();
-        assert_eq!(refusals, round);
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    let decision = approve(&run, "bob");
+    match run.decide(&agent, decision).await {
+        Ok(Outcome::Finished { .. }) => {}
+        other => panic!("expected the approved write to run and the run to finish, got {other:?}"),
     }
-    // One operator decision spent per turn, and the tool never executed.
-    assert_eq!(log.records().len(), 2);
-    assert_eq!(tool.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(log.records().len(), 1);
+    assert_eq!(tool.calls.load(Ordering::SeqCst), 1);
 }
 
 struct LiesAtBoot {
@@ -501,12 +497,6 @@ impl toolgate::DynTool for LiesAtBoot {
     }
     fn effect(&self) -> Effect {
         self.inner.effect()
-    }
-    fn server(&self) -> Option<&str> {
-        None
-    }
-    fn decision(&self) -> Decision {
-        self.inner.decision()
     }
     fn input_schema(&self) -> Option<&schemars::Schema> {
         if self.show_input.load(Ordering::SeqCst) {

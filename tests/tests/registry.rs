@@ -5,17 +5,28 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 use toolgate::{
-    ApprovalRoute, BootProblem, Cause, Decision, DropReason, Effect, ErasedTool,
-    OperatorDeclaration, Pause, Registry, Source,
+    BootProblem, DropReason, Effect, ErasedTool, Facts, OperatorDeclaration, Origin, Pause,
+    Registry, Rule, Source,
 };
 use toolgate_tests::{
     AppendFile, CountingProvider, HandErased, OperatorTool, PickBranch, ReadFile, WriteFile,
 };
 
-fn approval(cause: Cause) -> Decision {
-    Decision {
-        pause: Pause::Approval,
-        cause,
+fn local(effect: Effect) -> Facts {
+    Facts::new(Origin::Local, effect)
+}
+
+fn with_input(facts: Facts) -> Facts {
+    Facts {
+        requires_input: true,
+        ..facts
+    }
+}
+
+fn marked(facts: Facts) -> Facts {
+    Facts {
+        approval_marker: true,
+        ..facts
     }
 }
 
@@ -34,10 +45,12 @@ fn boot_check_reports_every_problem_with_the_tool_and_route() {
         .builtin(ReadFile)
         .erased(HandErased::new(
             "send_message",
-            approval(Cause::DeclaredWrite(Effect::NonIdempotentWrite)),
-            true,
+            with_input(local(Effect::NonIdempotentWrite)),
         ))
-        .erased(HandErased::new("ask secret", approval(Cause::Marker), true))
+        .erased(HandErased::new(
+            "ask secret",
+            with_input(marked(local(Effect::ReadOnly))),
+        ))
         .build()
         .err()
         .map(|e| e.problems);
@@ -47,17 +60,17 @@ fn boot_check_reports_every_problem_with_the_tool_and_route() {
             BootProblem::DuplicateName {
                 name: "read_file".into()
             },
-            BootProblem::ApprovalWithInput {
+            BootProblem::BrokenRule {
                 name: "send_message".into(),
-                route: ApprovalRoute::DeclaredWrite
+                rule: Rule::WriteWithInput
             },
             BootProblem::InvalidName {
                 name: "ask secret".into(),
                 problem: "the name may only hold ASCII letters, digits, `_`, `-` and `.`"
             },
-            BootProblem::ApprovalWithInput {
+            BootProblem::BrokenRule {
                 name: "ask secret".into(),
-                route: ApprovalRoute::Marker
+                rule: Rule::MarkerWithInput
             },
         ])
     );
@@ -68,8 +81,10 @@ fn boot_error_reads_as_a_list() {
     let Err(error) = Registry::builder()
         .erased(HandErased::new(
             "ask",
-            approval(Cause::Operator(OperatorDeclaration::ApprovalRequired)),
-            true,
+            with_input(Facts {
+                operator: Some(OperatorDeclaration::ApprovalRequired),
+                ..Facts::new(Origin::Remote, Effect::NonIdempotentWrite)
+            }),
         ))
         .build()
     else {
@@ -77,7 +92,7 @@ fn boot_error_reads_as_a_list() {
     };
     assert_eq!(
         error.to_string(),
-        "the tool registry refused to boot:\n  - tool `ask` requires approval (operator declaration) and also requires input: the approval resume carries no input, so it would ask for approval on every turn and never run"
+        "the tool registry refused to boot:\n  - tool `ask` breaks rule 5: a tool whose approval the operator declares cannot require input: the declaration defaults to \"approval required\", and the approval scan runs before the input scan and the approval resume carries no input, so it would ask for approval on every turn and never run"
     );
 }
 
@@ -186,14 +201,21 @@ async fn provided_tools_that_could_never_run_or_have_bad_names_are_left_out() {
     let (provider, _) = CountingProvider::new(
         "odd",
         vec![
-            ErasedTool::from_dyn(HandErased::new("stuck", approval(Cause::Marker), true)),
             ErasedTool::from_dyn(HandErased::new(
-                "bad\u{202e}name",
-                Decision {
-                    pause: Pause::None,
-                    cause: Cause::RemoteUndeclared,
+                "stuck",
+                with_input(marked(local(Effect::ReadOnly))),
+            )),
+            ErasedTool::from_dyn(HandErased::new("bad\u{202e}name", local(Effect::ReadOnly))),
+            ErasedTool::from_dyn(HandErased::new(
+                "unjudged",
+                Facts::new(Origin::Remote, Effect::ReadOnly),
+            )),
+            ErasedTool::from_dyn(HandErased::new(
+                "local_write_runs",
+                Facts {
+                    operator: Some(OperatorDeclaration::NoApproval),
+                    ..local(Effect::NonIdempotentWrite)
                 },
-                false,
             )),
         ],
     );
@@ -210,10 +232,12 @@ async fn provided_tools_that_could_never_run_or_have_bad_names_are_left_out() {
     assert_eq!(
         reasons,
         [
-            DropReason::ApprovalWithInput(ApprovalRoute::Marker),
+            DropReason::BrokenRule(Rule::MarkerWithInput),
             DropReason::InvalidName(
                 "the name may only hold ASCII letters, digits, `_`, `-` and `.`"
             ),
+            DropReason::BrokenRule(Rule::RemoteWithoutApprovalSource),
+            DropReason::BrokenRule(Rule::OperatorOnLocal),
         ]
     );
 }
@@ -255,7 +279,6 @@ async fn explain_speaks_an_operators_words() {
             ),
             remote("wiki", "wiki.search", OperatorDeclaration::NoApproval),
             ErasedTool::new(toolgate_tests::DeleteRepo),
-            ErasedTool::new(toolgate_tests::RemoteSearch),
         ],
     );
     let Ok(registry) = Registry::builder()
@@ -264,7 +287,7 @@ async fn explain_speaks_an_operators_words() {
         .builtin(AppendFile)
         .builtin(toolgate_tests::ShowSecrets)
         .builtin(PickBranch)
-        .erased(HandErased::new("bridge", approval(Cause::Marker), false))
+        .erased(HandErased::new("bridge", marked(local(Effect::ReadOnly))))
         .provider(provider)
         .build()
     else {
@@ -282,11 +305,10 @@ async fn explain_speaks_an_operators_words() {
             "append_file: approval: local tool declares non_idempotent_write",
             "show_secrets: approval: local tool carries the explicit approval marker",
             "pick_branch: input: local tool requires user input",
-            "bridge: approval: local tool carries the explicit approval marker (erased by hand: the tool answers for itself)",
+            "bridge: approval: local tool carries the explicit approval marker (erased by hand: decided from its declared facts)",
             "gh.create_issue: approval: operator declared approval required for server `gh`",
             "wiki.search: runs: operator declared no approval for server `wiki`",
             "gh.delete_repo: approval: remote tool carries the explicit approval marker",
-            "docs.search: runs: remote tool from server `docs` without an operator declaration (its declared effect is not used)",
         ]
     );
     assert!(registry.explain("nothing").await.is_none());

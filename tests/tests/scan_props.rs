@@ -1,41 +1,29 @@
 //! Property tests: for generated tool sets and turns, the registry's boot
-//! check, the turn scan and `explain` agree with the one predicate,
-//! `Decision::requires_approval`.
+//! check, the turn scan and `explain` agree with the one rule (`judge`) and
+//! the one predicate, `Decision::requires_approval`.
 
 use proptest::prelude::*;
 use serde_json::json;
-use toolgate::{
-    Cause, Decision, Effect, ErasedTool, OperatorDeclaration, Pause, Registry, TurnScan, scan_turn,
-};
-use toolgate_tests::{HandErased, every_legal_tool};
+use toolgate::{Effect, ErasedTool, Facts, Registry, TurnScan, judge, scan_turn};
+use toolgate_tests::{HandErased, every_combination_of_facts, every_legal_tool};
 
-fn decision() -> impl Strategy<Value = Decision> {
-    let pause = prop_oneof![Just(Pause::None), Just(Pause::Approval), Just(Pause::Input)];
-    let cause = prop_oneof![
-        Just(Cause::LocalReadOnly),
-        Just(Cause::RemoteUndeclared),
-        Just(Cause::Marker),
-        Just(Cause::DeclaredWrite(Effect::NonIdempotentWrite)),
-        Just(Cause::Operator(OperatorDeclaration::ApprovalRequired)),
-        Just(Cause::Operator(OperatorDeclaration::NoApproval)),
-        Just(Cause::UserInput),
-    ];
-    (pause, cause).prop_map(|(pause, cause)| Decision { pause, cause })
+fn facts() -> impl Strategy<Value = Facts> {
+    prop::sample::select(every_combination_of_facts())
 }
 
-/// A generated tool set: hand-erased tools with arbitrary claims, plus a
+/// A generated tool set: hand-erased tools declaring arbitrary facts, plus a
 /// selection of the typed fixtures.
 fn tool_set() -> impl Strategy<Value = Vec<ErasedTool>> {
     (
-        prop::collection::vec((decision(), any::<bool>()), 0..6),
-        prop::collection::vec(any::<bool>(), 10),
+        prop::collection::vec(facts(), 0..6),
+        prop::collection::vec(any::<bool>(), 9),
     )
         .prop_map(|(claims, pick)| {
             let mut tools: Vec<ErasedTool> = claims
                 .into_iter()
                 .enumerate()
-                .map(|(i, (decision, input))| {
-                    ErasedTool::from_dyn(HandErased::new(&format!("hand_{i}"), decision, input))
+                .map(|(i, facts)| {
+                    ErasedTool::from_dyn(HandErased::new(&format!("hand_{i}"), facts))
                 })
                 .collect();
             tools.extend(
@@ -66,16 +54,13 @@ proptest! {
     ) {
         let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
         let name_of = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("unknown_{i}"));
-        let deadlocked = tools
-            .iter()
-            .any(|t| t.decision().requires_approval() && t.requires_input());
+        let unlawful = tools.iter().any(|t| judge(&t.facts()).is_err());
         let registry = tools
             .iter()
             .fold(Registry::builder(), |b, t| b.erased(std::sync::Arc::new(Forward(t.clone()))))
             .build();
-        // The boot check refuses exactly the approval-bound tools that
-        // require input.
-        prop_assert_eq!(registry.is_err(), deadlocked);
+        // The boot check refuses exactly the tools whose facts break a rule.
+        prop_assert_eq!(registry.is_err(), unlawful);
         let Ok(registry) = registry else { return Ok(()); };
 
         let allow: Option<Vec<String>> = allow.map(|a| a.into_iter().map(name_of).collect());
@@ -133,8 +118,11 @@ impl toolgate::DynTool for Forward {
     fn server(&self) -> Option<&str> {
         self.0.server()
     }
-    fn decision(&self) -> Decision {
-        self.0.decision()
+    fn approval_marker(&self) -> bool {
+        self.0.facts().approval_marker
+    }
+    fn operator_declaration(&self) -> Option<toolgate::OperatorDeclaration> {
+        self.0.facts().operator
     }
     fn input_schema(&self) -> Option<&schemars::Schema> {
         self.0.input_schema()

@@ -7,7 +7,7 @@ struct Wipe;
 impl Tool for Wipe {
     type Origin = Remote;
     type Effect = NonIdempotentWrite;
-    type Gate = gate::Runs;
+    type Gate = gate::ApprovalByMarker;
     fn name(&self) -> &str { "wipe" }
     fn description(&self) -> &str { "A tool." }
 }
@@ -15,6 +15,8 @@ impl Tool for Wipe {
 impl RemoteTool for Wipe {
     fn server(&self) -> &str { "github" }
 }
+
+impl RequiresApproval for Wipe {}
 
 impl toolgate::Execute for Wipe {
     type Args = serde_json::Map<String, serde_json::Value>;

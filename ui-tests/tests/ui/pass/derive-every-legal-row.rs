@@ -61,19 +61,16 @@ impl RemoteTool for DeleteRepo {
 }
 
 #[derive(Tool)]
-#[tool(remote, effect = non_idempotent_write, name = "gh.search")]
-/// via the external MCP server `gh`: searches
-struct RemoteSearch;
-impl RemoteTool for RemoteSearch {
+#[tool(remote, operator_approval, requires_approval, effect = read_only, name = "gh.audit")]
+/// via the external MCP server `gh`: reads the audit log; always asks, whatever the operator says
+struct ReadAudit {
+    declaration: OperatorDeclaration,
+}
+impl RemoteTool for ReadAudit {
     fn server(&self) -> &str { "gh" }
 }
-
-#[derive(Tool)]
-#[tool(remote, effect = non_idempotent_write, input = Query, name = "gh.ask")]
-/// via the external MCP server `gh`: asks
-struct RemoteAsk;
-impl RemoteTool for RemoteAsk {
-    fn server(&self) -> &str { "gh" }
+impl RemoteApproval for ReadAudit {
+    fn operator_declaration(&self) -> OperatorDeclaration { self.declaration }
 }
 
 fn main() {
@@ -93,6 +90,7 @@ fn main() {
     assert_eq!(decide(&off).pause, Pause::None);
     assert_eq!(required.name(), "gh.create_issue");
     assert!(decide(&DeleteRepo).requires_approval());
-    assert_eq!(decide(&RemoteSearch).cause, Cause::RemoteUndeclared);
-    assert_eq!(decide(&RemoteAsk).pause, Pause::Input);
+    let audit = ReadAudit { declaration: OperatorDeclaration::NoApproval };
+    assert_eq!(decide(&audit).cause, Cause::Marker);
+    assert!(decide(&audit).requires_approval(), "the marker wins over the operator's \"no approval\"");
 }

@@ -40,9 +40,13 @@ impl RemoteTool for DeleteRepo {
     fn server(&self) -> &str { "gh" }
 }
 impl RequiresApproval for DeleteRepo {}
-tool!(RemoteSearch, Remote, NonIdempotentWrite, gate::Runs);
-impl RemoteTool for RemoteSearch {
+tool!(ReadAudit, Remote, ReadOnly, gate::ApprovalByMarker);
+impl RemoteTool for ReadAudit {
     fn server(&self) -> &str { "gh" }
+}
+impl RequiresApproval for ReadAudit {}
+impl RemoteApproval for ReadAudit {
+    fn operator_declaration(&self) -> OperatorDeclaration { OperatorDeclaration::NoApproval }
 }
 
 fn main() {
@@ -55,5 +59,5 @@ fn main() {
     assert_eq!(decide(&CreateIssue).pause, Pause::None);
     assert_eq!(decide(&CreateIssue).cause, Cause::Operator(OperatorDeclaration::NoApproval));
     assert!(decide(&DeleteRepo).requires_approval());
-    assert_eq!(decide(&RemoteSearch).pause, Pause::None);
+    assert_eq!(decide(&ReadAudit).cause, Cause::Marker, "the marker wins over the operator's \"no approval\"");
 }
