@@ -126,7 +126,7 @@ fn distinct_runs(bencher: divan::Bencher, deciders: usize) {
                         let store = Arc::clone(&fixture.store);
                         tokio::spawn(async move {
                             store
-                                .claim(&run, Some(&digest), &format!("op-{i}"), Verdict::Approved)
+                                .claim(&run, Some(&digest), &operator(i), Verdict::Approved)
                                 .await
                                 .is_ok()
                         })
@@ -157,7 +157,7 @@ fn shared_run_16_deciders(bencher: divan::Bencher) {
                         let (run, digest) = (run.clone(), digest.clone());
                         tokio::spawn(async move {
                             store
-                                .claim(&run, Some(&digest), &format!("op-{i}"), Verdict::Approved)
+                                .claim(&run, Some(&digest), &operator(i), Verdict::Approved)
                                 .await
                         })
                     })
@@ -173,4 +173,14 @@ fn shared_run_16_deciders(bencher: divan::Bencher) {
                 assert_eq!(winners, 1, "exactly one winner");
             });
         });
+}
+
+fn operator(i: usize) -> toolgate::identity::Operator {
+    match toolgate::identity::Operator::new(
+        &format!("op-{i}"),
+        toolgate::identity::IdentitySource::Flag,
+    ) {
+        Ok(operator) => operator,
+        Err(error) => panic!("{error}"),
+    }
 }

@@ -151,3 +151,22 @@ fn baseline_serde_json(bencher: divan::Bencher) {
         serde_json::from_str::<Vec<Message>>(black_box(&text)).is_ok()
     });
 }
+
+/// Decoding a document whose pending turn holds `n` calls (a run whose cap
+/// was raised far past the default): the cost must grow linearly with `n`.
+/// The time per call is the figure to compare across sizes.
+#[divan::bench(args = [1_000, 10_000, 100_000])]
+fn decode_large_turn(bencher: divan::Bencher, n: usize) {
+    let runtime = runtime();
+    let registry = registry();
+    let log = MemoryLog::new();
+    let model = ScriptedModel::new([]);
+    let agent = Agent::new(&registry, &model, &log);
+    let mut state = state();
+    state.options.max_calls_per_turn = u32::try_from(n).unwrap_or(u32::MAX);
+    let run = runtime.block_on(capture(&agent, state, (0..n).map(call).collect()));
+    let document = run.encode().unwrap_or_default();
+    bencher
+        .counter(divan::counter::ItemsCount::new(n))
+        .bench_local(|| Suspended::<AwaitingApproval>::decode(black_box(&document)).is_ok());
+}

@@ -4,8 +4,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use comfy_table::Cell;
 use serde_json::{Value, json};
+use toolgate::identity::{IdentitySource, Operator};
+use toolgate::integrity::IntegrityKey;
 use toolgate::{
     Agent, ApprovalDecision, ApprovalVerdict, InputSubmission, MemoryLog, OperatorDeclaration,
     Outcome, Registry, ResumeError, RunOptions, RunRequest, SuspendedRun, TurnDigest, Verdict,
@@ -16,7 +17,7 @@ use toolgate_store::{
 };
 
 use crate::host::{self, DEMO_SERVER, DemoModel, Workspace};
-use crate::output::{Out, timestamp};
+use crate::output::{Col, Out, ask, say, stored_json, timestamp};
 use crate::{Cli, Command, DecideArgs, DemoArgs, Failure, OnOff, RunsCommand, ServerCommand};
 
 fn store_failure(error: StoreError) -> Failure {
@@ -48,9 +49,13 @@ fn data_dir(given: Option<PathBuf>) -> PathBuf {
 pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     let out = Out::new(cli.json);
     let data_dir = data_dir(cli.data_dir);
-    let store = Store::open(data_dir.join("toolgate.db"))
+    let key = integrity_key(cli.integrity_key_file.as_deref())?;
+    let mut store = Store::open(data_dir.join("toolgate.db"))
         .await
         .map_err(|e| Failure::Error(e.to_string()))?;
+    if let Some(key) = key {
+        store = store.with_integrity_key(key);
+    }
     let workspace = Workspace::new(&data_dir);
     let result = match cli.command {
         Command::Server(command) => server(&store, out, command).await,
@@ -69,6 +74,29 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     };
     store.close().await;
     result
+}
+
+/// The integrity key, from `--integrity-key-file` (or
+/// `TOOLGATE_INTEGRITY_KEY_FILE`) or `TOOLGATE_INTEGRITY_KEY`; none when
+/// neither is set. A key that cannot be read or is too short stops the
+/// command: running unauthenticated by accident would be silent.
+fn integrity_key(file: Option<&std::path::Path>) -> Result<Option<IntegrityKey>, Failure> {
+    let secret = match file {
+        Some(path) => std::fs::read(path).map_err(|e| {
+            Failure::Error(format!(
+                "cannot read the integrity key file {}: {e}",
+                path.display()
+            ))
+        })?,
+        None => match std::env::var("TOOLGATE_INTEGRITY_KEY") {
+            Ok(secret) => secret.into_bytes(),
+            Err(_) => return Ok(None),
+        },
+    };
+    let secret = secret.trim_ascii();
+    IntegrityKey::new(secret)
+        .map(Some)
+        .map_err(|e| Failure::Error(e.to_string()))
 }
 
 // ------------------------------------------------------------------ servers
@@ -113,26 +141,17 @@ async fn server(store: &Store, out: Out, command: ServerCommand) -> Result<(), F
                     ));
                 }
             };
-            let server = store
-                .add_server(NewServer {
+            add_server(
+                store,
+                out,
+                NewServer {
                     id,
                     name,
                     transport,
                     data_class,
-                })
-                .await
-                .map_err(store_failure)?;
-            if out.json {
-                return out.json(&server_json(&server));
-            }
-            println!(
-                "added server `{}`: its tools require approval until you run `toolgate server set-approval {} off`",
-                server.id, server.id
-            );
-            if let Some(reason) = server.inert_reason() {
-                println!("it supplies no tools yet: {reason} (`toolgate server set-data-class`)");
-            }
-            Ok(())
+                },
+            )
+            .await
         }
         ServerCommand::List => list_servers(store, out).await,
         ServerCommand::Show { id } => show_server(store, out, &id).await,
@@ -149,13 +168,15 @@ async fn server(store: &Store, out: Out, command: ServerCommand) -> Result<(), F
                 return out.json(&json!({"server": id, "before": approval_word(before.approval), "after": approval_word(after.approval)}));
             }
             if before.approval == after.approval {
-                println!(
-                    "server `{id}`: approval {} (unchanged)",
+                say!(
+                    "server `{}`: approval {} (unchanged)",
+                    id,
                     approval_word(after.approval)
                 );
             } else {
-                println!(
-                    "server `{id}`: approval {} → {}",
+                say!(
+                    "server `{}`: approval {} → {}",
+                    id,
                     approval_word(before.approval),
                     approval_word(after.approval)
                 );
@@ -167,8 +188,10 @@ async fn server(store: &Store, out: Out, command: ServerCommand) -> Result<(), F
                 .set_data_class(&id, class)
                 .await
                 .map_err(store_failure)?;
-            println!(
-                "server `{id}`: data class {class}{}",
+            say!(
+                "server `{}`: data class {}{}",
+                id,
+                class.as_str(),
                 s.inert_reason()
                     .map(|r| format!(" (still inert: {r})"))
                     .unwrap_or_default()
@@ -177,20 +200,39 @@ async fn server(store: &Store, out: Out, command: ServerCommand) -> Result<(), F
         }
         ServerCommand::Enable { id } => {
             store.set_enabled(&id, true).await.map_err(store_failure)?;
-            println!("server `{id}`: enabled");
+            say!("server `{}`: enabled", id);
             Ok(())
         }
         ServerCommand::Disable { id } => {
             store.set_enabled(&id, false).await.map_err(store_failure)?;
-            println!("server `{id}`: disabled; it supplies no tools");
+            say!("server `{}`: disabled; it supplies no tools", id);
             Ok(())
         }
         ServerCommand::Remove { id } => {
             store.remove_server(&id).await.map_err(store_failure)?;
-            println!("server `{id}`: removed, with its catalogue");
+            say!("server `{}`: removed, with its catalogue", id);
             Ok(())
         }
     }
+}
+
+async fn add_server(store: &Store, out: Out, new: NewServer) -> Result<(), Failure> {
+    let server = store.add_server(new).await.map_err(store_failure)?;
+    if out.json {
+        return out.json(&server_json(&server));
+    }
+    say!(
+        "added server `{}`: its tools require approval until you run `toolgate server set-approval {} off`",
+        server.id,
+        server.id
+    );
+    if let Some(reason) = server.inert_reason() {
+        say!(
+            "it supplies no tools yet: {} (`toolgate server set-data-class`)",
+            reason
+        );
+    }
+    Ok(())
 }
 
 async fn list_servers(store: &Store, out: Out) -> Result<(), Failure> {
@@ -216,22 +258,21 @@ async fn list_servers(store: &Store, out: Out) -> Result<(), Failure> {
             (Some(at), None) => format!("ok at {}", timestamp(*at)),
             (Some(at), Some(error)) => format!("failed at {}: {error}", timestamp(*at)),
         };
-        table.add_row(vec![
-            Cell::new(&s.id),
-            Cell::new(&s.name),
-            Cell::new(s.transport.describe()),
-            Cell::new(s.data_class_stored.as_deref().unwrap_or("(undeclared)")),
-            out.gate(if s.approval == OperatorDeclaration::NoApproval {
+        table.row([
+            Col::from(&s.id),
+            Col::from(&s.name),
+            Col::from(s.transport.describe()),
+            Col::from(s.data_class_stored.as_deref().unwrap_or("(undeclared)")),
+            Col::Gate(if s.approval == OperatorDeclaration::NoApproval {
                 "runs"
             } else {
                 "approval"
-            })
-            .set_alignment(comfy_table::CellAlignment::Left),
-            Cell::new(state),
-            Cell::new(import),
+            }),
+            Col::from(state),
+            Col::from(import),
         ]);
     }
-    println!("{table}");
+    table.print();
     Ok(())
 }
 
@@ -253,30 +294,32 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
         return out.json(&value);
     }
     let mut table = out.table(&["FIELD", "VALUE"]);
-    table.add_row(vec!["server", &s.id]);
-    table.add_row(vec!["name", &s.name]);
-    table.add_row(vec!["transport".to_owned(), s.transport.describe()]);
-    table.add_row(vec![
-        "data class",
-        s.data_class_stored.as_deref().unwrap_or("(undeclared)"),
+    table.row([Col::from("server"), Col::from(&s.id)]);
+    table.row([Col::from("name"), Col::from(&s.name)]);
+    table.row([Col::from("transport"), Col::from(s.transport.describe())]);
+    table.row([
+        Col::from("data class"),
+        Col::from(s.data_class_stored.as_deref().unwrap_or("(undeclared)")),
     ]);
-    table.add_row(vec![
-        "approval".to_owned(),
-        format!(
+    table.row([
+        Col::from("approval"),
+        Col::from(format!(
             "{} (stored: {:?})",
             approval_word(s.approval),
             s.stored_flag
+        )),
+    ]);
+    table.row([Col::from("enabled"), Col::from(s.enabled.to_string())]);
+    table.row([
+        Col::from("state"),
+        Col::from(
+            s.inert_reason()
+                .map_or_else(|| "usable".to_owned(), |r| format!("inert: {r}")),
         ),
     ]);
-    table.add_row(vec!["enabled".to_owned(), s.enabled.to_string()]);
-    table.add_row(vec![
-        "state".to_owned(),
-        s.inert_reason()
-            .map_or_else(|| "usable".to_owned(), |r| format!("inert: {r}")),
-    ]);
-    table.add_row(vec![
-        "last import".to_owned(),
-        format!(
+    table.row([
+        Col::from("last import"),
+        Col::from(format!(
             "{}{}",
             s.import.status,
             s.import
@@ -284,24 +327,27 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
                 .as_deref()
                 .map(|e| format!(": {e}"))
                 .unwrap_or_default()
-        ),
+        )),
     ]);
-    println!("{table}");
+    table.print();
     let mut catalogue = out.table(&[
         "TOOL",
         "REMOTE NAME",
         "STATE",
+        "DESCRIPTION (as the server wrote it)",
         "SERVER'S CLAIMS (not used for the decision)",
     ]);
     for r in &rows {
-        catalogue.add_row(vec![
-            r.local_name.as_str(),
-            r.remote_name.as_str(),
-            if r.orphaned { "orphaned" } else { "live" },
-            r.annotations.as_deref().unwrap_or("-"),
+        let claims = r.annotations.as_deref().map(stored_json);
+        catalogue.row([
+            Col::from(&r.local_name),
+            Col::from(&r.remote_name),
+            Col::from(if r.orphaned { "orphaned" } else { "live" }),
+            Col::from(&r.description),
+            claims.as_ref().map_or(Col::from("-"), Col::from),
         ]);
     }
-    println!("{catalogue}");
+    catalogue.print();
     Ok(())
 }
 
@@ -320,14 +366,16 @@ async fn import(
         bar.enable_steady_tick(Duration::from_millis(100));
         bar
     };
+    // The progress line is output too: the server id passes the sanitiser.
+    let shown = toolgate::visible::visible(server);
     let mut progress = |event: ImportProgress| match event {
-        ImportProgress::Connecting => bar.set_message(format!("{server}: connecting")),
+        ImportProgress::Connecting => bar.set_message(format!("{shown}: connecting")),
         ImportProgress::Page { pages, tools, more } => bar.set_message(format!(
-            "{server}: page {pages}, {tools} tools{}",
+            "{shown}: page {pages}, {tools} tools{}",
             if more { ", more to come" } else { "" }
         )),
         ImportProgress::Storing { tools } => {
-            bar.set_message(format!("{server}: storing {tools} tools"));
+            bar.set_message(format!("{shown}: storing {tools} tools"));
         }
     };
     let result = toolgate_mcp::import(store, server, deadlines, &mut progress).await;
@@ -346,49 +394,49 @@ async fn import(
         }))?;
         return Ok(report);
     }
-    println!(
+    say!(
         "imported `{}`: {} tools listed in {} pages",
-        report.server, report.listed, report.pages
+        report.server,
+        report.listed,
+        report.pages
     );
     let mut table = out.table(&["RESULT", "COUNT", "TOOLS"]);
-    Out::wrap(&mut table);
-    let names = |v: &[String]| v.join(", ");
-    table.add_row(vec![
-        "new".to_owned(),
-        report.change.added.len().to_string(),
-        names(&report.change.added),
+    table.wrap();
+    let mut row = |result: &str, names: &[String], count: usize| {
+        table.row([
+            Col::from(result),
+            Col::from(count.to_string()),
+            Col::from(names.join(", ")),
+        ]);
+    };
+    row("new", &report.change.added, report.change.added.len());
+    row(
+        "changed",
+        &report.change.changed,
+        report.change.changed.len(),
+    );
+    row(
+        "restored",
+        &report.change.restored,
+        report.change.restored.len(),
+    );
+    row("unchanged", &[], report.change.unchanged);
+    row(
+        "orphaned",
+        &report.change.orphaned,
+        report.change.orphaned.len(),
+    );
+    let skipped: Vec<String> = report
+        .skipped
+        .iter()
+        .map(|s| format!("{} ({})", s.remote_name, s.reason))
+        .collect();
+    table.row([
+        Col::from("skipped"),
+        Col::from(skipped.len().to_string()),
+        Col::from(skipped.join("; ")),
     ]);
-    table.add_row(vec![
-        "changed".to_owned(),
-        report.change.changed.len().to_string(),
-        names(&report.change.changed),
-    ]);
-    table.add_row(vec![
-        "restored".to_owned(),
-        report.change.restored.len().to_string(),
-        names(&report.change.restored),
-    ]);
-    table.add_row(vec![
-        "unchanged".to_owned(),
-        report.change.unchanged.to_string(),
-        String::new(),
-    ]);
-    table.add_row(vec![
-        "orphaned".to_owned(),
-        report.change.orphaned.len().to_string(),
-        names(&report.change.orphaned),
-    ]);
-    table.add_row(vec![
-        "skipped".to_owned(),
-        report.skipped.len().to_string(),
-        report
-            .skipped
-            .iter()
-            .map(|s| format!("{} ({})", s.remote_name, s.reason))
-            .collect::<Vec<_>>()
-            .join("; "),
-    ]);
-    println!("{table}");
+    table.print();
     Ok(report)
 }
 
@@ -435,32 +483,35 @@ async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Result<(), Fai
         "SERVER'S CLAIMS (not used)",
     ]);
     for e in &explanations {
-        table.add_row(vec![
-            Cell::new(&e.name),
-            Cell::new(
+        let claims = claims(&e.name).as_deref().map(stored_json);
+        table.row([
+            Col::from(&e.name),
+            Col::from(
                 e.server
                     .as_deref()
                     .map_or_else(|| "builtin".to_owned(), |s| format!("server {s}")),
             ),
-            Cell::new(e.effect.as_str()),
-            out.gate(e.decision.pause.as_str()),
-            Cell::new(e.cause_text()),
-            Cell::new(claims(&e.name).unwrap_or_else(|| "-".into())),
+            Col::from(e.effect.as_str()),
+            Col::Gate(e.decision.pause.as_str()),
+            Col::from(e.cause_text()),
+            claims.as_ref().map_or(Col::from("-"), Col::from),
         ]);
     }
-    println!("{table}");
-    println!(
+    table.print();
+    say!(
         "A server's claims are shown as it sent them; no decision reads them. A remote tool's effect is assumed, not claimed."
     );
     for s in servers.iter().filter(|s| !s.is_usable()) {
         if let Some(reason) = s.inert_reason() {
-            println!("server `{}` supplies no tools: {reason}", s.id);
+            say!("server `{}` supplies no tools: {}", s.id, reason);
         }
     }
     for s in &skipped {
-        println!(
+        say!(
             "left out `{}` of server `{}`: {}",
-            s.local_name, s.server, s.reason
+            s.local_name,
+            s.server,
+            s.reason.to_string()
         );
     }
     provider.close().await;
@@ -479,34 +530,42 @@ async fn runs(
         RunsCommand::List => {
             let open = store.open_runs().await.map_err(store_failure)?;
             if out.json {
-                return out.json(&open.iter().map(|r| json!({
-                    "run": r.run_id, "status": r.status, "requested_by": r.requested_by,
-                    "digest": r.digest, "since": timestamp(r.created_at), "problem": r.problem,
-                })).collect::<Vec<_>>());
+                // No digest here: it is shown only beside the turn itself
+                // (`runs show`), so nobody decides a turn they were not shown.
+                return out.json(
+                    &open
+                        .iter()
+                        .map(|r| {
+                            json!({
+                                "run": r.run_id, "status": r.status, "requested_by": r.requested_by,
+                                "since": timestamp(r.created_at), "problem": r.problem,
+                                "authenticated": store.is_authenticated(),
+                            })
+                        })
+                        .collect::<Vec<_>>(),
+                );
             }
-            let mut table = out.table(&[
-                "RUN",
-                "STATUS",
-                "REQUESTED BY",
-                "SINCE",
-                "DIGEST",
-                "PROBLEM",
-            ]);
+            let mut table = out.table(&["RUN", "STATUS", "REQUESTED BY", "SINCE", "PROBLEM"]);
             for r in &open {
-                table.add_row(vec![
-                    Cell::new(&r.run_id),
-                    out.gate(if r.status == "waiting_for_input" {
+                table.row([
+                    Col::from(&r.run_id),
+                    Col::Gate(if r.status == "waiting_for_input" {
                         "input"
                     } else {
                         "approval"
                     }),
-                    Cell::new(&r.requested_by),
-                    Cell::new(timestamp(r.created_at)),
-                    Cell::new(&r.digest),
-                    Cell::new(r.problem.as_deref().unwrap_or("-")),
+                    Col::from(&r.requested_by),
+                    Col::from(timestamp(r.created_at)),
+                    Col::from(r.problem.as_deref().unwrap_or("-")),
                 ]);
             }
-            println!("{table}");
+            table.print();
+            if !store.is_authenticated() {
+                say!(
+                    "note: this store is unauthenticated: anyone who can write {} can change a stored run (four eyes, requester, arguments) and recompute its checksum; set TOOLGATE_INTEGRITY_KEY_FILE to authenticate runs and decisions",
+                    "the database file"
+                );
+            }
             Ok(())
         }
         RunsCommand::Show { run } => {
@@ -551,7 +610,7 @@ async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> Result<(), F
             "pending": run.pending(), "input_schema": input.as_ref().map(|i| &i.1),
         }));
     }
-    println!(
+    say!(
         "run {} — {} — requested by {}",
         run.run_id(),
         run.status().as_str().replace('_', " "),
@@ -566,21 +625,18 @@ async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> Result<(), F
                 t.decision().pause.as_str()
             }
         });
-        table.add_row(vec![
-            Cell::new(&call.id),
-            Cell::new(&call.name),
-            out.gate(gate),
-            Cell::new(serde_json::to_string(&call.arguments).unwrap_or_default()),
+        table.row([
+            Col::from(&call.id),
+            Col::from(&call.name),
+            Col::Gate(gate),
+            Col::from(&call.arguments),
         ]);
     }
-    println!("{table}");
+    table.print();
     if let Some((_, schema)) = input {
-        println!(
-            "input schema: {}",
-            serde_json::to_string(&schema).unwrap_or_default()
-        );
+        say!("input schema: {}", schema);
     }
-    println!("digest: {}", run.digest());
+    say!("digest: {}", run.digest().as_str());
     Ok(())
 }
 
@@ -599,7 +655,26 @@ async fn decide_command(
 ) -> Result<(), Failure> {
     let (registry, provider) = host::registry(store, workspace).map_err(Failure::Error)?;
     let digest = args.digest.map(TurnDigest::from_text);
-    let result = decide(store, &registry, &args.run, act, digest, &args.operator).await;
+    let result = match operator_identity(args.operator.as_deref()) {
+        Ok(operator) => {
+            let verdict = match &act {
+                Act::Approve => "approved",
+                Act::Deny => "denied",
+                Act::Input(_) => "input submitted",
+            };
+            let outcome = decide(store, &registry, &args.run, act, digest, &operator).await;
+            if outcome.is_ok() && !out.json {
+                say!(
+                    "recorded: {} by {} (name from {})",
+                    verdict,
+                    operator.name(),
+                    operator.source().as_str()
+                );
+            }
+            outcome
+        }
+        Err(failure) => Err(failure),
+    };
     let result = match result {
         Ok(outcome) => report_outcome(store, &registry, out, outcome)
             .await
@@ -618,8 +693,9 @@ async fn decide(
     run_id: &str,
     act: Act,
     digest: Option<TurnDigest>,
-    operator: &str,
+    decider: &Operator,
 ) -> Result<Outcome, Failure> {
+    let operator = decider.name();
     let run = load(store, run_id).await?;
     let verdict = match (&run, &act) {
         (SuspendedRun::AwaitingApproval(pending), Act::Approve | Act::Deny) => {
@@ -656,7 +732,7 @@ async fn decide(
         }
     };
     let claim = store
-        .claim(run_id, digest.as_ref(), operator, verdict)
+        .claim(run_id, digest.as_ref(), decider, verdict)
         .await
         .map_err(|e| match e {
             ClaimError::NotFound(_) => Failure::NotFound(e.to_string()),
@@ -701,6 +777,26 @@ async fn decide(
             Err(failure)
         }
     }
+}
+
+/// Who decides, and where the name came from: `--as`, else
+/// `TOOLGATE_OPERATOR`, else the operating system's user (`USER`, then
+/// `LOGNAME`). A name that does not normalise to a printable, non-empty name
+/// is refused; with none of the three, the decision is refused.
+pub(crate) fn operator_identity(flag: Option<&str>) -> Result<Operator, Failure> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let (name, source) = if let Some(flag) = flag {
+        (flag.to_owned(), IdentitySource::Flag)
+    } else if let Some(name) = env("TOOLGATE_OPERATOR") {
+        (name, IdentitySource::Environment)
+    } else if let Some(name) = env("USER").or_else(|| env("LOGNAME")) {
+        (name, IdentitySource::OsUser)
+    } else {
+        return Err(Failure::Refused(
+            "no operator identity: pass `--as NAME` or set TOOLGATE_OPERATOR".into(),
+        ));
+    };
+    Operator::new(&name, source).map_err(|e| Failure::Refused(format!("{e} (from {source})")))
 }
 
 fn approval(act: &Act, digest: Option<TurnDigest>, operator: &str) -> ApprovalDecision {
@@ -749,8 +845,10 @@ fn print_results(out: Out, state: &toolgate::RunState) {
         } = message
         {
             let mark = if *is_error { "error" } else { "ok" };
-            println!(
-                "  {name} → {mark}: {}",
+            say!(
+                "  {} → {}: {}",
+                name,
+                mark,
                 content.lines().next().unwrap_or_default()
             );
         }
@@ -775,14 +873,15 @@ async fn report_outcome(
             if out.json {
                 out.json(&json!({"run": state.run_id, "status": "finished", "answer": answer}))?;
             } else {
-                println!("run {} finished: {answer}", state.run_id);
+                say!("run {} finished: {}", state.run_id, answer);
             }
             return Ok(None);
         }
         Outcome::LimitReached(state) => {
-            println!(
+            say!(
                 "run {} stopped at its limit of {} model requests",
-                state.run_id, state.options.max_iterations
+                state.run_id,
+                state.options.max_iterations
             );
             return Ok(None);
         }
@@ -827,8 +926,9 @@ async fn demo(
                 })
                 .await
                 .map_err(store_failure)?;
-            println!(
-                "registered the MCP test server as `{DEMO_SERVER}` (approval required, data class editor_content)"
+            say!(
+                "registered the MCP test server as `{}` (approval required, data class editor_content)",
+                DEMO_SERVER
             );
         }
         Err(other) => return Err(store_failure(other)),
@@ -855,18 +955,26 @@ async fn demo_run(
     }
     let log = MemoryLog::new();
     let agent = Agent::new(registry, &DemoModel, &log);
+    // The demo is its own host: without `--as` or `TOOLGATE_OPERATOR` its
+    // operator is the name it gives, `operator`.
+    let decider = match (&args.operator, std::env::var("TOOLGATE_OPERATOR")) {
+        (None, Err(_)) => Operator::new("operator", IdentitySource::Given)
+            .map_err(|e| Failure::Error(e.to_string()))?,
+        _ => operator_identity(args.operator.as_deref())?,
+    };
     let request = RunRequest {
         system: Some("You prepare releases.".into()),
         prompt:
             "Bump the version to 0.2.0, note it on the team's notes server and draft the release."
                 .into(),
-        requested_by: args.operator.clone(),
+        requested_by: decider.name().to_owned(),
         options: RunOptions {
             four_eyes: args.four_eyes,
             ..RunOptions::default()
         },
     };
-    println!("\n{} asks: {}", request.requested_by, request.prompt);
+    say!();
+    say!("{} asks: {}", request.requested_by, request.prompt);
     let outcome = agent
         .start(request)
         .await
@@ -874,8 +982,9 @@ async fn demo_run(
     let mut next = report_outcome(store, registry, out, outcome).await?;
     while let Some(run_id) = next {
         if args.detach {
-            println!(
-                "left waiting; decide with `toolgate runs approve|deny|input {run_id} --digest … --as …`"
+            say!(
+                "left waiting; decide with `toolgate runs approve|deny|input {} --digest … --as …`",
+                run_id
             );
             return Ok(());
         }
@@ -890,9 +999,9 @@ async fn demo_run(
                 } else {
                     ask_yes_no("approve this turn?")?
                 };
-                println!(
+                say!(
                     "→ {} {}",
-                    args.operator,
+                    decider.name(),
                     if approve { "approves" } else { "denies" }
                 );
                 if approve { Act::Approve } else { Act::Deny }
@@ -904,34 +1013,43 @@ async fn demo_run(
                     None if interactive && !args.yes => ask_json("input (JSON)")?,
                     None => json!({"notes": "Faster gate, clearer errors."}),
                 };
-                println!("→ {} submits {data}", args.operator);
+                say!("→ {} submits {}", decider.name(), data);
                 Act::Input(data)
             }
         };
-        let outcome = decide(store, registry, &run_id, act, digest, &args.operator).await?;
+        let outcome = decide(store, registry, &run_id, act, digest, &decider).await?;
         next = report_outcome(store, registry, out, outcome).await?;
         if next.is_none() {
             let decisions = store.decisions(&run_id).await.map_err(store_failure)?;
-            let mut table =
-                out.table(&["DECISION", "BY", "REQUESTED BY", "SELF", "TOOLS", "DIGEST"]);
+            let mut table = out.table(&[
+                "DECISION",
+                "BY",
+                "NAMED BY",
+                "REQUESTED BY",
+                "SELF",
+                "TOOLS",
+                "DIGEST",
+            ]);
             for d in &decisions {
-                table.add_row(vec![
-                    d.verdict.as_str().to_owned(),
-                    d.decided_by.clone(),
-                    d.requested_by.clone(),
-                    if d.self_decided { "yes" } else { "no" }.to_owned(),
-                    d.tools.join(", "),
-                    d.digest.to_string(),
+                table.row([
+                    Col::from(d.verdict.as_str()),
+                    Col::from(&d.decided_by),
+                    Col::from(d.decided_by_source.as_str()),
+                    Col::from(&d.requested_by),
+                    Col::from(if d.self_decided { "yes" } else { "no" }),
+                    Col::from(d.tools.join(", ")),
+                    Col::from(d.digest.to_string()),
                 ]);
             }
-            println!("decision log of run {run_id}:\n{table}");
+            say!("decision log of run {}:", run_id);
+            table.print();
         }
     }
     Ok(())
 }
 
 fn ask_line(prompt: &str) -> Result<String, Failure> {
-    print!("{prompt} ");
+    ask!("{} ", prompt);
     std::io::stdout()
         .flush()
         .map_err(|e| Failure::Error(e.to_string()))?;
@@ -951,7 +1069,7 @@ fn ask_yes_no(prompt: &str) -> Result<bool, Failure> {
         {
             "y" | "yes" => return Ok(true),
             "n" | "no" => return Ok(false),
-            _ => println!("answer y or n"),
+            _ => say!("answer y or n"),
         }
     }
 }
@@ -960,7 +1078,7 @@ fn ask_json(prompt: &str) -> Result<Value, Failure> {
     loop {
         match serde_json::from_str(&ask_line(&format!("{prompt}:"))?) {
             Ok(value) => return Ok(value),
-            Err(error) => println!("not JSON ({error}); try again"),
+            Err(error) => say!("not JSON ({}); try again", error.to_string()),
         }
     }
 }

@@ -3,15 +3,23 @@
 //! Exit codes: 0 done; 1 failed (a store, server or run error); 2 bad usage;
 //! 3 refused (a stale digest, a run already decided, a self-approval where
 //! four eyes are required, input that does not fit its schema); 4 not found.
+//!
+//! Everything printed for a person passes `toolgate::visible` (see
+//! `output`). Logs go to stderr, filtered by `TOOLGATE_LOG` (default `error`;
+//! `TOOLGATE_LOG=toolgate_mcp=info` shows what stdio servers write to their
+//! stderr), coloured only when stderr is a terminal and `NO_COLOR` is unset.
 
 mod commands;
 mod host;
 mod output;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::output::say_err;
 
 /// Operate toolgate: MCP servers and their approval declarations, imports,
 /// the tools a host sees, and suspended runs.
@@ -24,6 +32,12 @@ pub(crate) struct Cli {
     /// Print listings as JSON, for scripts.
     #[arg(long, global = true)]
     pub(crate) json: bool,
+    /// A file holding the secret that authenticates stored runs and
+    /// decisions (at least 16 bytes; surrounding white space is trimmed).
+    /// Keep it outside the data directory. `TOOLGATE_INTEGRITY_KEY` may hold
+    /// the secret itself instead.
+    #[arg(long, global = true, env = "TOOLGATE_INTEGRITY_KEY_FILE")]
+    pub(crate) integrity_key_file: Option<PathBuf>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -161,9 +175,10 @@ pub(crate) struct DecideArgs {
     /// The digest of the turn you reviewed (`toolgate runs show`).
     #[arg(long)]
     pub(crate) digest: Option<String>,
-    /// Who decides.
-    #[arg(long = "as", env = "TOOLGATE_OPERATOR")]
-    pub(crate) operator: String,
+    /// Who decides. Without it: `TOOLGATE_OPERATOR`, else the operating
+    /// system's user. The decision record says which.
+    #[arg(long = "as")]
+    pub(crate) operator: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -188,8 +203,9 @@ pub(crate) struct DemoArgs {
     #[arg(long)]
     pub(crate) four_eyes: bool,
     /// Who starts the run (and, without four eyes, decides in the demo).
-    #[arg(long = "as", default_value = "operator", env = "TOOLGATE_OPERATOR")]
-    pub(crate) operator: String,
+    /// Without it: `TOOLGATE_OPERATOR`, else `operator`.
+    #[arg(long = "as")]
+    pub(crate) operator: Option<String>,
 }
 
 /// A failure, with the exit code it maps to.
@@ -221,8 +237,13 @@ fn main() -> ExitCode {
     if let Command::McpTestServer { args } = &cli.command {
         return serve_test_server(args.clone());
     }
+    // Log lines are plain text unless stderr is a terminal (and NO_COLOR is
+    // unset); every field passes the sanitiser either way.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
+        .fmt_fields(output::log_fields())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
@@ -234,7 +255,7 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {}", failure.message());
+            say_err!("error: {}", failure.message());
             ExitCode::from(failure.code())
         }
     }
@@ -247,7 +268,7 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
     {
         Ok(runtime) => Some(runtime),
         Err(error) => {
-            eprintln!("error: cannot start the runtime: {error}");
+            say_err!("error: cannot start the runtime: {}", error.to_string());
             None
         }
     }
@@ -260,7 +281,7 @@ fn serve_test_server(args: Vec<String>) -> ExitCode {
     match runtime.block_on(toolgate_mcp_test_server::run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            say_err!("error: {}", error);
             ExitCode::from(1)
         }
     }

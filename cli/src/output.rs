@@ -1,11 +1,31 @@
 //! Output for operators (aligned tables, colour only on a terminal) and for
 //! scripts (`--json`).
+//!
+//! Everything a person reads passes one sanitiser, [`toolgate::visible`]
+//! (SPEC §7), and it passes here, at the output layer, not where each value is
+//! fetched:
+//!
+//! - every value interpolated into a printed line goes through [`say!`] (or
+//!   [`say_err!`], [`ask!`]), which wraps each argument in [`Shown`]; the
+//!   format string itself is the program's own text, and may not capture a
+//!   variable inline (`{name}`), which would bypass the wrapper — that is
+//!   refused at compile time;
+//! - every table cell goes through [`Grid::row`]: text is escaped with
+//!   [`visible`], JSON with [`visible_json`], and the table is laid out from
+//!   the escaped text, so its columns line up;
+//! - every log line's fields go through [`log_fields`].
+//!
+//! `--json` output is serde_json's: exact JSON, left as it is.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::io::IsTerminal;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, Color, ContentArrangement, Table};
 use serde::Serialize;
+use serde_json::Value;
+use toolgate::visible::{visible, visible_json};
 
 /// Where output goes and how it looks.
 #[derive(Clone, Copy, Debug)]
@@ -25,7 +45,7 @@ impl Out {
     }
 
     /// A table with a header row.
-    pub(crate) fn table(self, header: &[&str]) -> Table {
+    pub(crate) fn table(self, header: &[&str]) -> Grid {
         let mut table = Table::new();
         table
             .load_style(UTF8_FULL_CONDENSED)
@@ -33,32 +53,8 @@ impl Out {
         if !self.colour {
             table.force_no_tty();
         }
-
-        table.set_header(header.iter().map(Cell::new));
-        table
-    }
-
-    /// Without a terminal there is no width to fit: a table whose cells hold
-    /// long lists wraps them at a width that reads well in logs.
-    pub(crate) fn wrap(table: &mut Table) {
-        if !std::io::stdout().is_terminal() {
-            table.set_width(120);
-        }
-    }
-
-    /// A cell coloured by the gate word it holds.
-    pub(crate) fn gate(self, word: &str) -> Cell {
-        let cell = Cell::new(word);
-        if !self.colour {
-            return cell;
-        }
-        match word {
-            "approval" => cell.fg(Color::Yellow),
-            "input" => cell.fg(Color::Cyan),
-            "runs" => cell.fg(Color::Green),
-            "inert" | "failed" => cell.fg(Color::Red),
-            _ => cell,
-        }
+        table.set_header(header.iter().map(|h| Cell::new(visible(h))));
+        Grid { table, out: self }
     }
 
     /// Prints a value as JSON.
@@ -72,6 +68,241 @@ impl Out {
         println!("{text}");
         Ok(())
     }
+}
+
+/// One cell of a [`Grid`] row, before it is escaped.
+pub(crate) enum Col<'a> {
+    /// Text, shown with [`visible`].
+    Text(Cow<'a, str>),
+    /// A JSON value, shown as compact JSON with [`visible_json`].
+    Json(&'a Value),
+    /// A gate word, coloured on a terminal.
+    Gate(&'a str),
+}
+
+impl<'a> From<&'a str> for Col<'a> {
+    fn from(text: &'a str) -> Self {
+        Col::Text(Cow::Borrowed(text))
+    }
+}
+
+impl<'a> From<&'a String> for Col<'a> {
+    fn from(text: &'a String) -> Self {
+        Col::Text(Cow::Borrowed(text))
+    }
+}
+
+impl From<String> for Col<'_> {
+    fn from(text: String) -> Self {
+        Col::Text(Cow::Owned(text))
+    }
+}
+
+impl<'a> From<&'a Value> for Col<'a> {
+    fn from(value: &'a Value) -> Self {
+        Col::Json(value)
+    }
+}
+
+/// A cell for stored JSON text (a server's annotations): the parsed value
+/// when it parses (shown as JSON), the text when it does not (shown as
+/// text).
+pub(crate) fn stored_json(text: &str) -> Owned {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => Owned::Json(value),
+        Err(_) => Owned::Text(text.to_owned()),
+    }
+}
+
+/// A cell value the row owns (see [`stored_json`]).
+pub(crate) enum Owned {
+    Text(String),
+    Json(Value),
+}
+
+impl<'a> From<&'a Owned> for Col<'a> {
+    fn from(owned: &'a Owned) -> Self {
+        match owned {
+            Owned::Text(text) => Col::from(text),
+            Owned::Json(value) => Col::Json(value),
+        }
+    }
+}
+
+/// A table whose every cell is escaped before it is laid out.
+pub(crate) struct Grid {
+    table: Table,
+    out: Out,
+}
+
+impl Grid {
+    /// Adds a row; every cell passes the sanitiser here.
+    pub(crate) fn row<'a>(&mut self, cells: impl IntoIterator<Item = Col<'a>>) {
+        let out = self.out;
+        self.table.add_row(cells.into_iter().map(|col| match col {
+            Col::Text(text) => Cell::new(visible(&text)),
+            Col::Json(value) => Cell::new(visible_json(value)),
+            Col::Gate(word) => out.gate(word),
+        }));
+    }
+
+    /// Without a terminal there is no width to fit: a table whose cells hold
+    /// long lists wraps them at a width that reads well in logs.
+    pub(crate) fn wrap(&mut self) {
+        if !std::io::stdout().is_terminal() {
+            self.table.set_width(120);
+        }
+    }
+
+    /// Prints the table. Its cells were escaped when they were added; the
+    /// borders and the header are the program's own.
+    pub(crate) fn print(&self) {
+        println!("{}", self.table);
+    }
+}
+
+impl Out {
+    /// A cell coloured by the gate word it holds.
+    fn gate(self, word: &str) -> Cell {
+        let cell = Cell::new(visible(word));
+        if !self.colour {
+            return cell;
+        }
+        match word {
+            "approval" => cell.fg(Color::Yellow),
+            "input" => cell.fg(Color::Cyan),
+            "runs" => cell.fg(Color::Green),
+            "inert" | "failed" => cell.fg(Color::Red),
+            _ => cell,
+        }
+    }
+}
+
+/// How a value is shown in a printed line: text with [`visible`], JSON with
+/// [`visible_json`]. Implemented for the kinds of value the commands print and
+/// nothing else, so a new kind is a decision, not an accident.
+pub(crate) trait Show {
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+impl Show for str {
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&visible(self))
+    }
+}
+
+impl Show for String {
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_str().show(f)
+    }
+}
+
+impl Show for Cow<'_, str> {
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_ref().show(f)
+    }
+}
+
+impl Show for Value {
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&visible_json(self))
+    }
+}
+
+macro_rules! show_number {
+    ($($t:ty),*) => {$(
+        impl Show for $t {
+            fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(self, f)
+            }
+        }
+    )*};
+}
+show_number!(usize, u32, u64, i64);
+
+impl<T: Show + ?Sized> Show for &T {
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).show(f)
+    }
+}
+
+/// A value interpolated into a printed line, shown through [`Show`]. Only
+/// [`say!`] and its siblings build it.
+pub(crate) struct Shown<'a, T: ?Sized>(pub(crate) &'a T);
+
+impl<T: Show + ?Sized> fmt::Display for Shown<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.show(f)
+    }
+}
+
+/// True when a format string takes its arguments only from the argument list
+/// (`{}`, `{:>8}`), never by capturing a variable (`{name}`) or by position
+/// (`{0}`), which would let a value bypass [`Shown`]. Checked at compile time
+/// by [`say!`].
+pub(crate) const fn arguments_only(format: &str) -> bool {
+    let bytes = format.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'{' {
+            if i + 1 < bytes.len() && bytes[i + 1] == b'{' {
+                i += 2;
+                continue;
+            }
+            if i + 1 >= bytes.len() || !matches!(bytes[i + 1], b'}' | b':') {
+                return false;
+            }
+        }
+        i += 1;
+    }
+    true
+}
+
+/// `$print!` a line whose every argument passes the sanitiser.
+macro_rules! shown {
+    ($print:ident, $format:literal $(, $arg:expr)* $(,)?) => {{
+        const {
+            assert!(
+                $crate::output::arguments_only($format),
+                "say!: pass every value as an argument (`{{}}`), so it is escaped"
+            );
+        };
+        $print!($format $(, $crate::output::Shown(&$arg))*)
+    }};
+}
+
+/// `println!`, with every argument escaped for a person to read.
+macro_rules! say {
+    () => { println!() };
+    ($($rest:tt)+) => { $crate::output::shown!(println, $($rest)+) };
+}
+
+/// `eprintln!`, with every argument escaped for a person to read.
+macro_rules! say_err {
+    ($($rest:tt)+) => { $crate::output::shown!(eprintln, $($rest)+) };
+}
+
+/// `print!` (a prompt, no line break), with every argument escaped.
+macro_rules! ask {
+    ($($rest:tt)+) => { $crate::output::shown!(print, $($rest)+) };
+}
+
+pub(crate) use {ask, say, say_err, shown};
+
+/// The field formatter of the log: every field's value (the message
+/// included) is escaped with [`visible`], so a log line is one line and
+/// nothing in it acts on a terminal, whatever the libraries log.
+pub(crate) fn log_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    use tracing_subscriber::field::MakeExt;
+    tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let text = format!("{value:?}");
+        if field.name() == "message" {
+            write!(writer, "{}", visible(&text))
+        } else {
+            write!(writer, "{}={}", visible(field.name()), visible(&text))
+        }
+    })
+    .delimited(" ")
 }
 
 /// Milliseconds since the epoch as a UTC timestamp.
@@ -95,12 +326,40 @@ pub(crate) fn timestamp(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::timestamp;
+    use super::*;
 
     #[test]
     fn timestamps_are_utc() {
         assert_eq!(timestamp(0), "1970-01-01 00:00:00Z");
         assert_eq!(timestamp(1_700_000_000_000), "2023-11-14 22:13:20Z");
         assert_eq!(timestamp(951_782_400_000), "2000-02-29 00:00:00Z");
+    }
+
+    #[test]
+    fn format_strings_take_values_only_as_arguments() {
+        assert!(arguments_only("run {} finished: {}"));
+        assert!(arguments_only("{:>8} {{literal}} {}"));
+        assert!(!arguments_only("server `{id}`"));
+        assert!(!arguments_only("{0} {0}"));
+        assert!(!arguments_only("dangling {"));
+    }
+
+    #[test]
+    fn shown_values_and_cells_are_escaped() {
+        let id = "\u{1b}[2K\u{1b}[1A\r│ call_3";
+        assert_eq!(Shown(&id).to_string(), "\\u{1b}[2K\\u{1b}[1A\\u{d}│ call_3");
+        assert_eq!(Shown(r"C:\temp").to_string(), r"C:\\temp");
+        let args = serde_json::json!({"path": "a\u{202e}b\\c"});
+        assert_eq!(Shown(&args).to_string(), r#"{"path":"a\u202eb\\c"}"#);
+        assert_eq!(Shown(&7usize).to_string(), "7");
+        let mut grid = Out {
+            json: false,
+            colour: false,
+        }
+        .table(&["CALL", "ARGUMENTS"]);
+        grid.row([Col::from(id), Col::from(&args)]);
+        let text = grid.table.to_string();
+        assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text}");
+        assert!(text.contains(r#"{"path":"a\u202eb\\c"}"#), "{text}");
     }
 }

@@ -60,16 +60,20 @@ fn json(dir: &Path, args: &[&str]) -> Value {
     }
 }
 
-/// The one waiting run: (id, digest).
+/// The one waiting run: (id, digest). The list names no digest — it is shown
+/// only beside the turn, so it is read from `runs show`.
 fn waiting_run(dir: &Path) -> (String, String) {
     let runs = json(dir, &["runs", "list"]);
     let Some([run]) = runs.as_array().map(Vec::as_slice) else {
         panic!("expected one waiting run: {runs}");
     };
-    (
-        run["run"].as_str().unwrap_or_default().to_owned(),
-        run["digest"].as_str().unwrap_or_default().to_owned(),
-    )
+    assert!(
+        run.get("digest").is_none(),
+        "the list shows no digest: {run}"
+    );
+    let id = run["run"].as_str().unwrap_or_default().to_owned();
+    let shown = json(dir, &["runs", "show", &id]);
+    (id, shown["digest"].as_str().unwrap_or_default().to_owned())
 }
 
 #[test]
@@ -379,5 +383,132 @@ fn four_eyes_refuses_the_requesters_own_approval() {
     assert!(
         denied_by_self.contains("write_file → error: the operator (alice) denied this call"),
         "{denied_by_self}"
+    );
+}
+
+/// Four eyes compares people: the requester under another spelling is still
+/// the requester, an empty name is nobody, and without `--as` the operating
+/// system's user decides — and the record says so.
+#[test]
+fn identities_are_normalised_and_their_source_recorded() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(dir, &["demo", "--detach", "--four-eyes", "--as", "alice"]);
+    let (run, digest) = waiting_run(dir);
+    for dodge in ["alice ", "ALICE", "ａｌｉｃｅ"] {
+        let own = toolgate(
+            dir,
+            &["runs", "approve", &run, "--digest", &digest, "--as", dodge],
+        );
+        assert_eq!(own.status.code(), Some(3), "{dodge}");
+        assert!(
+            stderr(&own).contains("started this run, and its approval must come from someone else"),
+            "{dodge}: {}",
+            stderr(&own)
+        );
+    }
+    for nobody in ["", "  ", "bob\u{202e}"] {
+        let refused = toolgate(
+            dir,
+            &["runs", "approve", &run, "--digest", &digest, "--as", nobody],
+        );
+        assert_eq!(refused.status.code(), Some(3), "{nobody:?}");
+        assert!(
+            stderr(&refused).contains("operator name"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+    // No `--as`, no TOOLGATE_OPERATOR: the operating system's user.
+    let output = Command::new(TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["runs", "approve", &run, "--digest", &digest])
+        .env("NO_COLOR", "1")
+        .env_remove("TOOLGATE_OPERATOR")
+        .env("USER", "dora")
+        .output();
+    let Ok(output) = output else {
+        panic!("cannot run toolgate");
+    };
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        said.contains("recorded: approved by dora (name from os_user)"),
+        "{said}"
+    );
+    let decided = Command::new(TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["runs", "approve", &run, "--digest", &digest])
+        .env_remove("TOOLGATE_OPERATOR")
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .output();
+    let Ok(decided) = decided else {
+        panic!("cannot run toolgate");
+    };
+    assert_eq!(decided.status.code(), Some(3));
+    assert!(
+        stderr(&decided)
+            .contains("no operator identity: pass `--as NAME` or set TOOLGATE_OPERATOR"),
+        "{}",
+        stderr(&decided)
+    );
+}
+
+/// Without a key, `runs list` says the store is unauthenticated. With one, a
+/// run stored under it cannot be read without it.
+#[test]
+fn runs_list_says_whether_the_store_is_authenticated() {
+    let dir = temp();
+    let dir = dir.path();
+    let key_dir = temp();
+    let key_file = key_dir.path().join("toolgate.key");
+    assert!(std::fs::write(&key_file, "a secret kept outside the data directory\n").is_ok());
+    let with_key = |args: &[&str]| {
+        let mut all = vec![
+            "--integrity-key-file",
+            key_file.to_str().unwrap_or_default(),
+        ];
+        all.extend_from_slice(args);
+        toolgate(dir, &all)
+    };
+    let detached = with_key(&["demo", "--detach"]);
+    assert!(detached.status.success(), "{}", stderr(&detached));
+    let listed = with_key(&["runs", "list"]);
+    assert!(
+        !stdout(&listed).contains("unauthenticated"),
+        "{}",
+        stdout(&listed)
+    );
+    assert!(
+        !stdout(&listed).contains("integrity tag"),
+        "{}",
+        stdout(&listed)
+    );
+    let plain = ok(dir, &["runs", "list"]);
+    assert!(plain.contains("this store is unauthenticated"), "{plain}");
+    assert!(
+        plain.contains("authenticated with an integrity key, and none is configured"),
+        "{plain}"
+    );
+    let short = temp();
+    let short_file = short.path().join("short.key");
+    assert!(std::fs::write(&short_file, "short").is_ok());
+    let refused = toolgate(
+        dir,
+        &[
+            "--integrity-key-file",
+            short_file.to_str().unwrap_or_default(),
+            "runs",
+            "list",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("at least 16 bytes"),
+        "{}",
+        stderr(&refused)
     );
 }

@@ -37,8 +37,11 @@ impl Verdict {
 pub struct DecisionRecord {
     /// The run.
     pub run_id: String,
-    /// Who decided.
+    /// Who decided, normalised (see [`identity`](crate::identity)).
     pub decided_by: String,
+    /// Where the decider's name came from.
+    #[serde(default)]
+    pub decided_by_source: crate::identity::IdentitySource,
     /// Who started the run.
     pub requested_by: String,
     /// True when the decider is the requester — always visible, whether or

@@ -1,9 +1,12 @@
 //! The canonical encoding and the turn digest (SPEC §7).
 //!
 //! A decision is bound to the turn its decider saw by a SHA-256 digest over
-//! the pending calls only — never the transcript or counters, which change
-//! every round. [`turn_digest`] is the one function that computes it: the side
-//! that shows a turn and the side that verifies a decision both call it.
+//! the run's id, the suspension's sequence number within the run, and the
+//! pending calls — never the transcript, which grows every round. A digest
+//! therefore names one turn of one run: two runs whose turns look alike have
+//! different digests, and so do two suspensions of one run on identical calls.
+//! [`turn_digest`] is the one function that computes it: the side that shows a
+//! turn and the side that verifies a decision both call it.
 
 use std::fmt;
 
@@ -116,23 +119,35 @@ impl fmt::Display for TurnDigest {
     }
 }
 
-/// The digest of a turn: SHA-256 over the canonical encoding of the calls'
-/// ids, names and arguments, in order.
-pub fn turn_digest(calls: &[ToolCall]) -> TurnDigest {
-    let encoded = Value::Array(
-        calls
-            .iter()
-            .map(|c| {
-                Value::Array(vec![
-                    Value::String(c.id.clone()),
-                    Value::String(c.name.clone()),
-                    c.arguments.clone(),
-                ])
-            })
-            .collect(),
-    );
+/// The digest of a suspended turn: SHA-256 over the canonical encoding of
+/// `["toolgate.turn.v2", run_id, suspension, [[id, name, arguments], ...]]`,
+/// the calls in order. `suspension` is the run's sequence number of this
+/// suspension: the number of the model turn the run paused on, which grows
+/// with every turn, so no two suspensions of a run share it.
+pub fn turn_digest(run_id: &str, suspension: u32, calls: &[ToolCall]) -> TurnDigest {
+    let encoded = Value::Array(vec![
+        Value::String(DIGEST_DOMAIN.to_owned()),
+        Value::String(run_id.to_owned()),
+        Value::from(suspension),
+        Value::Array(
+            calls
+                .iter()
+                .map(|c| {
+                    Value::Array(vec![
+                        Value::String(c.id.clone()),
+                        Value::String(c.name.clone()),
+                        c.arguments.clone(),
+                    ])
+                })
+                .collect(),
+        ),
+    ]);
     TurnDigest(sha256_of(&encoded))
 }
+
+/// Separates turn digests from any other SHA-256 of canonical JSON, and the
+/// rule that binds run and suspension from the first rule, which did not.
+const DIGEST_DOMAIN: &str = "toolgate.turn.v2";
 
 #[cfg(test)]
 mod tests {
@@ -163,6 +178,7 @@ mod tests {
             name: name.into(),
             arguments,
         };
+        let turn_digest = |calls: &[ToolCall]| turn_digest("run-1", 3, calls);
         let turn = [
             call("1", "a", json!({"x": 1, "y": 2})),
             call("2", "b", json!({})),
@@ -196,5 +212,22 @@ mod tests {
         ] {
             assert_ne!(turn_digest(&other), digest);
         }
+    }
+
+    #[test]
+    fn the_digest_names_one_run_and_one_suspension() {
+        let calls = [ToolCall {
+            id: "1".into(),
+            name: "write_file".into(),
+            arguments: json!({"path": "a"}),
+        }];
+        let digest = turn_digest("run-1", 3, &calls);
+        assert_eq!(digest, turn_digest("run-1", 3, &calls));
+        assert_ne!(digest, turn_digest("run-2", 3, &calls), "another run");
+        assert_ne!(
+            digest,
+            turn_digest("run-1", 4, &calls),
+            "another suspension"
+        );
     }
 }

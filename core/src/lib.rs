@@ -85,21 +85,25 @@ mod digest;
 mod effect;
 mod erased;
 pub mod gate;
+pub mod identity;
 mod input;
+pub mod integrity;
 mod persist;
 mod registry;
 mod run;
 mod sealed;
 mod suspend;
 mod tool;
+pub mod visible;
 
 pub use audit::{DecisionLog, DecisionRecord, LogError, MemoryLog, Verdict};
 pub use digest::{TurnDigest, turn_digest};
 pub use input::{InputError, input_schema_problem};
 pub use persist::{CorruptState, EncodeError, Status, SuspendedRun, body_checksum};
 pub use run::{
-    Agent, Message, Model, ModelError, Outcome, Reply, RunError, RunOptions, RunRequest, RunState,
-    ScriptedModel, ToolCall, ToolSpec, TurnOutcome, TurnScan, scan_turn,
+    Agent, DEFAULT_MAX_CALLS_PER_TURN, Message, Model, ModelError, Outcome, Reply, RunError,
+    RunOptions, RunRequest, RunState, ScriptedModel, ToolCall, ToolSpec, TurnOutcome, TurnScan,
+    scan_turn,
 };
 pub use suspend::{
     ApprovalDecision, ApprovalVerdict, AwaitingApproval, InputSubmission, Refusal, Refused,

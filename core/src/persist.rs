@@ -3,12 +3,13 @@
 //! ```json
 //! {
 //!   "format": "toolgate/suspended-run",
-//!   "version": 1,
+//!   "version": 2,
 //!   "status": "awaiting_approval",
 //!   "checksum": "sha256:…",
 //!   "body": {
 //!     "run": { "run_id": "…", "requested_by": "…", "transcript": [], "iterations": 1,
-//!              "options": { "max_iterations": 16, "allow": null, "four_eyes": false } },
+//!              "options": { "max_iterations": 16, "allow": null, "four_eyes": false,
+//!                           "max_calls_per_turn": 128 } },
 //!     "pending": [ { "id": "…", "name": "…", "arguments": {} } ]
 //!   }
 //! }
@@ -17,7 +18,14 @@
 //! A run waiting for input adds `"input": { "tool", "call_index", "schema" }`
 //! to the body. The checksum is SHA-256 over the body's bytes exactly as they
 //! stand in the document, so the body is read only once it is known to be
-//! the one written, and then straight into its types.
+//! the one written, and then straight into its types. With an
+//! [`IntegrityKey`], the checksum is an HMAC-SHA-256 tag instead
+//! (`hmac-sha256:…`): a plain checksum catches accidents, a tag catches a
+//! database writer who changed the document and recomputed the checksum.
+//!
+//! Version 2 added `max_calls_per_turn` to the options. A version-1 document
+//! still decodes (the cap takes its default), and its turn digest is the
+//! current rule's; it is written back as version 2.
 //! Decoding is fail-closed: anything unexpected is a [`CorruptState`] with a
 //! reason — an unknown version, status or field, a missing or ill-typed field,
 //! an input pause without a usable schema, a pending call that does not
@@ -31,11 +39,14 @@ use serde_json::value::RawValue;
 
 use crate::digest::sha256_hex;
 use crate::input::input_schema_problem;
+use crate::integrity::{IntegrityKey, MAC_PREFIX};
 use crate::run::{RunState, ToolCall};
 use crate::suspend::{AwaitingApproval, Suspended, WaitingForInput};
 
 const FORMAT: &str = "toolgate/suspended-run";
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
+/// The versions this build reads.
+const READS: [u64; 2] = [1, 2];
 const FIELDS: [&str; 5] = ["format", "version", "status", "checksum", "body"];
 const BODY_FIELDS: [&str; 3] = ["run", "pending", "input"];
 
@@ -94,9 +105,16 @@ pub enum SuspendedRun {
 }
 
 impl SuspendedRun {
-    /// Reads a document of either status.
+    /// Reads a document of either status that carries a plain checksum.
     pub fn decode(text: &str) -> Result<Self, CorruptState> {
-        decode(text)
+        decode(text, None)
+    }
+
+    /// Reads a document of either status. With a key, the document must carry
+    /// a tag that verifies under it; without one, a plain checksum that
+    /// matches. Either way, anything else is refused.
+    pub fn decode_with(text: &str, key: Option<&IntegrityKey>) -> Result<Self, CorruptState> {
+        decode(text, key)
     }
 
     /// The document's status.
@@ -130,20 +148,30 @@ impl SuspendedRun {
 
     /// The digest of the turn that waits.
     pub fn digest(&self) -> crate::TurnDigest {
-        crate::turn_digest(self.pending())
+        match self {
+            SuspendedRun::AwaitingApproval(run) => run.digest(),
+            SuspendedRun::WaitingForInput(run) => run.digest(),
+        }
     }
 
-    /// Writes the document.
+    /// Writes the document with a plain checksum.
     pub fn encode(&self) -> Result<String, EncodeError> {
+        self.encode_with(None)
+    }
+
+    /// Writes the document, tagged under `key` when one is given.
+    pub fn encode_with(&self, key: Option<&IntegrityKey>) -> Result<String, EncodeError> {
         match self {
-            SuspendedRun::AwaitingApproval(run) => run.encode(),
-            SuspendedRun::WaitingForInput(run) => run.encode(),
+            SuspendedRun::AwaitingApproval(run) => run.encode_with(key),
+            SuspendedRun::WaitingForInput(run) => run.encode_with(key),
         }
     }
 }
 
-/// The checksum a document carries for its body: SHA-256 over the body's
-/// JSON text, byte for byte. Exposed for tools that repair documents by hand.
+/// The plain checksum a document carries for its body without a key: SHA-256
+/// over the body's JSON text, byte for byte. Anyone can compute it, so it
+/// proves a document undamaged, never unchanged: configure an
+/// [`IntegrityKey`] for that.
 pub fn body_checksum(body: &str) -> String {
     sha256_hex(body.as_bytes())
 }
@@ -163,9 +191,13 @@ struct InputOut<'a> {
     schema: &'a Value,
 }
 
-fn seal(status: Status, body: &BodyOut<'_>) -> Result<String, EncodeError> {
+fn seal(
+    status: Status,
+    body: &BodyOut<'_>,
+    key: Option<&IntegrityKey>,
+) -> Result<String, EncodeError> {
     let body = serde_json::to_string(body)?;
-    let checksum = body_checksum(&body);
+    let checksum = key.map_or_else(|| body_checksum(&body), |key| key.tag(body.as_bytes()));
     Ok(format!(
         "{{\"format\":\"{FORMAT}\",\"version\":{VERSION},\"status\":\"{}\",\"checksum\":\"{checksum}\",\"body\":{body}}}",
         status.as_str()
@@ -173,19 +205,30 @@ fn seal(status: Status, body: &BodyOut<'_>) -> Result<String, EncodeError> {
 }
 
 impl Suspended<AwaitingApproval> {
-    /// Writes the versioned document.
+    /// Writes the versioned document with a plain checksum.
     pub fn encode(&self) -> Result<String, EncodeError> {
+        self.encode_with(None)
+    }
+
+    /// Writes the versioned document, tagged under `key` when one is given.
+    pub fn encode_with(&self, key: Option<&IntegrityKey>) -> Result<String, EncodeError> {
         let body = BodyOut {
             run: &self.state,
             pending: &self.pending,
             input: None,
         };
-        seal(Status::AwaitingApproval, &body)
+        seal(Status::AwaitingApproval, &body, key)
     }
 
     /// Reads a document that must hold a run awaiting approval.
     pub fn decode(text: &str) -> Result<Self, CorruptState> {
-        match decode(text)? {
+        Self::decode_with(text, None)
+    }
+
+    /// Reads a document that must hold a run awaiting approval, verified as
+    /// [`SuspendedRun::decode_with`] does.
+    pub fn decode_with(text: &str, key: Option<&IntegrityKey>) -> Result<Self, CorruptState> {
+        match decode(text, key)? {
             SuspendedRun::AwaitingApproval(run) => Ok(run),
             other @ SuspendedRun::WaitingForInput(_) => corrupt(format!(
                 "the document holds {}, not a run awaiting approval",
@@ -196,8 +239,13 @@ impl Suspended<AwaitingApproval> {
 }
 
 impl Suspended<WaitingForInput> {
-    /// Writes the versioned document.
+    /// Writes the versioned document with a plain checksum.
     pub fn encode(&self) -> Result<String, EncodeError> {
+        self.encode_with(None)
+    }
+
+    /// Writes the versioned document, tagged under `key` when one is given.
+    pub fn encode_with(&self, key: Option<&IntegrityKey>) -> Result<String, EncodeError> {
         let body = BodyOut {
             run: &self.state,
             pending: &self.pending,
@@ -207,12 +255,18 @@ impl Suspended<WaitingForInput> {
                 schema: self.pause.schema.as_value(),
             }),
         };
-        seal(Status::WaitingForInput, &body)
+        seal(Status::WaitingForInput, &body, key)
     }
 
     /// Reads a document that must hold a run waiting for input.
     pub fn decode(text: &str) -> Result<Self, CorruptState> {
-        match decode(text)? {
+        Self::decode_with(text, None)
+    }
+
+    /// Reads a document that must hold a run waiting for input, verified as
+    /// [`SuspendedRun::decode_with`] does.
+    pub fn decode_with(text: &str, key: Option<&IntegrityKey>) -> Result<Self, CorruptState> {
+        match decode(text, key)? {
             SuspendedRun::WaitingForInput(run) => Ok(run),
             other @ SuspendedRun::AwaitingApproval(_) => corrupt(format!(
                 "the document holds {}, not a run waiting for input",
@@ -244,12 +298,12 @@ fn fields<'a>(text: &'a str, what: &str) -> Result<Fields<'a>, CorruptState> {
     }
 }
 
-fn decode(text: &str) -> Result<SuspendedRun, CorruptState> {
+fn decode(text: &str, key: Option<&IntegrityKey>) -> Result<SuspendedRun, CorruptState> {
     let document = fields(text, "the document")?;
     if let Some(field) = document.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return corrupt(format!("unknown field `{field}`"));
     }
-    let status = decode_header(&document)?;
+    let status = decode_header(&document, key)?;
     let body_text = document.get("body").map_or("null", |b| b.get());
     // A body that reads straight into its types needs no field-by-field
     // pass; one that does not is read again field by field, to name what is
@@ -341,6 +395,35 @@ fn suspension(
     }
 }
 
+/// The document's checksum or tag against its body, under the key if any.
+fn check_seal(checksum: &str, body: &str, key: Option<&IntegrityKey>) -> Result<(), CorruptState> {
+    let tagged = checksum.starts_with(MAC_PREFIX);
+    match key {
+        Some(key) if tagged => {
+            if key.verify(body.as_bytes(), checksum) {
+                Ok(())
+            } else {
+                corrupt(
+                    "the document's integrity tag does not verify under this store's key: it was changed, damaged, or written under another key",
+                )
+            }
+        }
+        Some(_) => corrupt(
+            "the document carries a plain checksum, but this store authenticates its documents: it was written without the key, or rewritten by someone who does not have it",
+        ),
+        None if tagged => corrupt(
+            "the document is authenticated with an integrity key, and none is configured: it cannot be verified (set the store's key)",
+        ),
+        None => {
+            if checksum == body_checksum(body) {
+                Ok(())
+            } else {
+                corrupt("the checksum does not match the body: the document was changed or damaged")
+            }
+        }
+    }
+}
+
 /// A small header field, parsed on its own.
 fn header(document: &Fields<'_>, name: &str) -> Option<Value> {
     document
@@ -349,7 +432,10 @@ fn header(document: &Fields<'_>, name: &str) -> Option<Value> {
 }
 
 /// Format, version, checksum and status, in that order.
-fn decode_header(document: &Fields<'_>) -> Result<Status, CorruptState> {
+fn decode_header(
+    document: &Fields<'_>,
+    key: Option<&IntegrityKey>,
+) -> Result<Status, CorruptState> {
     match header(document, "format") {
         None => return corrupt("missing `format`"),
         Some(Value::String(format)) if format == FORMAT => {}
@@ -361,10 +447,10 @@ fn decode_header(document: &Fields<'_>) -> Result<Status, CorruptState> {
     match header(document, "version") {
         None => return corrupt("missing `version`"),
         Some(v) => match v.as_u64() {
-            Some(VERSION) => {}
+            Some(n) if READS.contains(&n) => {}
             Some(n) => {
                 return corrupt(format!(
-                    "unknown version {n} (this build reads version {VERSION})"
+                    "unknown version {n} (this build reads versions 1 to {VERSION})"
                 ));
             }
             None => return corrupt(format!("`version` is {}, not a whole number", kind(&v))),
@@ -373,13 +459,7 @@ fn decode_header(document: &Fields<'_>) -> Result<Status, CorruptState> {
     match (header(document, "checksum"), document.get("body")) {
         (None, _) => return corrupt("missing `checksum`"),
         (Some(_), None) => return corrupt("missing `body`"),
-        (Some(Value::String(checksum)), Some(body)) => {
-            if checksum != body_checksum(body.get()) {
-                return corrupt(
-                    "the checksum does not match the body: the document was changed or damaged",
-                );
-            }
-        }
+        (Some(Value::String(checksum)), Some(body)) => check_seal(&checksum, body.get(), key)?,
         (Some(other), Some(_)) => {
             return corrupt(format!("`checksum` is {}, not a string", kind(&other)));
         }
@@ -412,12 +492,22 @@ fn decode_pending(pending: Option<&RawValue>) -> Result<Vec<ToolCall>, CorruptSt
     for (i, item) in items.iter().enumerate() {
         let call: ToolCall = serde_json::from_str(item.get())
             .or_else(|error| corrupt(format!("`pending[{i}]` is ill-formed: {error}")))?;
-        if calls.iter().any(|c| c.id == call.id) {
-            return corrupt(format!("`pending` holds the call id `{}` twice", call.id));
-        }
         calls.push(call);
     }
+    if let Some(id) = first_duplicate_id(&calls) {
+        return corrupt(format!("`pending` holds the call id `{id}` twice"));
+    }
     Ok(calls)
+}
+
+/// The first call id that occurs twice in a turn, found in time linear in the
+/// number of calls.
+pub(crate) fn first_duplicate_id(calls: &[ToolCall]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::with_capacity(calls.len());
+    calls
+        .iter()
+        .map(|c| c.id.as_str())
+        .find(|id| !seen.insert(*id))
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -519,6 +609,7 @@ mod tests {
                             max_iterations,
                             allow,
                             four_eyes,
+                            ..RunOptions::default()
                         },
                     }
                 },

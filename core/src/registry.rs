@@ -85,6 +85,16 @@ pub enum BootProblem {
         /// What is wrong with it.
         problem: &'static str,
     },
+    /// A tool erased by hand declares a remote origin but was added as a
+    /// builtin: a remote tool's body lives on a server an operator judged, and
+    /// reaches a registry through a provider built from that record.
+    #[error(
+        "tool `{name}` declares a remote origin and cannot be registered as a builtin: builtins are local tools, and remote tools reach a registry through a `ToolProvider` built from an operator's stored server records"
+    )]
+    RemoteBuiltin {
+        /// The tool.
+        name: String,
+    },
     /// A tool's declared facts break a rule (SPEC §3): the combination the
     /// type system refuses for a typed tool, declared by a hand-erased one.
     #[error("tool `{name}` breaks {rule}")]
@@ -122,6 +132,9 @@ pub enum DropReason {
     InvalidName(&'static str),
     /// The tool's declared facts break a rule.
     BrokenRule(Rule),
+    /// A remote tool that names no server: no operator's record can stand
+    /// behind its declaration.
+    NoServer,
 }
 
 impl fmt::Display for DropReason {
@@ -130,6 +143,9 @@ impl fmt::Display for DropReason {
             DropReason::NameTaken => f.write_str("the name is taken (builtins win)"),
             DropReason::InvalidName(problem) => write!(f, "unusable name: {problem}"),
             DropReason::BrokenRule(rule) => write!(f, "it breaks {rule}"),
+            DropReason::NoServer => f.write_str(
+                "it declares a remote origin but names no server, so no operator's record stands behind its declaration",
+            ),
         }
     }
 }
@@ -350,7 +366,11 @@ impl RegistryBuilder {
                     name: name.to_owned(),
                 });
             }
-            if let Err(rule) = tool.verdict() {
+            if tool.origin() == Origin::Remote {
+                problems.push(BootProblem::RemoteBuiltin {
+                    name: name.to_owned(),
+                });
+            } else if let Err(rule) = tool.verdict() {
                 problems.push(BootProblem::BrokenRule {
                     name: name.to_owned(),
                     rule,
@@ -417,6 +437,10 @@ impl Registry {
                     Some(DropReason::InvalidName(problem))
                 } else if let Err(rule) = tool.verdict() {
                     Some(DropReason::BrokenRule(rule))
+                } else if tool.origin() == Origin::Remote
+                    && tool.server().is_none_or(|s| s.trim().is_empty())
+                {
+                    Some(DropReason::NoServer)
                 } else if catalogue.insert(tool.clone(), Source::Provider(provider_name.clone())) {
                     None
                 } else {

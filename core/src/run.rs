@@ -176,6 +176,18 @@ pub struct RunOptions {
     pub allow: Option<Vec<String>>,
     /// When true, an approval must come from someone other than the requester.
     pub four_eyes: bool,
+    /// How many calls one turn of the model may hold; a larger turn is
+    /// refused before anything of it runs or is stored. A reviewer must be
+    /// able to read every call of a turn they approve.
+    #[serde(default = "default_max_calls_per_turn")]
+    pub max_calls_per_turn: u32,
+}
+
+/// The default cap on calls per turn.
+pub const DEFAULT_MAX_CALLS_PER_TURN: u32 = 128;
+
+fn default_max_calls_per_turn() -> u32 {
+    DEFAULT_MAX_CALLS_PER_TURN
 }
 
 impl Default for RunOptions {
@@ -184,6 +196,7 @@ impl Default for RunOptions {
             max_iterations: 16,
             allow: None,
             four_eyes: false,
+            max_calls_per_turn: DEFAULT_MAX_CALLS_PER_TURN,
         }
     }
 }
@@ -250,6 +263,9 @@ pub enum Outcome {
 /// A run could not go on. The state is handed back: nothing is lost.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The run names no person as its requester; nothing started.
+    #[error("the run's requester cannot be recorded: {0}")]
+    InvalidRequester(crate::identity::IdentityError),
     /// The model failed.
     #[error("{error}")]
     Model {
@@ -267,6 +283,27 @@ pub enum RunError {
         /// What is wrong.
         problem: &'static str,
         /// The run, with the turn not yet answered.
+        state: Box<RunState>,
+    },
+    /// The model's turn holds more calls than the run allows.
+    #[error(
+        "the model's turn holds {calls} calls, more than the {limit} this run allows (`max_calls_per_turn`); nothing of it ran"
+    )]
+    TurnTooLarge {
+        /// How many calls the turn held.
+        calls: usize,
+        /// The run's cap.
+        limit: u32,
+        /// The run, with the turn not answered.
+        state: Box<RunState>,
+    },
+    /// Two calls of the model's turn share an id, so results and decisions
+    /// could not be told apart.
+    #[error("the model's turn holds the call id `{id}` twice; nothing of it ran")]
+    DuplicateCallId {
+        /// The id.
+        id: String,
+        /// The run, with the turn not answered.
         state: Box<RunState>,
     },
 }
@@ -355,6 +392,11 @@ impl<'a> Agent<'a> {
 
     /// Starts a run and drives it until it finishes, suspends or hits its cap.
     pub async fn start(&self, request: RunRequest) -> Result<Outcome, RunError> {
+        let requester = crate::identity::Operator::new(
+            &request.requested_by,
+            crate::identity::IdentitySource::Given,
+        )
+        .map_err(RunError::InvalidRequester)?;
         let mut transcript = Vec::new();
         if let Some(system) = request.system {
             transcript.push(Message::System { content: system });
@@ -364,7 +406,7 @@ impl<'a> Agent<'a> {
         });
         let state = RunState {
             run_id: uuid::Uuid::new_v4().to_string(),
-            requested_by: request.requested_by,
+            requested_by: requester.name().to_owned(),
             transcript,
             iterations: 0,
             options: request.options,
@@ -436,6 +478,19 @@ impl<'a> Agent<'a> {
         mut state: RunState,
         calls: Vec<ToolCall>,
     ) -> Result<TurnOutcome, RunError> {
+        if calls.len() > state.options.max_calls_per_turn as usize {
+            return Err(RunError::TurnTooLarge {
+                calls: calls.len(),
+                limit: state.options.max_calls_per_turn,
+                state: Box::new(state),
+            });
+        }
+        if let Some(id) = crate::persist::first_duplicate_id(&calls) {
+            return Err(RunError::DuplicateCallId {
+                id: id.to_owned(),
+                state: Box::new(state),
+            });
+        }
         match scan_turn(offered, &calls) {
             TurnScan::Approval => {
                 let suspended = Suspended::awaiting_approval(state, calls);

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::audit::{DecisionRecord, LogError, Verdict, now_unix_ms};
 use crate::digest::{TurnDigest, turn_digest};
 use crate::erased::BoxFuture;
+use crate::identity::{self, IdentityError, IdentitySource, Operator};
 use crate::input::{self, InputError};
 use crate::registry::Offered;
 use crate::run::{Agent, Message, Outcome, RunError, RunState, ToolCall, not_offered};
@@ -85,9 +86,10 @@ impl<S> Suspended<S> {
         &self.pending
     }
 
-    /// The digest a decider must carry back: see [`turn_digest`].
+    /// The digest a decider must carry back: see [`turn_digest`]. Show it
+    /// beside the turn itself, and nowhere else.
     pub fn digest(&self) -> TurnDigest {
-        turn_digest(&self.pending)
+        turn_digest(&self.state.run_id, self.state.iterations, &self.pending)
     }
 
     /// The digest check of SPEC §7: a missing digest and a wrong one are the
@@ -98,18 +100,21 @@ impl<S> Suspended<S> {
             Ok(expected)
         } else {
             Err(Refusal::UnknownTurn {
-                expected,
-                carried: carried.cloned(),
+                carried: carried.is_some(),
             })
         }
     }
 
     fn record(&self, decided_by: &str, verdict: Verdict, digest: TurnDigest) -> DecisionRecord {
+        // The checks ran before: the name normalises. Recorded as normalised.
+        let decided_by = Operator::new(decided_by, IdentitySource::Given)
+            .map_or_else(|_| decided_by.to_owned(), |o| o.name().to_owned());
         DecisionRecord {
             run_id: self.state.run_id.clone(),
-            decided_by: decided_by.to_owned(),
+            self_decided: identity::same_person(&decided_by, &self.state.requested_by),
+            decided_by,
+            decided_by_source: IdentitySource::Given,
             requested_by: self.state.requested_by.clone(),
-            self_decided: decided_by == self.state.requested_by,
             at_unix_ms: now_unix_ms(),
             verdict,
             digest,
@@ -232,18 +237,23 @@ pub struct InputSubmission {
 /// Why a decision was refused. The run is handed back unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
-    /// The decision carries no digest, or not the pending turn's.
+    /// The decision carries no digest, or not the pending turn's. The
+    /// pending turn's digest is deliberately not part of the refusal: it is
+    /// shown only beside the turn itself, so that nobody approves a turn they
+    /// were not shown by pasting it from an error.
     #[error(
-        "the decision does not name the pending turn (expected digest {expected}, got {}): the reviewed turn is unknown",
-        carried.as_ref().map_or("none", TurnDigest::as_str)
+        "the decision {}: the reviewed turn is unknown; review the pending turn (`runs show`) and decide with the digest shown beside it",
+        if *carried { "names a different turn" } else { "names no turn (no digest)" }
     )]
     UnknownTurn {
-        /// The pending turn's digest.
-        expected: TurnDigest,
-        /// What the decision carried.
-        carried: Option<TurnDigest>,
+        /// Whether the decision carried a digest at all.
+        carried: bool,
     },
+    /// The decider's or submitter's name cannot stand for a person.
+    #[error("{0}: name the person who decides")]
+    InvalidIdentity(IdentityError),
     /// The requester approved their own run, and the run requires four eyes.
+    /// Names are compared as people (see [`identity`]), not as strings.
     #[error("`{who}` started this run, and its approval must come from someone else")]
     SelfApproval {
         /// The requester.
@@ -305,12 +315,14 @@ impl<S> Suspended<S> {
         S: TakesVerdict,
     {
         let digest = self.check_digest(decision.digest.as_ref())?;
+        let decider = Operator::new(&decision.decided_by, IdentitySource::Given)
+            .map_err(Refusal::InvalidIdentity)?;
         if decision.verdict == ApprovalVerdict::Approve
             && self.state.options.four_eyes
-            && decision.decided_by == self.state.requested_by
+            && identity::same_person(decider.name(), &self.state.requested_by)
         {
             return Err(Refusal::SelfApproval {
-                who: decision.decided_by.clone(),
+                who: decider.name().to_owned(),
             });
         }
         Ok(digest)
@@ -324,6 +336,8 @@ impl<S> Suspended<S> {
         S: TakesInput,
     {
         let digest = self.check_digest(submission.digest.as_ref())?;
+        Operator::new(&submission.submitted_by, IdentitySource::Given)
+            .map_err(Refusal::InvalidIdentity)?;
         input::validate(&self.pause.input_pause().schema, &submission.data)
             .map_err(Refusal::InvalidInput)?;
         Ok(digest)

@@ -1,5 +1,6 @@
 //! Connections to MCP servers, with a deadline on every operation.
 
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,7 +9,10 @@ use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio::process::ChildStderr;
 use toolgate::ToolOutput;
+use toolgate::visible::visible;
 use toolgate_store::Transport;
 
 use crate::output::sanitize;
@@ -78,6 +82,60 @@ pub enum ClientError {
 
 type Session = RunningService<RoleClient, ()>;
 
+/// The most bytes of one stderr line logged; the rest of a longer line is
+/// dropped, and the line says so.
+const MAX_STDERR_LINE: usize = 4096;
+
+/// Logs each line a stdio server writes to its stderr, with the server's
+/// identifier as a field and every hidden character escaped
+/// ([`toolgate::visible::visible`]): a server cannot retitle, recolour or
+/// rewrite the operator's terminal through its diagnostics. Lines are read
+/// with a bound, so a server that never ends a line cannot grow memory.
+/// Ends when the server closes its stderr (it exits or is stopped).
+async fn log_stderr(server: String, stderr: ChildStderr) {
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    let mut cut = 0usize;
+    loop {
+        let (used, ended) = match reader.fill_buf().await {
+            Ok([]) | Err(_) => {
+                if !line.is_empty() || cut > 0 {
+                    emit_stderr_line(&server, &line, cut);
+                }
+                return;
+            }
+            Ok(buffer) => {
+                let (chunk, ended) = match buffer.iter().position(|&b| b == b'\n') {
+                    Some(at) => (&buffer[..at], true),
+                    None => (buffer, false),
+                };
+                let room = MAX_STDERR_LINE.saturating_sub(line.len());
+                let take = chunk.len().min(room);
+                line.extend_from_slice(&chunk[..take]);
+                cut += chunk.len() - take;
+                (chunk.len() + usize::from(ended), ended)
+            }
+        };
+        reader.consume(used);
+        if ended {
+            emit_stderr_line(&server, &line, cut);
+            line.clear();
+            cut = 0;
+        }
+    }
+}
+
+fn emit_stderr_line(server: &str, line: &[u8], cut: usize) {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\r').unwrap_or(&text);
+    let text = visible(text);
+    if cut == 0 {
+        tracing::info!(server = %server, line = %text, "server stderr");
+    } else {
+        tracing::info!(server = %server, line = %text, cut_bytes = cut, "server stderr (line cut)");
+    }
+}
+
 /// One server's connection, made on first use and remade after a failure.
 pub struct Connection {
     server: String,
@@ -120,8 +178,16 @@ impl Connection {
                     };
                     let mut cmd = tokio::process::Command::new(program);
                     cmd.args(args).kill_on_drop(true);
-                    let process = TokioChildProcess::new(cmd)
+                    // The server's stderr never reaches the operator's
+                    // terminal as it is: it is read here, line by line, and
+                    // logged escaped (see `log_stderr`).
+                    let (process, stderr) = TokioChildProcess::builder(cmd)
+                        .stderr(Stdio::piped())
+                        .spawn()
                         .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+                    if let Some(stderr) = stderr {
+                        tokio::spawn(log_stderr(self.server.clone(), stderr));
+                    }
                     ().serve(process).await.map_err(|e| e.to_string())
                 }
                 Transport::Http { url } => {

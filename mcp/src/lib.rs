@@ -13,6 +13,12 @@
 //!
 //! What a server says about its tools (`readOnlyHint` and the rest) is kept
 //! for display and read by no decision.
+//!
+//! Remote text handed to the model passes [`sanitize`] (hidden characters, as
+//! [`toolgate::visible::is_hidden`] defines them, removed; length bounded). A
+//! stdio server's stderr is never inherited: each line is logged at `info`
+//! with the server's identifier as the `server` field, escaped with
+//! [`toolgate::visible::visible`].
 
 mod client;
 mod import;

@@ -12,7 +12,9 @@ pub const SEPARATOR: char = '.';
 pub enum SkipReason {
     /// The remote name is empty.
     Empty,
-    /// It holds a control character (shown escaped).
+    /// It holds a hidden character ([`toolgate::visible::is_hidden`]: a
+    /// control, a bidi override, a zero-width or other invisible character),
+    /// shown escaped.
     ControlCharacter(String),
     /// It holds a character outside ASCII, which can pass for another
     /// (`а` for `a`).
@@ -66,7 +68,7 @@ pub fn local_name(server_id: &str, remote: &str) -> Result<String, SkipReason> {
     if remote.is_empty() {
         return Err(SkipReason::Empty);
     }
-    if let Some(c) = remote.chars().find(|c| c.is_control()) {
+    if let Some(c) = remote.chars().find(|&c| toolgate::visible::is_hidden(c)) {
         return Err(SkipReason::ControlCharacter(c.escape_default().to_string()));
     }
     if let Some(c) = remote.chars().find(|c| !c.is_ascii()) {
@@ -104,6 +106,14 @@ mod tests {
         assert_eq!(
             local_name("gh", "tab\tname"),
             Err(SkipReason::ControlCharacter("\\t".into()))
+        );
+        assert_eq!(
+            local_name("gh", "note\u{202e}txt"),
+            Err(SkipReason::ControlCharacter("\\u{202e}".into()))
+        );
+        assert_eq!(
+            local_name("gh", "zero\u{200b}width"),
+            Err(SkipReason::ControlCharacter("\\u{200b}".into()))
         );
         assert_eq!(
             local_name("gh", "read\u{0430}note"),

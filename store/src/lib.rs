@@ -38,6 +38,7 @@ use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use toolgate::integrity::IntegrityKey;
 
 pub use catalogue::{CatalogueChange, CatalogueRow, ImportedTool, LiveTool};
 pub use class::{DataClass, UnknownDataClass};
@@ -143,6 +144,8 @@ pub struct Store {
     /// busy handler, which sleeps in steps of up to 100 ms. Other processes
     /// are still serialised by SQLite's own lock.
     writer: Arc<tokio::sync::Mutex<()>>,
+    /// Authenticates suspended-run documents and decision rows when set.
+    key: Option<IntegrityKey>,
 }
 
 impl Store {
@@ -184,9 +187,32 @@ impl Store {
         let store = Self {
             pool,
             writer: Arc::new(tokio::sync::Mutex::new(())),
+            key: None,
         };
         store.migrate(to).await?;
         Ok(store)
+    }
+
+    /// Authenticates what this handle writes and requires what it reads to
+    /// verify: suspended-run documents carry an HMAC-SHA-256 tag instead of a
+    /// plain checksum, and decision rows carry a tag. The key lives outside
+    /// the database (an environment variable or a key file), so a database
+    /// writer who changes a document cannot re-seal it.
+    #[must_use]
+    pub fn with_integrity_key(mut self, key: IntegrityKey) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// True when this handle authenticates documents and decisions. Without
+    /// a key, anyone who can write the database file can change a stored run
+    /// (four eyes, requester, arguments) and recompute its plain checksum.
+    pub fn is_authenticated(&self) -> bool {
+        self.key.is_some()
+    }
+
+    pub(crate) fn key(&self) -> Option<&IntegrityKey> {
+        self.key.as_ref()
     }
 
     /// Applies migrations up to `to`. A second run is a no-op.

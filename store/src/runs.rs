@@ -2,6 +2,8 @@
 //! any number of concurrent deciders win.
 
 use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+use toolgate::identity::{self, IdentitySource, Operator};
 use toolgate::{
     BoxFuture, CorruptState, DecisionLog, DecisionRecord, LogError, SuspendedRun, TurnDigest,
     Verdict,
@@ -43,15 +45,14 @@ pub enum ClaimError {
         /// Who won.
         by: Option<String>,
     },
-    /// The decision does not name the pending turn.
+    /// The decision does not name the pending turn. The pending turn's digest
+    /// is deliberately not part of the error: it is shown only beside the turn.
     #[error(
-        "the decision does not name the pending turn of run `{run_id}` (expected digest {expected}): the reviewed turn is unknown"
+        "the decision names a different turn than the one run `{run_id}` waits on: the reviewed turn is unknown; review it with `runs show {run_id}` and decide with the digest shown there"
     )]
     StaleDigest {
         /// The run.
         run_id: String,
-        /// The pending turn's digest.
-        expected: TurnDigest,
     },
     /// The stored document does not decode; nothing was changed.
     #[error("suspended run `{run_id}` is stored but unreadable, and was left untouched: {error}")]
@@ -165,7 +166,7 @@ fn verdict_from(text: &str) -> Result<Verdict, StoreError> {
 impl Store {
     /// Stores a suspended run as the open suspension of its run.
     pub async fn save_suspended(&self, run: &SuspendedRun) -> Result<i64, StoreError> {
-        let document = run.encode()?;
+        let document = run.encode_with(self.key())?;
         let result = sqlx::query(
             "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
              VALUES (?, ?, ?, ?, ?, ?)",
@@ -183,20 +184,63 @@ impl Store {
 
     /// The open suspension of a run, decoded fail-closed.
     pub async fn load_suspended(&self, run_id: &str) -> Result<SuspendedRun, LoadError> {
-        let document: Option<String> = sqlx::query_scalar(
-            "SELECT document FROM suspended_run WHERE run_id = ? AND state = 'open'",
+        let row = sqlx::query(
+            "SELECT run_id, status, document, digest, requested_by FROM suspended_run
+             WHERE run_id = ? AND state = 'open'",
         )
         .bind(run_id)
         .fetch_optional(&self.pool)
         .await
         .map_err(StoreError::from)?;
-        let Some(document) = document else {
+        let Some(row) = row else {
             return Err(LoadError::NotFound(run_id.to_owned()));
         };
-        SuspendedRun::decode(&document).map_err(|error| LoadError::Corrupt {
-            run_id: run_id.to_owned(),
-            error,
-        })
+        self.read_document(&row)
+            .map_err(StoreError::from)?
+            .map_err(|error| LoadError::Corrupt {
+                run_id: run_id.to_owned(),
+                error,
+            })
+    }
+
+    /// Decodes a suspension row's document — verified under this store's key
+    /// if it has one — and checks the columns kept beside it (run, status,
+    /// digest, requester) against the document: a row whose columns and
+    /// document disagree was written by something other than this store.
+    fn read_document(
+        &self,
+        row: &SqliteRow,
+    ) -> Result<Result<SuspendedRun, CorruptState>, sqlx::Error> {
+        let document: String = row.try_get("document")?;
+        let columns = [
+            ("run", row.try_get::<String, _>("run_id")?),
+            ("status", row.try_get::<String, _>("status")?),
+            ("digest", row.try_get::<String, _>("digest")?),
+            ("requester", row.try_get::<String, _>("requested_by")?),
+        ];
+        let run = match SuspendedRun::decode_with(&document, self.key()) {
+            Ok(run) => run,
+            Err(error) => return Ok(Err(error)),
+        };
+        let digest = run.digest();
+        let inside = [
+            run.run_id(),
+            run.status().as_str(),
+            digest.as_str(),
+            run.state().requested_by.as_str(),
+        ];
+        for ((what, column), inside) in columns.iter().zip(inside) {
+            if column != inside {
+                return Ok(Err(CorruptState {
+                    reason: format!(
+                        "the stored {what} column (`{}`) disagrees with the document (`{}`): the row was changed outside the store",
+                        toolgate::visible::visible(column),
+                        toolgate::visible::visible(inside)
+                    ),
+                }));
+            }
+        }
+        Ok(Ok(run))
     }
 
     /// Every open suspension, oldest first, with any decoding problem named.
@@ -209,7 +253,7 @@ impl Store {
         .await?;
         let mut runs = Vec::with_capacity(rows.len());
         for row in rows {
-            let document: String = row.try_get("document")?;
+            let problem = self.read_document(&row)?.err().map(|e| e.reason);
             runs.push(OpenRun {
                 suspension_id: row.try_get("id")?,
                 run_id: row.try_get("run_id")?,
@@ -217,7 +261,7 @@ impl Store {
                 digest: row.try_get("digest")?,
                 requested_by: row.try_get("requested_by")?,
                 created_at: row.try_get("created_at")?,
-                problem: SuspendedRun::decode(&document).err().map(|e| e.reason),
+                problem,
             });
         }
         Ok(runs)
@@ -232,12 +276,13 @@ impl Store {
         &self,
         run_id: &str,
         digest: Option<&TurnDigest>,
-        decided_by: &str,
+        decided_by: &Operator,
         verdict: Verdict,
     ) -> Result<Claim, ClaimError> {
         let (_writer, mut tx) = self.write().await?;
         let row = sqlx::query(
-            "SELECT id, document FROM suspended_run WHERE run_id = ? AND state = 'open'",
+            "SELECT id, run_id, status, document, digest, requested_by FROM suspended_run
+             WHERE run_id = ? AND state = 'open'",
         )
         .bind(run_id)
         .fetch_optional(&mut *tx)
@@ -258,16 +303,16 @@ impl Store {
             });
         };
         let suspension_id: i64 = row.try_get("id")?;
-        let document: String = row.try_get("document")?;
-        let run = SuspendedRun::decode(&document).map_err(|error| ClaimError::Corrupt {
-            run_id: run_id.to_owned(),
-            error,
-        })?;
+        let run = self
+            .read_document(&row)?
+            .map_err(|error| ClaimError::Corrupt {
+                run_id: run_id.to_owned(),
+                error,
+            })?;
         let expected = run.digest();
         if digest != Some(&expected) {
             return Err(ClaimError::StaleDigest {
                 run_id: run_id.to_owned(),
-                expected,
             });
         }
         let now = now_ms();
@@ -275,7 +320,7 @@ impl Store {
             "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?
              WHERE id = ? AND state = 'open'",
         )
-        .bind(decided_by)
+        .bind(decided_by.name())
         .bind(now)
         .bind(suspension_id)
         .execute(&mut *tx)
@@ -289,8 +334,9 @@ impl Store {
         let requested_by = run.state().requested_by.clone();
         let record = DecisionRecord {
             run_id: run_id.to_owned(),
-            decided_by: decided_by.to_owned(),
-            self_decided: decided_by == requested_by,
+            decided_by: decided_by.name().to_owned(),
+            decided_by_source: decided_by.source(),
+            self_decided: identity::same_person(decided_by.name(), &requested_by),
             requested_by,
             at_unix_ms: u64::try_from(now).unwrap_or(0),
             verdict,
@@ -301,23 +347,28 @@ impl Store {
             what: "the tool names",
             source,
         })?;
+        let mac = self
+            .key()
+            .map(|key| key.tag(&decision_bytes(suspension_id, &record)));
         sqlx::query(
-            "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, requested_by, self_decided, digest, tools, decided_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(suspension_id)
         .bind(run_id)
         .bind(verdict_text(verdict))
-        .bind(decided_by)
+        .bind(&record.decided_by)
+        .bind(record.decided_by_source.as_str())
         .bind(&record.requested_by)
         .bind(i64::from(record.self_decided))
         .bind(record.digest.as_str())
         .bind(tools)
         .bind(now)
+        .bind(mac)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        tracing::info!(run = %run_id, by = %decided_by, verdict = verdict.as_str(), "decision claimed");
+        tracing::info!(run = %run_id, by = %decided_by, source = %decided_by.source(), verdict = verdict.as_str(), "decision claimed");
         Ok(Claim {
             suspension_id,
             run,
@@ -358,19 +409,48 @@ impl Store {
                 what: "decision tool list",
                 reason: e.to_string(),
             })?;
-            records.push(DecisionRecord {
+            let record = DecisionRecord {
                 run_id: row.try_get("run_id")?,
                 decided_by: row.try_get("decided_by")?,
+                decided_by_source: IdentitySource::from_name(
+                    &row.try_get::<String, _>("decided_by_source")?,
+                ),
                 requested_by: row.try_get("requested_by")?,
                 self_decided: row.try_get::<i64, _>("self_decided")? == 1,
                 at_unix_ms: u64::try_from(row.try_get::<i64, _>("decided_at")?).unwrap_or(0),
                 verdict,
                 digest: TurnDigest::from_text(row.try_get::<String, _>("digest")?),
                 tools,
-            });
+            };
+            if let Some(key) = self.key() {
+                let suspension_id: i64 = row.try_get("suspension_id")?;
+                let mac: Option<String> = row.try_get("mac")?;
+                let verified = mac
+                    .is_some_and(|mac| key.verify(&decision_bytes(suspension_id, &record), &mac));
+                if !verified {
+                    return Err(StoreError::Unreadable {
+                        what: "decision record",
+                        reason: format!(
+                            "the decision on run `{}` by `{}` does not verify under this store's integrity key: it was changed, or written without the key",
+                            toolgate::visible::visible(&record.run_id),
+                            toolgate::visible::visible(&record.decided_by)
+                        ),
+                    });
+                }
+            }
+            records.push(record);
         }
         Ok(records)
     }
+}
+
+/// What a decision row's tag covers: the suspension it decided, and every
+/// field of the record, in the record's own serialisation (fixed field order).
+fn decision_bytes(suspension_id: i64, record: &DecisionRecord) -> Vec<u8> {
+    let mut bytes = format!("toolgate.decision.v1\n{suspension_id}\n").into_bytes();
+    // Serialising a record of plain fields to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut bytes, record);
+    bytes
 }
 
 #[cfg(test)]

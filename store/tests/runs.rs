@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
+use toolgate::identity::{IdentitySource, Operator};
 use toolgate::{
     Agent, ApprovalDecision, ApprovalVerdict, Execute, MemoryLog, Outcome, Registry, Reply,
     RunRequest, ScriptedModel, SuspendedRun, Tool, ToolCall, ToolOutput, TurnDigest, Verdict,
@@ -50,6 +51,13 @@ async fn suspended(registry: &Registry, requested_by: &str) -> SuspendedRun {
 async fn open(dir: &tempfile::TempDir) -> Store {
     match Store::open(dir.path().join("runs.db")).await {
         Ok(store) => store,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+fn operator(name: &str) -> Operator {
+    match Operator::new(name, IdentitySource::Flag) {
+        Ok(operator) => operator,
         Err(error) => panic!("{error}"),
     }
 }
@@ -113,7 +121,12 @@ async fn a_corrupt_document_is_left_untouched_for_an_operator() {
     }
     let digest = run.digest();
     match store
-        .claim(run.run_id(), Some(&digest), "bob", Verdict::Approved)
+        .claim(
+            run.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            Verdict::Approved,
+        )
         .await
     {
         Err(ClaimError::Corrupt { .. }) => {}
@@ -146,16 +159,32 @@ async fn a_claim_checks_the_digest_and_a_released_claim_waits_again() {
     assert!(store.save_suspended(&run).await.is_ok());
     for digest in [None, Some(TurnDigest::from_text("sha256:00"))] {
         match store
-            .claim(run.run_id(), digest.as_ref(), "bob", Verdict::Approved)
+            .claim(
+                run.run_id(),
+                digest.as_ref(),
+                &operator("bob"),
+                Verdict::Approved,
+            )
             .await
         {
-            Err(ClaimError::StaleDigest { expected, .. }) => assert_eq!(expected, run.digest()),
+            Err(error @ ClaimError::StaleDigest { .. }) => {
+                let text = error.to_string();
+                assert!(
+                    !text.contains("sha256:"),
+                    "never shows the expected digest: {text}"
+                );
+            }
             other => panic!("expected a stale digest, got {other:?}"),
         }
     }
     let digest = run.digest();
     let claim = match store
-        .claim(run.run_id(), Some(&digest), "bob", Verdict::Approved)
+        .claim(
+            run.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            Verdict::Approved,
+        )
         .await
     {
         Ok(claim) => claim,
@@ -192,7 +221,12 @@ async fn a_claimed_decision_runs_through_the_gate() {
     assert!(store.save_suspended(&run).await.is_ok());
     let digest = run.digest();
     let claim = match store
-        .claim(run.run_id(), Some(&digest), "bob", Verdict::Approved)
+        .claim(
+            run.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            Verdict::Approved,
+        )
         .await
     {
         Ok(claim) => claim,
@@ -221,7 +255,12 @@ async fn a_claimed_decision_runs_through_the_gate() {
     let other = pending_again(&store, &registry).await;
     let digest = other.digest();
     let claim = match store
-        .claim(other.run_id(), Some(&digest), "bob", Verdict::Denied)
+        .claim(
+            other.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            Verdict::Denied,
+        )
         .await
     {
         Ok(claim) => claim,
@@ -263,7 +302,7 @@ async fn race(stores: &[Arc<Store>], run_id: &str, digest: &TurnDigest, deciders
                     .claim(
                         &run_id,
                         Some(&digest),
-                        &format!("op-{decider}"),
+                        &operator(&format!("op-{decider}")),
                         Verdict::Approved,
                     )
                     .await
@@ -338,7 +377,6 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
             panic!("awaiting approval");
         };
         let document = template.encode().unwrap_or_default();
-        let digest = template.digest();
         for round in 0..1_000 {
             // The same pending turn under a fresh run id.
             let run_id = format!("run-{round:04}");
@@ -353,6 +391,8 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
                 Err(error) => panic!("{error}"),
             };
             assert!(store.save_suspended(&run).await.is_ok());
+            // The digest names this run: each round's is its own.
+            let digest = run.digest();
             let winners = race(&[Arc::clone(&store)], &run_id, &digest, 16).await;
             assert_eq!(winners, 1, "round {round}");
         }
@@ -377,7 +417,12 @@ async fn an_unreadable_decision_row_is_an_error_not_a_guess() {
     assert!(store.save_suspended(&run).await.is_ok());
     let digest = run.digest();
     let claimed = store
-        .claim(run.run_id(), Some(&digest), "bob", Verdict::Denied)
+        .claim(
+            run.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            Verdict::Denied,
+        )
         .await;
     assert!(claimed.is_ok());
     assert_eq!(
@@ -407,4 +452,215 @@ async fn an_unreadable_decision_row_is_an_error_not_a_guess() {
             .is_some_and(|e| e.starts_with("stored decision tool list is unreadable")),
         "{read:?}"
     );
+}
+
+fn key() -> toolgate::integrity::IntegrityKey {
+    match toolgate::integrity::IntegrityKey::new(b"a key kept outside the database") {
+        Ok(key) => key,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+/// What a database writer without the key does: change the document, and
+/// re-seal it with the plain checksum anyone can compute (and the columns to
+/// match, so only the seal can tell).
+async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
+    let document: String = sqlx::query_scalar(
+        "SELECT document FROM suspended_run WHERE run_id = ? AND state = 'open'",
+    )
+    .bind(run_id)
+    .fetch_one(store.pool())
+    .await
+    .unwrap_or_default();
+    let mut doc: Value = serde_json::from_str(&document).unwrap_or_default();
+    if let Some(field) = doc.pointer_mut(pointer) {
+        *field = value;
+    } else {
+        panic!("no {pointer}");
+    }
+    let body = doc["body"].to_string();
+    doc["checksum"] = json!(toolgate::body_checksum(&body));
+    let requested_by = doc
+        .pointer("/body/run/requested_by")
+        .cloned()
+        .unwrap_or_default();
+    // The turn digest is public arithmetic too: the column is made to match.
+    let digest = SuspendedRun::decode(&doc.to_string())
+        .map(|run| run.digest().as_str().to_owned())
+        .unwrap_or_default();
+    let done = sqlx::query(
+        "UPDATE suspended_run SET document = ?, requested_by = ?, digest = ?
+         WHERE run_id = ? AND state = 'open'",
+    )
+    .bind(doc.to_string())
+    .bind(requested_by.as_str().unwrap_or_default())
+    .bind(digest)
+    .bind(run_id)
+    .execute(store.pool())
+    .await;
+    assert!(done.is_ok());
+}
+
+/// With a key: flipping four eyes, the requester or an argument in the
+/// database and re-sealing with the plain checksum is refused at load, at
+/// listing and at claim; without a key the same change loads — which is what
+/// `runs list` warns about.
+#[tokio::test]
+async fn with_a_key_a_re_sealed_change_in_the_database_is_refused_at_load() {
+    for (pointer, value) in [
+        ("/body/run/options/four_eyes", json!(false)),
+        ("/body/run/requested_by", json!("mallory")),
+        ("/body/pending/0/arguments/branch", json!("main")),
+    ] {
+        let dir = temp();
+        let store = open(&dir).await.with_integrity_key(key());
+        assert!(store.is_authenticated());
+        let registry = registry();
+        let run = suspended(&registry, "alice").await;
+        assert!(store.save_suspended(&run).await.is_ok());
+        assert!(store.load_suspended(run.run_id()).await.is_ok());
+        tamper(&store, run.run_id(), pointer, value.clone()).await;
+        match store.load_suspended(run.run_id()).await {
+            Err(LoadError::Corrupt { error, .. }) => assert!(
+                error.reason.starts_with(
+                    "the document carries a plain checksum, but this store authenticates"
+                ),
+                "{pointer}: {error}"
+            ),
+            other => panic!("{pointer}: expected a refusal, got {other:?}"),
+        }
+        let listed = store.open_runs().await.unwrap_or_default();
+        assert!(listed[0].problem.is_some(), "{pointer}");
+        let digest = run.digest();
+        assert!(matches!(
+            store
+                .claim(
+                    run.run_id(),
+                    Some(&digest),
+                    &operator("bob"),
+                    Verdict::Approved
+                )
+                .await,
+            Err(ClaimError::Corrupt { .. })
+        ));
+
+        // Without a key, the same change is accepted.
+        let dir = temp();
+        let plain = open(&dir).await;
+        assert!(!plain.is_authenticated());
+        assert!(plain.save_suspended(&run).await.is_ok());
+        tamper(&plain, run.run_id(), pointer, value).await;
+        assert!(
+            plain.load_suspended(run.run_id()).await.is_ok(),
+            "{pointer}"
+        );
+    }
+}
+
+/// The columns kept beside a document are checked against it: a requester
+/// column changed on its own is refused even without a key.
+#[tokio::test]
+async fn columns_that_disagree_with_the_document_are_refused() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    assert!(store.save_suspended(&run).await.is_ok());
+    for (column, value) in [
+        ("requested_by", "bob"),
+        ("digest", "sha256:00"),
+        ("status", "waiting_for_input"),
+    ] {
+        // `column` is one of the three literals above.
+        let saved: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT {column} FROM suspended_run WHERE run_id = ?"
+        )))
+        .bind(run.run_id())
+        .fetch_one(store.pool())
+        .await
+        .unwrap_or_default();
+        let set = |v: &str| {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE suspended_run SET {column} = ? WHERE run_id = ?"
+            )))
+            .bind(v.to_owned())
+            .bind(run.run_id().to_owned())
+        };
+        assert!(set(value).execute(store.pool()).await.is_ok());
+        match store.load_suspended(run.run_id()).await {
+            Err(LoadError::Corrupt { error, .. }) => assert!(
+                error.reason.contains("disagrees with the document"),
+                "{column}: {error}"
+            ),
+            other => panic!("{column}: expected a refusal, got {other:?}"),
+        }
+        assert!(set(&saved).execute(store.pool()).await.is_ok());
+        assert!(store.load_suspended(run.run_id()).await.is_ok());
+    }
+}
+
+/// A decision row records where the decider's name came from, and with a key
+/// carries a tag: a row changed afterwards does not read back.
+#[tokio::test]
+async fn decision_rows_keep_the_identity_source_and_verify_under_the_key() {
+    let dir = temp();
+    let store = open(&dir).await.with_integrity_key(key());
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    assert!(store.save_suspended(&run).await.is_ok());
+    let digest = run.digest();
+    let Ok(env_bob) = Operator::new(" Ｂｏｂ ", IdentitySource::Environment) else {
+        panic!("normalises");
+    };
+    let claim = store
+        .claim(run.run_id(), Some(&digest), &env_bob, Verdict::Approved)
+        .await;
+    assert!(claim.is_ok(), "{claim:?}");
+    let records = store.decisions(run.run_id()).await.unwrap_or_default();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].decided_by, "Bob");
+    assert_eq!(records[0].decided_by_source, IdentitySource::Environment);
+    let changed = sqlx::query("UPDATE decision SET decided_by = 'carol' WHERE run_id = ?")
+        .bind(run.run_id())
+        .execute(store.pool())
+        .await;
+    assert!(changed.is_ok());
+    let error = store
+        .decisions(run.run_id())
+        .await
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("does not verify under this store's integrity key")),
+        "{error:?}"
+    );
+}
+
+/// Four eyes compares people, not strings: the requester's name in another
+/// case, width or with spaces is still the requester, and an empty name is
+/// nobody.
+#[tokio::test]
+async fn self_decided_is_judged_on_normalised_names() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    assert!(store.save_suspended(&run).await.is_ok());
+    let digest = run.digest();
+    let claim = store
+        .claim(
+            run.run_id(),
+            Some(&digest),
+            &operator("ＡＬＩＣＥ "),
+            Verdict::Approved,
+        )
+        .await;
+    let Ok(claim) = claim else {
+        panic!("{claim:?}");
+    };
+    assert!(claim.record.self_decided);
+    assert_eq!(claim.record.decided_by, "ALICE");
+    assert!(Operator::new(" ", IdentitySource::Flag).is_err());
 }

@@ -159,6 +159,8 @@ pub struct HandErased {
     pub input: Option<Schema>,
     /// Its parameter schema.
     pub parameters: Schema,
+    /// The server it names: `bridge` for a remote tool.
+    pub server: Option<String>,
     /// Calls made.
     pub calls: AtomicUsize,
 }
@@ -166,13 +168,26 @@ pub struct HandErased {
 impl HandErased {
     /// A hand-erased tool declaring `facts`.
     pub fn new(name: &str, facts: Facts) -> Arc<Self> {
+        Arc::new(Self::build(name, facts))
+    }
+
+    /// The same, naming no server even when it claims a remote origin.
+    pub fn without_server(name: &str, facts: Facts) -> Arc<Self> {
         Arc::new(Self {
+            server: None,
+            ..Self::build(name, facts)
+        })
+    }
+
+    fn build(name: &str, facts: Facts) -> Self {
+        Self {
             name: name.to_owned(),
+            server: (facts.origin == Origin::Remote).then(|| "bridge".to_owned()),
             facts,
             input: facts.requires_input.then(|| schemars::schema_for!(Choice)),
             parameters: schemars::schema_for!(PathArgs),
             calls: AtomicUsize::new(0),
-        })
+        }
     }
 }
 
@@ -193,7 +208,7 @@ impl DynTool for HandErased {
         self.facts.effect
     }
     fn server(&self) -> Option<&str> {
-        (self.facts.origin == Origin::Remote).then_some("bridge")
+        self.server.as_deref()
     }
     fn approval_marker(&self) -> bool {
         self.facts.approval_marker

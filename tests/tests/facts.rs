@@ -279,10 +279,21 @@ async fn hand_erased_decision_equals_typed_decision_and_unlawful_facts_are_refus
         assert_eq!(erased.facts(), facts);
         assert_eq!(erased.verdict(), judge(&facts));
 
-        // As a builtin: boots exactly when a typed tool with these facts
-        // compiles, with the typed tool's decision; otherwise the boot check
-        // names the tool and the rule.
+        // As a builtin (only a local tool may be one): boots exactly when a
+        // typed tool with these facts compiles; otherwise the boot check names
+        // the tool and the rule. A remote tool is refused as a builtin.
         let boot = Registry::builder().erased(hand.clone()).build();
+        if facts.origin == Origin::Remote {
+            let Err(error) = &boot else {
+                panic!("a remote tool is never a builtin: {facts:?}");
+            };
+            assert_eq!(
+                error.problems,
+                vec![BootProblem::RemoteBuiltin {
+                    name: "bridge".into()
+                }]
+            );
+        }
         // As a provider's tool: kept or left out with the same rule.
         let (provider, _) = CountingProvider::new("bridges", vec![erased.clone()]);
         let Ok(with_provider) = Registry::builder().provider(provider).build() else {
@@ -293,11 +304,17 @@ async fn hand_erased_decision_equals_typed_decision_and_unlawful_facts_are_refus
         if let Some(typed) = typed_decision(facts) {
             lawful += 1;
             assert_eq!(erased.verdict(), Ok(typed), "{facts:?}");
-            let Ok(registry) = boot else {
-                panic!("lawful facts must boot: {facts:?}");
-            };
-            let Some(explained) = registry.explain("bridge").await else {
-                panic!("the tool is registered");
+            if facts.origin == Origin::Local {
+                let Ok(registry) = boot else {
+                    panic!("lawful local facts must boot: {facts:?}");
+                };
+                assert_eq!(
+                    registry.explain("bridge").await.map(|e| e.decision),
+                    Some(typed)
+                );
+            }
+            let Some(explained) = with_provider.explain("bridge").await else {
+                panic!("the tool is provided: {facts:?}");
             };
             assert_eq!(explained.decision, typed);
             assert!(explained.hand_erased);
@@ -318,21 +335,23 @@ async fn hand_erased_decision_equals_typed_decision_and_unlawful_facts_are_refus
                 erased.decision().requires_approval(),
                 "fail-closed outside a registry"
             );
-            let Err(error) = boot else {
-                panic!("unlawful facts must not boot: {facts:?}");
-            };
-            assert_eq!(
-                error.problems,
-                vec![BootProblem::BrokenRule {
-                    name: "bridge".into(),
-                    rule
-                }]
-            );
-            let text = error.to_string();
-            assert!(
-                text.contains(&format!("tool `bridge` breaks rule {}:", rule.number())),
-                "{text}"
-            );
+            if facts.origin == Origin::Local {
+                let Err(error) = boot else {
+                    panic!("unlawful facts must not boot: {facts:?}");
+                };
+                assert_eq!(
+                    error.problems,
+                    vec![BootProblem::BrokenRule {
+                        name: "bridge".into(),
+                        rule
+                    }]
+                );
+                let text = error.to_string();
+                assert!(
+                    text.contains(&format!("tool `bridge` breaks rule {}:", rule.number())),
+                    "{text}"
+                );
+            }
             assert!(catalogue.is_empty(), "{facts:?}");
             assert_eq!(catalogue.dropped().len(), 1);
             assert_eq!(catalogue.dropped()[0].reason, DropReason::BrokenRule(rule));

@@ -257,6 +257,7 @@ async fn scan_a_degenerate_input_schema_is_refused_at_capture() {
         },
         input: Some(schemars::Schema::default()),
         parameters: schemars::Schema::default(),
+        server: None,
         calls: std::sync::atomic::AtomicUsize::default(),
     });
     let registry = match Registry::builder().erased(tool).build() {
@@ -645,11 +646,11 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
     for digest in [
         None,
         Some(TurnDigest::from_text("sha256:0000")),
-        Some(toolgate::turn_digest(&[call(
-            "1",
-            "write_note",
-            json!({"x": 1}),
-        )])),
+        Some(toolgate::turn_digest(
+            run.run_id(),
+            run.state().iterations,
+            &[call("1", "write_note", json!({"x": 1}))],
+        )),
     ] {
         let before = run.clone();
         let decision = ApprovalDecision {
@@ -661,9 +662,13 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
         assert_eq!(
             reason,
             Refusal::UnknownTurn {
-                expected: before.digest(),
-                carried: digest
+                carried: digest.is_some()
             }
+        );
+        let text = reason.to_string();
+        assert!(
+            !text.contains(before.digest().as_str()) && !text.contains("sha256:"),
+            "a refusal never shows the expected digest: {text}"
         );
         run = back;
     }
@@ -671,7 +676,10 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
         world.journal.entries().is_empty(),
         "nothing ran and nothing was recorded"
     );
-    assert_eq!(run.digest(), toolgate::turn_digest(run.pending()));
+    assert_eq!(
+        run.digest(),
+        toolgate::turn_digest(run.run_id(), run.state().iterations, run.pending())
+    );
     let decision = approve(&run, "bob");
     let run = match run.decide(&agent, decision).await {
         Ok(Outcome::WaitingForInput(run)) => run,
@@ -682,7 +690,7 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
         ..input(&run, json!({"name": "Ada"}))
     };
     let (run, reason) = refused(run.submit_input(&agent, submission).await);
-    assert!(matches!(reason, Refusal::UnknownTurn { carried: None, .. }));
+    assert_eq!(reason, Refusal::UnknownTurn { carried: false });
     let submission = input_for(&run);
     let _ = finished(run.submit_input(&agent, submission).await);
 }
@@ -813,4 +821,92 @@ async fn a_suspended_run_survives_encode_and_decode_and_resumes() {
         world.journal.entries(),
         ["record approved by bob", "write_note {}"]
     );
+}
+
+// ------------------------------------------------------------ bounded turns
+
+/// A turn larger than the run allows is refused before anything of it runs
+/// or is stored; so is a turn whose calls share an id.
+#[tokio::test]
+async fn bounded_a_turn_over_the_cap_or_with_a_repeated_id_is_refused() {
+    let world = World::new([turn(
+        (0..=toolgate::DEFAULT_MAX_CALLS_PER_TURN)
+            .map(|i| call(&i.to_string(), "write_note", json!({})))
+            .collect(),
+    )]);
+    let agent = world.agent();
+    match agent.start(request(RunOptions::default())).await {
+        Err(error @ RunError::TurnTooLarge { .. }) => assert_eq!(
+            error.to_string(),
+            "the model's turn holds 129 calls, more than the 128 this run allows (`max_calls_per_turn`); nothing of it ran"
+        ),
+        other => panic!("expected the turn to be refused, got {other:?}"),
+    }
+    let world = World::new([turn(vec![
+        call("1", "read_note", json!({})),
+        call("1", "write_note", json!({})),
+    ])]);
+    let agent = world.agent();
+    match agent.start(request(RunOptions::default())).await {
+        Err(RunError::DuplicateCallId { id, state }) => {
+            assert_eq!(id, "1");
+            assert_eq!(state.iterations, 1, "the run is handed back");
+        }
+        other => panic!("expected the turn to be refused, got {other:?}"),
+    }
+    assert!(world.journal.entries().is_empty(), "nothing ran");
+}
+
+/// A requester or decider that names nobody is refused; four eyes compares
+/// normalised names, so the requester cannot approve as ` ALICE `.
+#[tokio::test]
+async fn binding_four_eyes_compares_people_not_strings() {
+    let world = World::new([turn(vec![call("1", "write_note", json!({}))]), done()]);
+    let agent = world.agent();
+    let options = RunOptions {
+        four_eyes: true,
+        ..RunOptions::default()
+    };
+    let mut run = awaiting(start(&agent, options).await);
+    for dodge in ["alice ", " ALICE", "ａｌｉｃｅ"] {
+        let decision = approve(&run, dodge);
+        let (back, reason) = refused(run.decide(&agent, decision).await);
+        assert!(
+            matches!(reason, Refusal::SelfApproval { .. }),
+            "{dodge}: {reason}"
+        );
+        run = back;
+    }
+    for nobody in ["", "   ", "bob\u{202e}"] {
+        let decision = approve(&run, nobody);
+        let (back, reason) = refused(run.decide(&agent, decision).await);
+        assert!(
+            matches!(reason, Refusal::InvalidIdentity(_)),
+            "{nobody:?}: {reason}"
+        );
+        run = back;
+    }
+    let decision = approve(&run, " Bob ");
+    let _ = finished(run.decide(&agent, decision).await);
+    assert_eq!(world.log.records()[0].decided_by, "Bob");
+    match agent.start(RunRequest::new(" ", "hi")).await {
+        Err(RunError::InvalidRequester(_)) => {}
+        other => panic!("expected the requester to be refused, got {other:?}"),
+    }
+}
+
+/// Two runs whose pending turns are identical have different digests: one
+/// run's digest does not approve the other.
+#[tokio::test]
+async fn binding_one_runs_digest_does_not_approve_another() {
+    let script = || [turn(vec![call("1", "write_note", json!({}))]), done()];
+    let (first, second) = (World::new(script()), World::new(script()));
+    let a = awaiting(start(&first.agent(), RunOptions::default()).await);
+    let b = awaiting(start(&second.agent(), RunOptions::default()).await);
+    assert_eq!(a.pending(), b.pending());
+    assert_ne!(a.digest(), b.digest());
+    let decision = approve(&a, "bob");
+    let (_, reason) = refused(b.decide(&second.agent(), decision).await);
+    assert_eq!(reason, Refusal::UnknownTurn { carried: true });
+    assert!(second.journal.entries().is_empty());
 }

@@ -7,11 +7,17 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 use toolgate::{AwaitingApproval, Status, Suspended, SuspendedRun, WaitingForInput, body_checksum};
 
-const AWAITING: &str = include_str!("../fixtures/v1-awaiting-approval.json");
-const WAITING: &str = include_str!("../fixtures/v1-waiting-for-input.json");
+const AWAITING: &str = include_str!("../fixtures/v2-awaiting-approval.json");
+const WAITING: &str = include_str!("../fixtures/v2-waiting-for-input.json");
+const AWAITING_V1: &str = include_str!("../fixtures/v1-awaiting-approval.json");
+const WAITING_V1: &str = include_str!("../fixtures/v1-waiting-for-input.json");
+/// What the first digest rule (SHA-256 over the calls alone) gave the pending
+/// turn of `AWAITING_V1`, as a version-1 host would have shown it.
+const V1_RULE_DIGEST: &str =
+    "sha256:73c17e85ad0c792e2db8ef8c24b1a5d6fdc43c15a2cd3f69a3095eb5dd02c6c0";
 
 #[test]
-fn golden_v1_awaiting_approval_decodes() {
+fn golden_v2_awaiting_approval_decodes() {
     let run = match Suspended::<AwaitingApproval>::decode(AWAITING) {
         Ok(run) => run,
         Err(error) => panic!("{error}"),
@@ -27,9 +33,12 @@ fn golden_v1_awaiting_approval_decodes() {
         json!({"text": "Ship it.", "tags": ["release", "v1"]})
     );
     assert_eq!(
-        run.digest().as_str(),
-        toolgate::turn_digest(run.pending()).as_str()
+        run.digest(),
+        toolgate::turn_digest(&run.state().run_id, run.state().iterations, run.pending())
     );
+    // The digest binds the run and the suspension; the digest the first rule
+    // gave this turn (the calls alone) names no turn any more.
+    assert_ne!(run.digest().as_str(), V1_RULE_DIGEST);
     // Re-encoding gives the same document, byte for byte.
     assert_eq!(
         run.encode().ok().map(|d| d + "\n").as_deref(),
@@ -42,7 +51,7 @@ fn golden_v1_awaiting_approval_decodes() {
 }
 
 #[test]
-fn golden_v1_waiting_for_input_decodes() {
+fn golden_v2_waiting_for_input_decodes() {
     let run = match Suspended::<WaitingForInput>::decode(WAITING) {
         Ok(run) => run,
         Err(error) => panic!("{error}"),
@@ -63,6 +72,23 @@ fn golden_v1_waiting_for_input_decodes() {
         SuspendedRun::decode(WAITING).map(|r| r.status()),
         Ok(Status::WaitingForInput)
     );
+}
+
+/// Version 1 (before `max_calls_per_turn`) still decodes, to the same run as
+/// version 2 with the cap at its default, and is written back as version 2.
+#[test]
+fn version_1_documents_decode_and_are_written_back_as_version_2() {
+    for (v1, v2) in [(AWAITING_V1, AWAITING), (WAITING_V1, WAITING)] {
+        let (Ok(old), Ok(new)) = (SuspendedRun::decode(v1), SuspendedRun::decode(v2)) else {
+            panic!("both versions decode");
+        };
+        assert_eq!(
+            old.state().options.max_calls_per_turn,
+            toolgate::DEFAULT_MAX_CALLS_PER_TURN
+        );
+        assert_eq!(old.digest(), new.digest());
+        assert_eq!(old.encode().ok().map(|d| d + "\n").as_deref(), Some(v2));
+    }
 }
 
 fn document(text: &str) -> Map<String, Value> {
@@ -190,9 +216,9 @@ fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
         (
             "future version",
             sealed(AWAITING, |d| {
-                d.insert("version".into(), json!(2));
+                d.insert("version".into(), json!(3));
             }),
-            "unknown version 2 (this build reads version 1)",
+            "unknown version 3 (this build reads versions 1 to 2)",
         ),
         (
             "version as text",
@@ -469,4 +495,68 @@ fn a_document_is_not_read_as_the_other_kind_of_pause() {
             .map(|e| e.reason),
         Some("the document holds a run awaiting approval, not a run waiting for input".into())
     );
+}
+
+/// With an integrity key, a document is tagged, and one a database writer
+/// changed and re-sealed with the plain checksum — four eyes switched off, the
+/// requester changed, an argument changed — is refused. Without a key, the
+/// same change decodes: the plain checksum catches accidents, not intent.
+#[test]
+fn a_keyed_document_refuses_a_re_sealed_change() {
+    let Ok(key) = toolgate::integrity::IntegrityKey::new(b"0123456789abcdef-test-key") else {
+        panic!("a 25-byte key is accepted");
+    };
+    let Ok(run) = SuspendedRun::decode(AWAITING) else {
+        panic!("the fixture decodes");
+    };
+    let Ok(tagged) = run.encode_with(Some(&key)) else {
+        panic!("encodes");
+    };
+    assert!(tagged.contains("\"checksum\":\"hmac-sha256:"));
+    assert_eq!(
+        SuspendedRun::decode_with(&tagged, Some(&key)).map(|r| r.digest()),
+        Ok(run.digest())
+    );
+    let reason = |text: &str, key| {
+        SuspendedRun::decode_with(text, key)
+            .err()
+            .map(|e| e.reason)
+            .unwrap_or_default()
+    };
+    assert!(reason(&tagged, None).starts_with(
+        "the document is authenticated with an integrity key, and none is configured"
+    ));
+    assert!(reason(AWAITING, Some(&key)).starts_with(
+        "the document carries a plain checksum, but this store authenticates its documents"
+    ));
+    let changes = [
+        ("four eyes off", "/run/options/four_eyes", json!(false)),
+        ("requester changed", "/run/requested_by", json!("mallory")),
+        (
+            "argument changed",
+            "/pending/0/arguments/text",
+            json!("rm -rf /"),
+        ),
+    ];
+    for (name, pointer, value) in changes {
+        let change = |d: &mut Map<String, Value>| *at(d, pointer) = value.clone();
+        // Re-sealed with the plain checksum anyone can compute.
+        let resealed = sealed(&tagged, change);
+        assert!(
+            reason(&resealed, Some(&key)).starts_with("the document carries a plain checksum"),
+            "{name}"
+        );
+        // Changed, tag kept.
+        let kept = unsealed(&tagged, change);
+        assert!(
+            reason(&kept, Some(&key)).starts_with("the document's integrity tag does not verify"),
+            "{name}"
+        );
+        // Without a key, a re-sealed change is accepted: what a database
+        // writer can still do when no key is configured.
+        assert!(
+            SuspendedRun::decode(&sealed(AWAITING, change)).is_ok(),
+            "{name}"
+        );
+    }
 }

@@ -76,15 +76,36 @@ fn boot_check_reports_every_problem_with_the_tool_and_route() {
     );
 }
 
+/// A tool erased by hand cannot enter as a builtin by claiming to live on a
+/// server: its "operator declaration" would be its own word.
+#[test]
+fn a_hand_erased_builtin_cannot_claim_a_remote_origin() {
+    let Err(error) = Registry::builder()
+        .erased(HandErased::new(
+            "wipe",
+            Facts {
+                operator: Some(OperatorDeclaration::NoApproval),
+                ..Facts::new(Origin::Remote, Effect::NonIdempotentWrite)
+            },
+        ))
+        .build()
+    else {
+        panic!("a remote builtin must be refused");
+    };
+    assert_eq!(
+        error.problems,
+        vec![BootProblem::RemoteBuiltin {
+            name: "wipe".into()
+        }]
+    );
+}
+
 #[test]
 fn boot_error_reads_as_a_list() {
     let Err(error) = Registry::builder()
         .erased(HandErased::new(
             "ask",
-            with_input(Facts {
-                operator: Some(OperatorDeclaration::ApprovalRequired),
-                ..Facts::new(Origin::Remote, Effect::NonIdempotentWrite)
-            }),
+            with_input(marked(local(Effect::ReadOnly))),
         ))
         .build()
     else {
@@ -92,7 +113,7 @@ fn boot_error_reads_as_a_list() {
     };
     assert_eq!(
         error.to_string(),
-        "the tool registry refused to boot:\n  - tool `ask` breaks rule 5: a tool whose approval the operator declares cannot require input: the declaration defaults to \"approval required\", and the approval scan runs before the input scan and the approval resume carries no input, so it would ask for approval on every turn and never run"
+        "the tool registry refused to boot:\n  - tool `ask` breaks rule 2: a tool with the explicit approval marker cannot require input: the approval scan runs before the input scan and the approval resume carries no input, so it would ask for approval on every turn and never run"
     );
 }
 
@@ -217,6 +238,13 @@ async fn provided_tools_that_could_never_run_or_have_bad_names_are_left_out() {
                     ..local(Effect::NonIdempotentWrite)
                 },
             )),
+            ErasedTool::from_dyn(HandErased::without_server(
+                "nowhere.wipe",
+                Facts {
+                    operator: Some(OperatorDeclaration::NoApproval),
+                    ..Facts::new(Origin::Remote, Effect::NonIdempotentWrite)
+                },
+            )),
         ],
     );
     let Ok(registry) = Registry::builder().provider(provider).build() else {
@@ -238,6 +266,7 @@ async fn provided_tools_that_could_never_run_or_have_bad_names_are_left_out() {
             ),
             DropReason::BrokenRule(Rule::RemoteWithoutApprovalSource),
             DropReason::BrokenRule(Rule::OperatorOnLocal),
+            DropReason::NoServer,
         ]
     );
 }

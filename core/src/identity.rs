@@ -1,0 +1,235 @@
+//! Who decides: operator names as people, not strings (SPEC §7, four eyes).
+//!
+//! A name is taken in Unicode NFKC, trimmed, and must be non-empty and
+//! printable: a name a reviewer cannot read, or one that renders like
+//! another, is refused rather than compared. Two names are the same person
+//! when their *keys* — the normalised name, lower-cased — are equal, so
+//! `alice`, ` Alice `, `ａｌｉｃｅ` (full-width) and `ALICE` are one person for
+//! four eyes, and an empty name is nobody at all.
+//!
+//! ```
+//! use toolgate::identity::{Operator, IdentitySource};
+//!
+//! let alice = Operator::new("alice", IdentitySource::Given).unwrap();
+//! let again = Operator::new(" ＡＬＩＣＥ ", IdentitySource::Flag).unwrap();
+//! assert!(alice.is_same_person(&again));
+//! assert_eq!(again.name(), "ALICE");
+//! assert!(Operator::new("  ", IdentitySource::Flag).is_err());
+//! assert!(Operator::new("bob\u{202e}", IdentitySource::Flag).is_err());
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::visible::{is_hidden, visible};
+
+/// Where an operator's name came from, kept in the decision record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdentitySource {
+    /// Named by the host program through the library.
+    #[default]
+    Given,
+    /// A command-line flag (`--as`).
+    Flag,
+    /// An environment variable (`TOOLGATE_OPERATOR`).
+    Environment,
+    /// The operating system's user (`USER` / `LOGNAME`), when nothing else
+    /// named the operator.
+    OsUser,
+    /// Recorded before sources were kept.
+    Unknown,
+}
+
+impl IdentitySource {
+    /// The stable snake_case name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            IdentitySource::Given => "given",
+            IdentitySource::Flag => "flag",
+            IdentitySource::Environment => "environment",
+            IdentitySource::OsUser => "os_user",
+            IdentitySource::Unknown => "unknown",
+        }
+    }
+
+    /// Reads the stable name; anything else is [`IdentitySource::Unknown`].
+    pub fn from_name(name: &str) -> Self {
+        [
+            IdentitySource::Given,
+            IdentitySource::Flag,
+            IdentitySource::Environment,
+            IdentitySource::OsUser,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+        .unwrap_or(IdentitySource::Unknown)
+    }
+}
+
+impl fmt::Display for IdentitySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that cannot stand for an operator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IdentityError {
+    /// Nothing is left once the name is trimmed.
+    #[error("the operator name is empty")]
+    Empty,
+    /// The name holds a character a reader could not see, or that a terminal
+    /// would interpret.
+    #[error("the operator name `{shown}` holds a character that cannot be read (shown escaped)")]
+    Unprintable {
+        /// The name with the character shown escaped.
+        shown: String,
+    },
+    /// The name is longer than anyone types.
+    #[error("the operator name is longer than {max} characters")]
+    TooLong {
+        /// The limit.
+        max: usize,
+    },
+}
+
+/// The longest operator name accepted.
+pub const MAX_NAME_CHARS: usize = 128;
+
+/// An operator's name, normalised and checked, with its comparison key and
+/// where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operator {
+    name: String,
+    key: String,
+    source: IdentitySource,
+}
+
+impl Operator {
+    /// Checks and normalises `name` (NFKC, trimmed; non-empty, printable, at
+    /// most [`MAX_NAME_CHARS`]).
+    pub fn new(name: &str, source: IdentitySource) -> Result<Self, IdentityError> {
+        let name = normalise(name)?;
+        Ok(Self {
+            key: name.to_lowercase(),
+            name,
+            source,
+        })
+    }
+
+    /// The name as it is recorded: NFKC, trimmed.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The comparison key: the name, lower-cased.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Where the name came from.
+    pub fn source(&self) -> IdentitySource {
+        self.source
+    }
+
+    /// True when both name the same person.
+    pub fn is_same_person(&self, other: &Operator) -> bool {
+        self.key == other.key
+    }
+}
+
+impl fmt::Display for Operator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+fn normalise(name: &str) -> Result<String, IdentityError> {
+    let name: String = name.nfkc().collect();
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(IdentityError::Empty);
+    }
+    if name.chars().any(|c| is_hidden(c) || c.is_control()) {
+        return Err(IdentityError::Unprintable {
+            shown: visible(name).into_owned(),
+        });
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(IdentityError::TooLong {
+            max: MAX_NAME_CHARS,
+        });
+    }
+    Ok(name.to_owned())
+}
+
+/// Whether two recorded names are the same person, for four eyes. A name that
+/// does not normalise is compared by its trimmed, lower-cased text, so a
+/// damaged name can still only match itself — never nobody.
+pub fn same_person(a: &str, b: &str) -> bool {
+    let key = |name: &str| {
+        Operator::new(name, IdentitySource::Unknown)
+            .map_or_else(|_| name.trim().to_lowercase(), |o| o.key)
+    };
+    key(a) == key(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(name: &str) -> Result<Operator, IdentityError> {
+        Operator::new(name, IdentitySource::Given)
+    }
+
+    #[test]
+    fn the_four_eyes_dodges_of_a_string_compare_are_one_person_or_nobody() {
+        let Ok(alice) = op("alice") else {
+            panic!("a plain name is accepted");
+        };
+        for same in [
+            "alice ",
+            " alice",
+            "ALICE",
+            "Alice",
+            "ａｌｉｃｅ",
+            "alice\u{3000}",
+        ] {
+            let Ok(other) = op(same) else {
+                panic!("`{same}` normalises");
+            };
+            assert!(alice.is_same_person(&other), "`{same}`");
+            assert!(same_person("alice", same), "`{same}`");
+        }
+        assert_eq!(op(""), Err(IdentityError::Empty));
+        assert_eq!(op(" \t "), Err(IdentityError::Empty));
+        for hidden in ["al\u{200b}ice", "alice\u{202e}", "\u{1b}[2Kbob", "bo\u{0}b"] {
+            assert!(
+                matches!(op(hidden), Err(IdentityError::Unprintable { .. })),
+                "{hidden:?}"
+            );
+        }
+        assert!(matches!(
+            op(&"a".repeat(MAX_NAME_CHARS + 1)),
+            Err(IdentityError::TooLong { .. })
+        ));
+        assert!(!same_person("alice", "bob"));
+    }
+
+    #[test]
+    fn sources_round_trip_by_name() {
+        for source in [
+            IdentitySource::Given,
+            IdentitySource::Flag,
+            IdentitySource::Environment,
+            IdentitySource::OsUser,
+        ] {
+            assert_eq!(IdentitySource::from_name(source.as_str()), source);
+        }
+        assert_eq!(IdentitySource::from_name("root"), IdentitySource::Unknown);
+    }
+}
