@@ -8,8 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use divan::counter::ItemsCount;
 use serde_json::{Map, Value, json};
 use toolgate::{
-    Agent, Execute, MemoryLog, Outcome, Registry, Reply, RunRequest, ScriptedModel, SuspendedRun,
-    Tool, ToolCall, ToolOutput, Verdict,
+    Agent, Execute, Registry, Tool, ToolOutput,
+    audit::DecisionKind,
+    run::{Outcome, Reply, RunRequest, ToolCall},
+    suspend::SuspendedRun,
+    testing::{MemoryLog, ScriptedModel},
 };
 use toolgate_store::{ClaimError, Store};
 
@@ -88,7 +91,7 @@ impl Fixture {
     }
 
     /// Saves `count` fresh runs and returns their ids and digest.
-    fn fresh_runs(&self, count: usize) -> Vec<(String, toolgate::TurnDigest)> {
+    fn fresh_runs(&self, count: usize) -> Vec<(String, toolgate::suspend::TurnDigest)> {
         self.runtime.block_on(async {
             let mut runs = Vec::with_capacity(count);
             for _ in 0..count {
@@ -98,7 +101,7 @@ impl Fixture {
                     *run_id = json!(id);
                 }
                 let body = value["body"].to_string();
-                value["checksum"] = json!(toolgate::body_checksum(&body));
+                value["checksum"] = json!(toolgate::suspend::body_checksum(&body));
                 let Ok(run) = SuspendedRun::decode(&value.to_string()) else {
                     panic!("decodes");
                 };
@@ -126,7 +129,7 @@ fn distinct_runs(bencher: divan::Bencher, deciders: usize) {
                         let store = Arc::clone(&fixture.store);
                         tokio::spawn(async move {
                             store
-                                .claim(&run, Some(&digest), &operator(i), Verdict::Approved)
+                                .claim(&run, Some(&digest), &operator(i), DecisionKind::Approved)
                                 .await
                                 .is_ok()
                         })
@@ -157,7 +160,7 @@ fn shared_run_16_deciders(bencher: divan::Bencher) {
                         let (run, digest) = (run.clone(), digest.clone());
                         tokio::spawn(async move {
                             store
-                                .claim(&run, Some(&digest), &operator(i), Verdict::Approved)
+                                .claim(&run, Some(&digest), &operator(i), DecisionKind::Approved)
                                 .await
                         })
                     })

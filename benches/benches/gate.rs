@@ -7,7 +7,9 @@ use std::hint::black_box;
 
 use serde_json::{Map, Value};
 use toolgate::{
-    Execute, Local, Offered, ReadOnly, Registry, Tool, ToolCall, ToolOutput, gate, scan_turn,
+    Execute, Local, ReadOnly, Registry, Tool, ToolOutput, gate,
+    registry::Offered,
+    run::{ToolCall, scan_turn},
 };
 
 fn main() {
@@ -114,8 +116,8 @@ trait IsRun {
     fn is_run(&self) -> bool;
 }
 
-impl IsRun for toolgate::TurnScan<'_> {
+impl IsRun for toolgate::run::TurnScan<'_> {
     fn is_run(&self) -> bool {
-        matches!(self, toolgate::TurnScan::Run)
+        matches!(self, toolgate::run::TurnScan::Run)
     }
 }

@@ -6,8 +6,10 @@ use std::hint::black_box;
 
 use serde_json::{Map, Value, json};
 use toolgate::{
-    Agent, AwaitingApproval, Execute, MemoryLog, Message, Registry, Reply, RunOptions, RunState,
-    ScriptedModel, Suspended, Tool, ToolCall, ToolOutput, TurnOutcome,
+    Agent, Execute, Registry, Tool, ToolOutput,
+    run::{Message, Reply, RunOptions, RunState, ToolCall, TurnOutcome},
+    suspend::{AwaitingApproval, Suspended},
+    testing::{MemoryLog, ScriptedModel},
 };
 
 fn main() {

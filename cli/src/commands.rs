@@ -8,8 +8,11 @@ use serde_json::{Value, json};
 use toolgate::identity::{IdentitySource, Operator};
 use toolgate::integrity::IntegrityKey;
 use toolgate::{
-    Agent, ApprovalDecision, ApprovalVerdict, InputSubmission, MemoryLog, OperatorDeclaration,
-    Outcome, Registry, ResumeError, RunOptions, RunRequest, SuspendedRun, TurnDigest, Verdict,
+    Agent, OperatorDeclaration, Registry,
+    audit::DecisionKind,
+    run::{Outcome, RunOptions, RunRequest},
+    suspend::{Decision, InputSubmission, ResumeError, SuspendedRun, TurnDigest, Verdict},
+    testing::MemoryLog,
 };
 use toolgate_mcp::{Deadlines, ImportProgress, ImportReport};
 use toolgate_store::{
@@ -461,7 +464,7 @@ async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Result<(), Fai
                     "name": e.name,
                     "origin": e.server.clone().unwrap_or_else(|| "builtin".into()),
                     "effect": e.effect.as_str(),
-                    "gate": e.decision.pause.as_str(),
+                    "gate": e.ruling.pause.as_str(),
                     "cause": e.cause_text(),
                     "server_claims": claims(&e.name).and_then(|c| serde_json::from_str::<Value>(&c).ok()),
                 })
@@ -492,7 +495,7 @@ async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Result<(), Fai
                     .map_or_else(|| "builtin".to_owned(), |s| format!("server {s}")),
             ),
             Col::from(e.effect.as_str()),
-            Col::Gate(e.decision.pause.as_str()),
+            Col::Gate(e.ruling.pause.as_str()),
             Col::from(e.cause_text()),
             claims.as_ref().map_or(Col::from("-"), Col::from),
         ]);
@@ -622,7 +625,7 @@ async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> Result<(), F
             if input.as_ref().is_some_and(|(id, _)| *id == call.id) {
                 "input"
             } else {
-                t.decision().pause.as_str()
+                t.ruling().pause.as_str()
             }
         });
         table.row([
@@ -704,9 +707,9 @@ async fn decide(
                 .check_decision(&decision)
                 .map_err(|r| Failure::Refused(r.to_string()))?;
             if matches!(act, Act::Approve) {
-                Verdict::Approved
+                DecisionKind::Approved
             } else {
-                Verdict::Denied
+                DecisionKind::Denied
             }
         }
         (SuspendedRun::WaitingForInput(pending), Act::Input(data)) => {
@@ -718,7 +721,7 @@ async fn decide(
             pending
                 .check_input(&submission)
                 .map_err(|r| Failure::Refused(r.to_string()))?;
-            Verdict::InputSubmitted
+            DecisionKind::InputSubmitted
         }
         (SuspendedRun::AwaitingApproval(_), Act::Input(_)) => {
             return Err(Failure::Refused(format!(
@@ -799,12 +802,12 @@ pub(crate) fn operator_identity(flag: Option<&str>) -> Result<Operator, Failure>
     Operator::new(&name, source).map_err(|e| Failure::Refused(format!("{e} (from {source})")))
 }
 
-fn approval(act: &Act, digest: Option<TurnDigest>, operator: &str) -> ApprovalDecision {
-    ApprovalDecision {
+fn approval(act: &Act, digest: Option<TurnDigest>, operator: &str) -> Decision {
+    Decision {
         verdict: if matches!(act, Act::Approve) {
-            ApprovalVerdict::Approve
+            Verdict::Approve
         } else {
-            ApprovalVerdict::Deny
+            Verdict::Deny
         },
         digest,
         decided_by: operator.to_owned(),
@@ -814,13 +817,15 @@ fn approval(act: &Act, digest: Option<TurnDigest>, operator: &str) -> ApprovalDe
 /// (whether the decision was refused and so never taken, the failure)
 fn resume_failure<S>(error: ResumeError<S>) -> (bool, Failure) {
     match error {
-        ResumeError::Refused(refused) => (true, Failure::Refused(refused.reason.to_string())),
+        ResumeError::Refused { reason, .. } => (true, Failure::Refused(reason.to_string())),
         ResumeError::Run(error) => (false, Failure::Error(error.to_string())),
+        // A kind this build does not know: the claim is kept, never released.
+        other => (false, Failure::Error(other.to_string())),
     }
 }
 
 /// The results a run got that have not been shown yet.
-fn print_results(out: Out, state: &toolgate::RunState) {
+fn print_results(out: Out, state: &toolgate::run::RunState) {
     if out.json {
         return;
     }
@@ -829,7 +834,7 @@ fn print_results(out: Out, state: &toolgate::RunState) {
         .transcript
         .iter()
         .enumerate()
-        .filter(|(_, m)| matches!(m, toolgate::Message::Assistant { .. }))
+        .filter(|(_, m)| matches!(m, toolgate::run::Message::Assistant { .. }))
         .map(|(i, _)| i)
         .collect();
     let from = match turns.len() {
@@ -837,7 +842,7 @@ fn print_results(out: Out, state: &toolgate::RunState) {
         n => turns[n - 2],
     };
     for message in &state.transcript[from..] {
-        if let toolgate::Message::Tool {
+        if let toolgate::run::Message::Tool {
             name,
             content,
             is_error,

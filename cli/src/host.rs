@@ -8,8 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgate::{
-    BoxFuture, Execute, Message, Model, ModelError, Registry, Reply, Tool, ToolCall, ToolOutput,
-    ToolSpec,
+    Execute, Registry, Tool, ToolOutput,
+    erased::BoxFuture,
+    run::{Message, Model, ModelError, Reply, ToolCall, ToolSpec},
 };
 use toolgate_mcp::{Deadlines, McpProvider};
 use toolgate_store::Store;
@@ -171,11 +172,14 @@ pub(crate) fn registry(
 /// connections when done.
 struct Shared(Arc<McpProvider>);
 
-impl toolgate::ToolProvider for Shared {
+impl toolgate::registry::ToolProvider for Shared {
     fn name(&self) -> &str {
         self.0.name()
     }
-    fn provide(&self) -> BoxFuture<'_, Result<Vec<toolgate::ErasedTool>, toolgate::ProviderError>> {
+    fn provide(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<toolgate::erased::ErasedTool>, toolgate::registry::ProviderError>>
+    {
         self.0.provide()
     }
 }

@@ -10,8 +10,10 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use toolgate::visible::{is_hidden, visible, visible_json};
 use toolgate::{
-    Agent, Execute, MemoryLog, Message, Registry, RunOptions, RunState, ScriptedModel,
-    SuspendedRun, Tool, ToolCall, ToolOutput, TurnOutcome,
+    Agent, Execute, Registry, Tool, ToolOutput,
+    run::{Message, RunOptions, RunState, ToolCall, TurnOutcome},
+    suspend::SuspendedRun,
+    testing::{MemoryLog, ScriptedModel},
 };
 
 const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");

@@ -9,8 +9,10 @@ use schemars::{JsonSchema, Schema};
 use serde::Deserialize;
 use serde_json::Value;
 use toolgate::{
-    BoxFuture, DynTool, Effect, ErasedTool, Execute, OperatorDeclaration, Origin, ProviderError,
-    Registry, RemoteApproval, RemoteTool, Tool, ToolOutput, ToolProvider,
+    Execute, OperatorDeclaration, Registry, RemoteApproval, RemoteTool, Tool, ToolOutput,
+    erased::{BoxFuture, DynTool, ErasedTool},
+    gate::{Effect, Origin},
+    registry::{ProviderError, ToolProvider},
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -174,7 +176,7 @@ impl DynTool for Deadlock {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), toolgate::BootError> {
+async fn main() -> Result<(), toolgate::registry::BootError> {
     let refused = Registry::builder()
         .builtin(ReadFile)
         .erased(Arc::new(Deadlock {
@@ -205,7 +207,7 @@ async fn main() -> Result<(), toolgate::BootError> {
             row.name,
             row.origin.as_str(),
             row.effect.as_str(),
-            row.decision.pause.as_str(),
+            row.ruling.pause.as_str(),
             row.cause_text()
         );
     }

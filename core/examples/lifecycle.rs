@@ -9,9 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgate::{
-    Agent, AwaitingApproval, Execute, InputSubmission, MemoryLog, Message, Outcome, Registry,
-    Reply, ResumeError, RunRequest, ScriptedModel, Suspended, Tool, ToolCall, ToolOutput,
-    WaitingForInput,
+    Agent, Execute, Registry, Tool, ToolOutput,
+    run::{Message, Outcome, Reply, RunRequest, ToolCall},
+    suspend::{AwaitingApproval, InputSubmission, ResumeError, Suspended, WaitingForInput},
+    testing::{MemoryLog, ScriptedModel},
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -96,7 +97,7 @@ fn turn(calls: Vec<ToolCall>) -> Reply {
     }
 }
 
-fn show_results(state: &toolgate::RunState, from: usize) -> usize {
+fn show_results(state: &toolgate::run::RunState, from: usize) -> usize {
     for message in &state.transcript[from..] {
         if let Message::Tool {
             name,
@@ -158,11 +159,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("4. bob approves with the digest he saw");
     let digest = Some(run.digest());
-    let outcome = match run.approve(&agent, "bob", digest).await {
-        Ok(outcome) => outcome,
-        Err(ResumeError::Refused(refused)) => return Err(refused.reason.into()),
-        Err(ResumeError::Run(error)) => return Err(error.into()),
-    };
+    let outcome = run
+        .approve(&agent, "bob", digest)
+        .await
+        .map_err(|e| e.to_string())?;
     let Outcome::WaitingForInput(run) = outcome else {
         return Err("expected an input pause".into());
     };
@@ -180,12 +180,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let invalid = submission(&run, json!({"notes": ""}));
     let run = match run.submit_input(&agent, invalid).await {
-        Err(ResumeError::Refused(refused)) => {
-            println!(
-                "6. invalid input refused, still waiting: {}",
-                refused.reason
-            );
-            refused.run
+        Err(ResumeError::Refused { run, reason }) => {
+            println!("6. invalid input refused, still waiting: {reason}");
+            run
         }
         other => return Err(format!("expected a refusal, got {other:?}").into()),
     };

@@ -1,7 +1,6 @@
 //! The decision record (SPEC §7 and the audit rule): every decision is handed
 //! to the host's [`DecisionLog`] before anything of the turn executes.
 
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +11,7 @@ use crate::erased::BoxFuture;
 /// What was decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum DecisionKind {
     /// The turn may run.
     Approved,
     /// No call of the turn runs.
@@ -21,13 +20,13 @@ pub enum Verdict {
     InputSubmitted,
 }
 
-impl Verdict {
+impl DecisionKind {
     /// The word an operator reads.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Verdict::Approved => "approved",
-            Verdict::Denied => "denied",
-            Verdict::InputSubmitted => "input submitted",
+            DecisionKind::Approved => "approved",
+            DecisionKind::Denied => "denied",
+            DecisionKind::InputSubmitted => "input submitted",
         }
     }
 }
@@ -50,7 +49,7 @@ pub struct DecisionRecord {
     /// When, in milliseconds since the Unix epoch.
     pub at_unix_ms: u64,
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: DecisionKind,
     /// The digest of the turn decided on.
     pub digest: TurnDigest,
     /// The names of the turn's calls, in order.
@@ -76,33 +75,4 @@ pub struct LogError(pub String);
 pub trait DecisionLog: Send + Sync {
     /// Records one decision.
     fn record<'a>(&'a self, record: &'a DecisionRecord) -> BoxFuture<'a, Result<(), LogError>>;
-}
-
-/// A decision log in memory, for tests and examples.
-#[derive(Debug, Default)]
-pub struct MemoryLog {
-    records: Mutex<Vec<DecisionRecord>>,
-}
-
-impl MemoryLog {
-    /// An empty log.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Every record so far.
-    pub fn records(&self) -> Vec<DecisionRecord> {
-        self.records.lock().map(|r| r.clone()).unwrap_or_default()
-    }
-}
-
-impl DecisionLog for MemoryLog {
-    fn record<'a>(&'a self, record: &'a DecisionRecord) -> BoxFuture<'a, Result<(), LogError>> {
-        let result = self
-            .records
-            .lock()
-            .map(|mut r| r.push(record.clone()))
-            .map_err(|_| LogError("the in-memory log's lock was poisoned".into()));
-        Box::pin(async move { result })
-    }
 }

@@ -14,6 +14,9 @@ use crate::sealed::Sealed;
 
 /// The effect a tool declares, as a run-time value.
 ///
+/// Deliberately exhaustive: a caller matches every effect, so that an effect
+/// added later could not be silently treated as one of these.
+///
 /// Read off a tool's effect marker type with [`EffectMarker::EFFECT`]; it is a
 /// description of the declaration, used for display, audit and retry policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -62,7 +65,8 @@ impl fmt::Display for Effect {
     }
 }
 
-/// Where a tool's body lives, as a run-time value.
+/// Where a tool's body lives, as a run-time value. Deliberately exhaustive,
+/// like [`Effect`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
@@ -134,6 +138,51 @@ pub enum Remote {}
 
 impl Sealed for Local {}
 impl Sealed for Remote {}
+
+/// An operator's per-server declaration of whether a remote tool needs
+/// approval. The default — and the reading of anything unreadable — is
+/// [`OperatorDeclaration::ApprovalRequired`].
+///
+/// Deliberately exhaustive: a reader must handle both answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperatorDeclaration {
+    /// Every call of the server's tools waits for a human's approval.
+    #[default]
+    ApprovalRequired,
+    /// The operator judged the server's tools safe to run unattended.
+    NoApproval,
+}
+
+/// What a tool declares about itself — never its decision. The input to the
+/// one rule, [`judge`](crate::gate::judge).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Facts {
+    /// Where the body lives.
+    pub origin: Origin,
+    /// What a call declares to do. Not read for a remote tool.
+    pub effect: Effect,
+    /// The explicit approval marker: every call asks.
+    pub approval_marker: bool,
+    /// The operator's declaration for a remote tool's server.
+    pub operator: Option<OperatorDeclaration>,
+    /// The call waits for typed input from a user.
+    pub requires_input: bool,
+}
+
+impl Facts {
+    /// A tool of this origin and effect, with no marker, no operator
+    /// declaration and no input.
+    pub const fn new(origin: Origin, effect: Effect) -> Self {
+        Self {
+            origin,
+            effect,
+            approval_marker: false,
+            operator: None,
+            requires_input: false,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

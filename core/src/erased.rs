@@ -15,7 +15,7 @@ use schemars::Schema;
 use serde_json::Value;
 
 use crate::effect::{Effect, Origin};
-use crate::gate::{self, Decision, Facts, OperatorDeclaration, Rule};
+use crate::gate::{self, Facts, OperatorDeclaration, Rule, Ruling};
 use crate::tool::{Execute, ToolOutput};
 
 /// A boxed, sendable future, as returned by object-safe async methods.
@@ -76,7 +76,7 @@ struct Inner {
     name: Box<str>,
     server: Option<Box<str>>,
     facts: Facts,
-    verdict: Result<Decision, Rule>,
+    judgement: Result<Ruling, Rule>,
     input_schema: Option<Schema>,
     hand_erased: bool,
 }
@@ -144,7 +144,7 @@ impl ErasedTool {
                 body,
                 name,
                 server,
-                verdict: gate::judge(&facts),
+                judgement: gate::judge(&facts),
                 facts,
                 input_schema,
                 hand_erased,
@@ -188,14 +188,14 @@ impl ErasedTool {
     }
 
     /// The rule's answer: the decision, or the rule the facts break.
-    pub fn verdict(&self) -> Result<Decision, Rule> {
-        self.inner.verdict
+    pub fn judgement(&self) -> Result<Ruling, Rule> {
+        self.inner.judgement
     }
 
     /// The gate's decision; for facts that break a rule, the fail-closed
-    /// [`Decision::refused`].
-    pub fn decision(&self) -> Decision {
-        self.inner.verdict.unwrap_or_else(Decision::refused)
+    /// [`Ruling::refused`].
+    pub fn ruling(&self) -> Ruling {
+        self.inner.judgement.unwrap_or_else(Ruling::refused)
     }
 
     /// The input schema, when a call waits for a user's input.
@@ -225,7 +225,7 @@ impl fmt::Debug for ErasedTool {
         f.debug_struct("ErasedTool")
             .field("name", &self.name())
             .field("facts", &self.inner.facts)
-            .field("verdict", &self.inner.verdict)
+            .field("judgement", &self.inner.judgement)
             .field("hand_erased", &self.inner.hand_erased)
             .finish_non_exhaustive()
     }

@@ -1,4 +1,4 @@
-//! The gate: how a tool's declarations become a [`Decision`].
+//! The gate: how a tool's declarations become a [`Ruling`].
 //!
 //! This module is the one home of the approval rule (SPEC §2). Every tool —
 //! typed, erased by hand, or supplied by a provider — is reduced to its
@@ -43,9 +43,8 @@ use std::fmt;
 use schemars::Schema;
 use serde::{Deserialize, Serialize};
 
-use crate::effect::{
-    Effect, EffectMarker, IdempotentWrite, Local, NonIdempotentWrite, Origin, ReadOnly, Remote,
-};
+pub use crate::effect::{Effect, EffectMarker, Facts, OperatorDeclaration, Origin};
+use crate::effect::{IdempotentWrite, Local, NonIdempotentWrite, ReadOnly, Remote};
 use crate::sealed::{GateRule, OriginRule, Sealed};
 use crate::tool::{RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool};
 
@@ -78,51 +77,6 @@ impl Pause {
 impl fmt::Display for Pause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// An operator's per-server declaration of whether a remote tool needs
-/// approval. The default — and the reading of anything unreadable — is
-/// [`OperatorDeclaration::ApprovalRequired`].
-///
-/// Deliberately exhaustive: a reader must handle both answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OperatorDeclaration {
-    /// Every call of the server's tools waits for a human's approval.
-    #[default]
-    ApprovalRequired,
-    /// The operator judged the server's tools safe to run unattended.
-    NoApproval,
-}
-
-/// What a tool declares about itself — never its decision. The input to the
-/// one rule, [`judge`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Facts {
-    /// Where the body lives.
-    pub origin: Origin,
-    /// What a call declares to do. Not read for a remote tool.
-    pub effect: Effect,
-    /// The explicit approval marker: every call asks.
-    pub approval_marker: bool,
-    /// The operator's declaration for a remote tool's server.
-    pub operator: Option<OperatorDeclaration>,
-    /// The call waits for typed input from a user.
-    pub requires_input: bool,
-}
-
-impl Facts {
-    /// A tool of this origin and effect, with no marker, no operator
-    /// declaration and no input.
-    pub const fn new(origin: Origin, effect: Effect) -> Self {
-        Self {
-            origin,
-            effect,
-            approval_marker: false,
-            operator: None,
-            requires_input: false,
-        }
     }
 }
 
@@ -234,14 +188,14 @@ impl fmt::Display for ApprovalRoute {
 
 /// A tool's gate: the pause its calls get and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Decision {
+pub struct Ruling {
     /// What the loop must do before running a call.
     pub pause: Pause,
     /// Why.
     pub cause: Cause,
 }
 
-impl Decision {
+impl Ruling {
     /// The fail-closed decision for facts that break `rule`: approval, which
     /// no verdict can satisfy for a registry that refuses the tool anyway.
     pub const fn refused(rule: Rule) -> Self {
@@ -280,7 +234,7 @@ impl Decision {
 /// The approval rule (SPEC §2): the decision for a tool's facts, or the rule
 /// they break. This is the only place facts become a decision; typed tools,
 /// hand-erased tools and provided tools all come here.
-pub const fn judge(facts: &Facts) -> Result<Decision, Rule> {
+pub const fn judge(facts: &Facts) -> Result<Ruling, Rule> {
     let local = matches!(facts.origin, Origin::Local);
     if local && facts.operator.is_some() {
         return Err(Rule::OperatorOnLocal);
@@ -297,14 +251,14 @@ pub const fn judge(facts: &Facts) -> Result<Decision, Rule> {
         }
     }
     if facts.approval_marker {
-        return Ok(Decision {
+        return Ok(Ruling {
             pause: Pause::Approval,
             cause: Cause::Marker,
         });
     }
     if !local {
         return match facts.operator {
-            Some(declaration) => Ok(Decision {
+            Some(declaration) => Ok(Ruling {
                 pause: match declaration {
                     OperatorDeclaration::ApprovalRequired => Pause::Approval,
                     OperatorDeclaration::NoApproval => Pause::None,
@@ -315,18 +269,18 @@ pub const fn judge(facts: &Facts) -> Result<Decision, Rule> {
         };
     }
     if facts.effect.is_write() {
-        return Ok(Decision {
+        return Ok(Ruling {
             pause: Pause::Approval,
             cause: Cause::DeclaredWrite(facts.effect),
         });
     }
     if facts.requires_input {
-        return Ok(Decision {
+        return Ok(Ruling {
             pause: Pause::Input,
             cause: Cause::UserInput,
         });
     }
-    Ok(Decision {
+    Ok(Ruling {
         pause: Pause::None,
         cause: Cause::LocalReadOnly,
     })
@@ -340,11 +294,11 @@ pub fn facts<T: Tool>(tool: &T) -> Facts {
 /// Decides the gate of a typed tool: [`judge`] over its [`facts`]. A typed
 /// tool's facts are lawful by construction (its gate's bounds admit nothing
 /// else), so this never meets a broken rule; if it did, the answer would be
-/// [`Decision::refused`].
-pub fn decide<T: Tool>(tool: &T) -> Decision {
+/// [`Ruling::refused`].
+pub fn ruling<T: Tool>(tool: &T) -> Ruling {
     match judge(&facts(tool)) {
         Ok(decision) => decision,
-        Err(rule) => Decision::refused(rule),
+        Err(rule) => Ruling::refused(rule),
     }
 }
 

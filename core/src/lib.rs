@@ -14,21 +14,21 @@
 //! | 4 | [`RemoteApproval`] on a type that is not a [`RemoteTool`] | supertrait, with its own message |
 //! | 5 | an operator-declared approval with input | derive error; [`RemoteApproval`] needs [`gate::OperatorGate`], [`RequiresInput`] needs the input gate |
 //! | 6 | a builtin with no effect, an unknown effect, an unknown or repeated `#[tool]` key, or no description | derive errors, all reported at once |
-//! | 7 | `submit_input` on a run awaiting approval; `approve`, `deny` or `decide` on a run waiting for input | type-state: [`Suspended`] offers each only where its pause implements [`TakesInput`] or [`TakesVerdict`], with a message of ours; a pause cannot be built outside the crate |
+//! | 7 | `submit_input` on a run awaiting approval; `approve`, `deny` or `decide` on a run waiting for input | type-state: [`Suspended`](suspend::Suspended) offers each only where its pause implements [`TakesInput`](suspend::TakesInput) or [`TakesVerdict`](suspend::TakesVerdict), with a message of ours; a pause cannot be built outside the crate |
 //! | 8 | a remote tool that names no approval source (neither the operator's declaration nor the explicit marker) | derive error; [`RemoteTool`] needs [`gate::RemoteGate`]: [`gate::ApprovalByOperator`] or [`gate::ApprovalByMarker`] |
 //!
 //! **Sealed, for every type parameter.** Each trait that could change a
 //! decision, an origin, an effect or a gate's admission — [`gate::Gate`],
-//! [`gate::OriginOf`], [`EffectMarker`], and the admission traits of
+//! [`gate::OriginOf`], [`EffectMarker`](gate::EffectMarker), and the admission traits of
 //! [`gate`] — is closed to impls outside this crate, including impls of
 //! toolgate's traits for toolgate's own types with a user's type as the
 //! parameter (see [`gate`], "Sealing"). A wrapper type, a custom gate, a
 //! re-export behind `#[tool(crate = path)]`: each ends at the same seal.
 //!
-//! **Hand-erased and provided tools** ([`DynTool`]) declare facts, never a
-//! decision. Their gate comes from the same rule, [`judge`]; facts that break
+//! **Hand-erased and provided tools** ([`DynTool`](erased::DynTool)) declare facts, never a
+//! decision. Their gate comes from the same rule, [`judge`](gate::judge); facts that break
 //! rule 1, 2, 4, 5 or 8 are refused by the registry's boot check
-//! ([`RegistryBuilder::build`]), naming the tool and the rule, and a
+//! ([`RegistryBuilder::build`](registry::RegistryBuilder::build)), naming the tool and the rule, and a
 //! provider's such tool is left out with the reason.
 //!
 //! A local write that would run unapproved does not compile:
@@ -58,7 +58,8 @@
 //! Nor input on a run that waits for a verdict:
 //!
 //! ```compile_fail,E0277
-//! use toolgate::{Agent, AwaitingApproval, InputSubmission, Suspended};
+//! use toolgate::Agent;
+//! use toolgate::suspend::{AwaitingApproval, InputSubmission, Suspended};
 //!
 //! async fn resume(run: Suspended<AwaitingApproval>, agent: &Agent<'_>, data: InputSubmission) {
 //!     let _ = run.submit_input(agent, data).await;
@@ -80,48 +81,32 @@
 //! }
 //! ```
 
-mod audit;
+pub mod audit;
 mod digest;
 mod effect;
-mod erased;
+pub mod erased;
 pub mod gate;
 pub mod identity;
 mod input;
 pub mod integrity;
 mod persist;
-mod registry;
-mod run;
+pub mod registry;
+mod resume;
+pub mod run;
 mod sealed;
-mod suspend;
+pub mod suspend;
+pub mod testing;
 mod tool;
+mod transcript;
 pub mod visible;
 
-pub use audit::{DecisionLog, DecisionRecord, LogError, MemoryLog, Verdict};
-pub use digest::{TurnDigest, turn_digest};
-pub use input::{InputError, input_schema_problem};
-pub use persist::{CorruptState, EncodeError, Status, SuspendedRun, body_checksum};
-pub use run::{
-    Agent, DEFAULT_MAX_CALLS_PER_TURN, Message, Model, ModelError, Outcome, Reply, RunError,
-    RunOptions, RunRequest, RunState, ScriptedModel, ToolCall, ToolSpec, TurnOutcome, TurnScan,
-    scan_turn,
-};
-pub use suspend::{
-    ApprovalDecision, ApprovalVerdict, AwaitingApproval, InputSubmission, Refusal, Refused,
-    ResumeError, Suspended, TakesInput, TakesVerdict, WaitingForInput,
-};
-
+// The root holds what a tool author writes and a host's two entry points;
+// everything else is grouped in the modules above by who uses it.
 pub use effect::{
-    Effect, EffectMarker, IdempotentWrite, Local, NonIdempotentWrite, Origin, ReadOnly, Remote,
+    IdempotentWrite, Local, NonIdempotentWrite, OperatorDeclaration, ReadOnly, Remote,
 };
-pub use erased::{BoxFuture, DynTool, ErasedTool};
-pub use gate::{
-    ApprovalRoute, Cause, Decision, Facts, OperatorDeclaration, Pause, Rule, decide, judge,
-};
-pub use registry::{
-    BootError, BootProblem, Catalogue, DropReason, DroppedTool, Explanation, Offered,
-    ProviderError, ProviderFailure, Registry, RegistryBuilder, Source, ToolProvider,
-    tool_name_problem,
-};
+pub use registry::Registry;
+pub use run::Agent;
 pub use tool::{
     Execute, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool, ToolOutput,
 };
@@ -161,7 +146,7 @@ pub use tool::{
 /// }
 ///
 /// assert_eq!(ReadFile.name(), "read_file");
-/// assert!(!toolgate::decide(&ReadFile).requires_approval());
+/// assert!(!toolgate::gate::ruling(&ReadFile).requires_approval());
 /// ```
 #[doc(inline)]
 pub use toolgate_macros::Tool;

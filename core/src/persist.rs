@@ -71,26 +71,26 @@ pub struct EncodeError(#[from] serde_json::Error);
 
 /// The status discriminator of a stored run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
+pub enum SuspendedStatus {
     /// `awaiting_approval`
     AwaitingApproval,
     /// `waiting_for_input`
     WaitingForInput,
 }
 
-impl Status {
+impl SuspendedStatus {
     /// The stored spelling.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Status::AwaitingApproval => "awaiting_approval",
-            Status::WaitingForInput => "waiting_for_input",
+            SuspendedStatus::AwaitingApproval => "awaiting_approval",
+            SuspendedStatus::WaitingForInput => "waiting_for_input",
         }
     }
 
     fn describe(self) -> &'static str {
         match self {
-            Status::AwaitingApproval => "a run awaiting approval",
-            Status::WaitingForInput => "a run waiting for input",
+            SuspendedStatus::AwaitingApproval => "a run awaiting approval",
+            SuspendedStatus::WaitingForInput => "a run waiting for input",
         }
     }
 }
@@ -118,10 +118,10 @@ impl SuspendedRun {
     }
 
     /// The document's status.
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> SuspendedStatus {
         match self {
-            SuspendedRun::AwaitingApproval(_) => Status::AwaitingApproval,
-            SuspendedRun::WaitingForInput(_) => Status::WaitingForInput,
+            SuspendedRun::AwaitingApproval(_) => SuspendedStatus::AwaitingApproval,
+            SuspendedRun::WaitingForInput(_) => SuspendedStatus::WaitingForInput,
         }
     }
 
@@ -147,7 +147,7 @@ impl SuspendedRun {
     }
 
     /// The digest of the turn that waits.
-    pub fn digest(&self) -> crate::TurnDigest {
+    pub fn digest(&self) -> crate::digest::TurnDigest {
         match self {
             SuspendedRun::AwaitingApproval(run) => run.digest(),
             SuspendedRun::WaitingForInput(run) => run.digest(),
@@ -192,7 +192,7 @@ struct InputOut<'a> {
 }
 
 fn seal(
-    status: Status,
+    status: SuspendedStatus,
     body: &BodyOut<'_>,
     key: Option<&IntegrityKey>,
 ) -> Result<String, EncodeError> {
@@ -217,7 +217,7 @@ impl Suspended<AwaitingApproval> {
             pending: &self.pending,
             input: None,
         };
-        seal(Status::AwaitingApproval, &body, key)
+        seal(SuspendedStatus::AwaitingApproval, &body, key)
     }
 
     /// Reads a document that must hold a run awaiting approval.
@@ -255,7 +255,7 @@ impl Suspended<WaitingForInput> {
                 schema: self.pause.schema.as_value(),
             }),
         };
-        seal(Status::WaitingForInput, &body, key)
+        seal(SuspendedStatus::WaitingForInput, &body, key)
     }
 
     /// Reads a document that must hold a run waiting for input.
@@ -350,20 +350,22 @@ fn slow_body(text: &str) -> Result<Parts<'_>, CorruptState> {
 
 /// The suspension a decoded body describes, by its status.
 fn suspension(
-    status: Status,
+    status: SuspendedStatus,
     state: RunState,
     pending: Vec<ToolCall>,
     input: Option<&RawValue>,
 ) -> Result<SuspendedRun, CorruptState> {
     match (status, input) {
-        (Status::AwaitingApproval, None) => Ok(SuspendedRun::AwaitingApproval(
+        (SuspendedStatus::AwaitingApproval, None) => Ok(SuspendedRun::AwaitingApproval(
             Suspended::awaiting_approval(state, pending),
         )),
-        (Status::AwaitingApproval, Some(_)) => {
+        (SuspendedStatus::AwaitingApproval, Some(_)) => {
             corrupt("a run awaiting approval carries no `input`; is the status wrong?")
         }
-        (Status::WaitingForInput, None) => corrupt("a run waiting for input has no `input`"),
-        (Status::WaitingForInput, Some(input)) => {
+        (SuspendedStatus::WaitingForInput, None) => {
+            corrupt("a run waiting for input has no `input`")
+        }
+        (SuspendedStatus::WaitingForInput, Some(input)) => {
             let input: InputDocument = serde_json::from_str(input.get())
                 .or_else(|error| corrupt(format!("`input` is ill-formed: {error}")))?;
             let Some(call) = pending.get(input.call_index) else {
@@ -435,7 +437,7 @@ fn header(document: &Fields<'_>, name: &str) -> Option<Value> {
 fn decode_header(
     document: &Fields<'_>,
     key: Option<&IntegrityKey>,
-) -> Result<Status, CorruptState> {
+) -> Result<SuspendedStatus, CorruptState> {
     match header(document, "format") {
         None => return corrupt("missing `format`"),
         Some(Value::String(format)) if format == FORMAT => {}
@@ -466,11 +468,11 @@ fn decode_header(
     }
     match header(document, "status") {
         None => corrupt("missing `status`"),
-        Some(Value::String(s)) if s == Status::AwaitingApproval.as_str() => {
-            Ok(Status::AwaitingApproval)
+        Some(Value::String(s)) if s == SuspendedStatus::AwaitingApproval.as_str() => {
+            Ok(SuspendedStatus::AwaitingApproval)
         }
-        Some(Value::String(s)) if s == Status::WaitingForInput.as_str() => {
-            Ok(Status::WaitingForInput)
+        Some(Value::String(s)) if s == SuspendedStatus::WaitingForInput.as_str() => {
+            Ok(SuspendedStatus::WaitingForInput)
         }
         Some(Value::String(s)) => corrupt(format!("unknown status `{s}`")),
         Some(other) => corrupt(format!("`status` is {}, not a string", kind(&other))),

@@ -9,7 +9,7 @@ use tokio::sync::OnceCell;
 
 use crate::effect::{Effect, Origin};
 use crate::erased::{BoxFuture, DynTool, ErasedTool};
-use crate::gate::{Cause, Decision, IsLocal, OperatorDeclaration, Rule};
+use crate::gate::{Cause, IsLocal, OperatorDeclaration, Rule, Ruling};
 use crate::tool::Execute;
 
 /// Why a tool name is unusable, if it is: a name must be 1–64 characters of
@@ -70,6 +70,7 @@ impl ProviderError {
 
 /// One reason the registry refuses to boot.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BootProblem {
     /// Two builtins share a name.
     #[error("two builtins are named `{name}`: tool names must be unique")]
@@ -125,6 +126,7 @@ impl fmt::Display for BootError {
 
 /// Why a provided tool was left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DropReason {
     /// A builtin or an earlier provider's tool has the name.
     NameTaken,
@@ -172,7 +174,7 @@ pub struct ProviderFailure {
 
 /// Where a tool came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub enum ToolSource {
     /// Registered with the registry.
     Builtin,
     /// Supplied by the named provider.
@@ -181,7 +183,7 @@ pub enum Source {
 
 struct Entry {
     tool: ErasedTool,
-    source: Source,
+    source: ToolSource,
 }
 
 /// Where a tool sits in the catalogue, with its gate, decided once when the
@@ -210,13 +212,13 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    fn insert(&mut self, tool: ErasedTool, source: Source) -> bool {
+    fn insert(&mut self, tool: ErasedTool, source: ToolSource) -> bool {
         if self.index.contains_key(tool.name()) {
             return false;
         }
         let slot = Slot {
             index: self.entries.len(),
-            requires_approval: tool.decision().requires_approval(),
+            requires_approval: tool.ruling().requires_approval(),
             requires_input: tool.requires_input(),
         };
         self.index.insert(tool.name().into(), slot);
@@ -263,7 +265,7 @@ impl Catalogue {
             origin: tool.origin(),
             effect: tool.effect(),
             server: tool.server().map(str::to_owned),
-            decision: tool.decision(),
+            ruling: tool.ruling(),
             source: source.clone(),
             hand_erased: tool.is_hand_erased(),
         }
@@ -370,7 +372,7 @@ impl RegistryBuilder {
                 problems.push(BootProblem::RemoteBuiltin {
                     name: name.to_owned(),
                 });
-            } else if let Err(rule) = tool.verdict() {
+            } else if let Err(rule) = tool.judgement() {
                 problems.push(BootProblem::BrokenRule {
                     name: name.to_owned(),
                     rule,
@@ -417,7 +419,7 @@ impl Registry {
             failures: Vec::new(),
         };
         for tool in &self.builtins {
-            catalogue.insert(tool.clone(), Source::Builtin);
+            catalogue.insert(tool.clone(), ToolSource::Builtin);
         }
         for provider in &self.providers {
             let provider_name = provider.name().to_owned();
@@ -435,13 +437,15 @@ impl Registry {
             for tool in tools {
                 let reason = if let Some(problem) = tool_name_problem(tool.name()) {
                     Some(DropReason::InvalidName(problem))
-                } else if let Err(rule) = tool.verdict() {
+                } else if let Err(rule) = tool.judgement() {
                     Some(DropReason::BrokenRule(rule))
                 } else if tool.origin() == Origin::Remote
                     && tool.server().is_none_or(|s| s.trim().is_empty())
                 {
                     Some(DropReason::NoServer)
-                } else if catalogue.insert(tool.clone(), Source::Provider(provider_name.clone())) {
+                } else if catalogue
+                    .insert(tool.clone(), ToolSource::Provider(provider_name.clone()))
+                {
                     None
                 } else {
                     Some(DropReason::NameTaken)
@@ -507,9 +511,9 @@ pub struct Explanation {
     /// The server a remote tool lives behind.
     pub server: Option<String>,
     /// Its gate.
-    pub decision: Decision,
+    pub ruling: Ruling,
     /// How it reached the registry.
-    pub source: Source,
+    pub source: ToolSource,
     /// True when it was erased by hand: its gate comes from the facts it
     /// declared, not from its types.
     pub hand_erased: bool,
@@ -519,7 +523,7 @@ impl Explanation {
     /// The cause in words: "local tool declares non_idempotent_write".
     pub fn cause_text(&self) -> String {
         let server = self.server.as_deref().unwrap_or("?");
-        let mut text = match self.decision.cause {
+        let mut text = match self.ruling.cause {
             Cause::LocalReadOnly => "local tool declares read_only".to_owned(),
             Cause::Marker => format!("{} tool carries the explicit approval marker", self.origin),
             Cause::DeclaredWrite(effect) => format!("local tool declares {effect}"),
@@ -541,6 +545,6 @@ impl Explanation {
 
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.decision.pause, self.cause_text())
+        write!(f, "{}: {}", self.ruling.pause, self.cause_text())
     }
 }

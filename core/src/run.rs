@@ -9,9 +9,6 @@
 //!   turn its model returned; it scans, runs or suspends exactly as the
 //!   driver does.
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -21,63 +18,7 @@ use crate::input::input_schema_problem;
 use crate::registry::{Offered, Registry};
 use crate::suspend::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::tool::ToolOutput;
-
-/// One call the model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolCall {
-    /// The model's id for the call, echoed in its result.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments, as the model wrote them.
-    pub arguments: Value,
-}
-
-/// One entry of a run's transcript.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Message {
-    /// Instructions for the model.
-    System {
-        /// The text.
-        content: String,
-    },
-    /// What the user said.
-    User {
-        /// The text.
-        content: String,
-    },
-    /// What the model answered: text, calls, or both.
-    Assistant {
-        /// Its text, if any.
-        content: Option<String>,
-        /// The turn of calls, possibly empty.
-        calls: Vec<ToolCall>,
-    },
-    /// The result of one call.
-    Tool {
-        /// The call's id.
-        call_id: String,
-        /// The tool's name.
-        name: String,
-        /// The result's text.
-        content: String,
-        /// True when the call failed or was refused.
-        is_error: bool,
-    },
-}
-
-impl Message {
-    pub(crate) fn result(call: &ToolCall, output: ToolOutput) -> Self {
-        Message::Tool {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content: output.content,
-            is_error: output.is_error,
-        }
-    }
-}
+pub use crate::transcript::{DEFAULT_MAX_CALLS_PER_TURN, Message, RunOptions, RunState, ToolCall};
 
 /// A tool as the model is told about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,93 +71,6 @@ pub trait Model: Send + Sync {
     ) -> BoxFuture<'a, Result<Reply, ModelError>>;
 }
 
-/// A model that plays back canned replies in order, for tests and examples.
-#[derive(Debug, Default)]
-pub struct ScriptedModel {
-    replies: Mutex<VecDeque<Reply>>,
-}
-
-impl ScriptedModel {
-    /// A model that will answer with `replies`, one per request.
-    pub fn new(replies: impl IntoIterator<Item = Reply>) -> Self {
-        Self {
-            replies: Mutex::new(replies.into_iter().collect()),
-        }
-    }
-
-    /// How many replies are left.
-    pub fn remaining(&self) -> usize {
-        self.replies.lock().map_or(0, |r| r.len())
-    }
-}
-
-impl Model for ScriptedModel {
-    fn respond<'a>(
-        &'a self,
-        _: &'a [Message],
-        _: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Reply, ModelError>> {
-        let next = match self.replies.lock() {
-            Ok(mut replies) => replies
-                .pop_front()
-                .ok_or_else(|| ModelError("the script has no more replies".into())),
-            Err(_) => Err(ModelError("the script's lock was poisoned".into())),
-        };
-        Box::pin(async move { next })
-    }
-}
-
-/// How a run may proceed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunOptions {
-    /// How many model requests the run may make.
-    pub max_iterations: u32,
-    /// The allow-list: `None` offers every registered tool, an empty list none.
-    pub allow: Option<Vec<String>>,
-    /// When true, an approval must come from someone other than the requester.
-    pub four_eyes: bool,
-    /// How many calls one turn of the model may hold; a larger turn is
-    /// refused before anything of it runs or is stored. A reviewer must be
-    /// able to read every call of a turn they approve.
-    #[serde(default = "default_max_calls_per_turn")]
-    pub max_calls_per_turn: u32,
-}
-
-/// The default cap on calls per turn.
-pub const DEFAULT_MAX_CALLS_PER_TURN: u32 = 128;
-
-fn default_max_calls_per_turn() -> u32 {
-    DEFAULT_MAX_CALLS_PER_TURN
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        Self {
-            max_iterations: 16,
-            allow: None,
-            four_eyes: false,
-            max_calls_per_turn: DEFAULT_MAX_CALLS_PER_TURN,
-        }
-    }
-}
-
-/// Everything a run carries between model requests.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunState {
-    /// The run's identifier.
-    pub run_id: String,
-    /// Who started the run.
-    pub requested_by: String,
-    /// The conversation so far.
-    pub transcript: Vec<Message>,
-    /// Model requests made so far.
-    pub iterations: u32,
-    /// How the run may proceed.
-    pub options: RunOptions,
-}
-
 /// What starts a run.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
@@ -262,6 +116,7 @@ pub enum Outcome {
 
 /// A run could not go on. The state is handed back: nothing is lost.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunError {
     /// The run names no person as its requester; nothing started.
     #[error("the run's requester cannot be recorded: {0}")]

@@ -15,8 +15,7 @@
 
 use schemars::Schema;
 
-use crate::effect::Origin;
-use crate::gate::Facts;
+use crate::effect::{Facts, Origin};
 
 /// Implemented by this crate's marker types only.
 #[diagnostic::on_unimplemented(

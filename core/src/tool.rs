@@ -36,7 +36,7 @@ use crate::gate::{
 /// #     type Args = serde_json::Map<String, serde_json::Value>;
 /// #     async fn execute(&self, _: Self::Args) -> ToolOutput { ToolOutput::text("ok") }
 /// # }
-/// assert!(toolgate::decide(&Deploy).requires_approval());
+/// assert!(toolgate::gate::ruling(&Deploy).requires_approval());
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool",

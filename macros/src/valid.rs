@@ -189,7 +189,7 @@ fn check_input(decl: &Declarations, effect: Option<(Effect, Span)>, errors: &mut
 }
 
 /// The tool-name rule (1–64 ASCII letters, digits, `_ - .`), checked early on
-/// literal names; the registry's boot check applies `toolgate::tool_name_problem`
+/// literal names; the registry's boot check applies `toolgate::registry::tool_name_problem`
 /// to every name at run time.
 fn name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {

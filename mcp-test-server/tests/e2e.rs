@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use toolgate::{
-    Agent, ErasedTool, MemoryLog, OperatorDeclaration, Outcome, Registry, Reply, RunRequest,
-    ScriptedModel, ToolCall, ToolOutput, TurnScan, scan_turn,
+    Agent, OperatorDeclaration, Registry, ToolOutput,
+    erased::ErasedTool,
+    run::{Outcome, Reply, RunRequest, ToolCall, TurnScan, scan_turn},
+    testing::{MemoryLog, ScriptedModel},
 };
 use toolgate_mcp::{Deadlines, ImportError, ImportProgress, McpProvider, SkipReason, import};
 use toolgate_store::{DataClass, NewServer, Store, Transport};
@@ -83,11 +85,14 @@ fn registry_of(store: &Store) -> (Registry, std::sync::Arc<McpProvider>) {
 /// Lets a test keep a handle on the provider it registered.
 struct SharedProvider(std::sync::Arc<McpProvider>);
 
-impl toolgate::ToolProvider for SharedProvider {
+impl toolgate::registry::ToolProvider for SharedProvider {
     fn name(&self) -> &str {
         self.0.name()
     }
-    fn provide(&self) -> toolgate::BoxFuture<'_, Result<Vec<ErasedTool>, toolgate::ProviderError>> {
+    fn provide(
+        &self,
+    ) -> toolgate::erased::BoxFuture<'_, Result<Vec<ErasedTool>, toolgate::registry::ProviderError>>
+    {
         self.0.provide()
     }
 }
@@ -224,7 +229,7 @@ async fn with_the_default_flag_every_remote_call_suspends_then_runs_once_the_ope
         .transcript
         .iter()
         .filter_map(|m| match m {
-            toolgate::Message::Tool { content, .. } => Some(content.clone()),
+            toolgate::run::Message::Tool { content, .. } => Some(content.clone()),
             _ => None,
         })
         .collect();

@@ -84,7 +84,7 @@ pub fn local_name(server_id: &str, remote: &str) -> Result<String, SkipReason> {
     if local.len() > 64 {
         return Err(SkipReason::TooLong(local.len()));
     }
-    debug_assert!(toolgate::tool_name_problem(&local).is_none());
+    debug_assert!(toolgate::registry::tool_name_problem(&local).is_none());
     Ok(local)
 }
 
@@ -134,7 +134,7 @@ mod tests {
         assert!(local_name("gh", &"x".repeat(61)).is_ok());
         for name in ["create_issue", "x", "a.b-c_d"] {
             let local = local_name("server", name).unwrap_or_default();
-            assert_eq!(toolgate::tool_name_problem(&local), None);
+            assert_eq!(toolgate::registry::tool_name_problem(&local), None);
         }
     }
 }

@@ -5,7 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use schemars::Schema;
 use serde_json::Value;
-use toolgate::{BoxFuture, ErasedTool, ProviderError, ToolProvider};
+use toolgate::{
+    erased::{BoxFuture, ErasedTool},
+    registry::{ProviderError, ToolProvider},
+};
 use toolgate_store::{Store, StoreError};
 
 use crate::client::{Connection, Deadlines};

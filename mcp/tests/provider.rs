@@ -2,7 +2,7 @@
 //! depends on the operator's flag alone — never on what the server claims.
 
 use serde_json::{Map, Value, json};
-use toolgate::{ErasedTool, OperatorDeclaration, Pause};
+use toolgate::{OperatorDeclaration, erased::ErasedTool, gate::Pause};
 use toolgate_mcp::{Deadlines, McpProvider, SkipReason, local_name};
 use toolgate_store::{DataClass, ImportedTool, NewServer, Store, Transport};
 
@@ -100,11 +100,11 @@ async fn for_all_81_hint_combinations_the_decision_depends_on_the_flag_alone() {
         assert!(skipped.is_empty());
         assert_eq!(built.len(), 81);
         for tool in &built {
-            let decision = tool.decision();
+            let decision = tool.ruling();
             assert_eq!(decision.pause, expected, "{} with {flag:?}", tool.name());
-            assert_eq!(decision.cause, toolgate::Cause::Operator(flag));
-            assert_eq!(tool.effect(), toolgate::Effect::NonIdempotentWrite);
-            assert_eq!(tool.origin(), toolgate::Origin::Remote);
+            assert_eq!(decision.cause, toolgate::gate::Cause::Operator(flag));
+            assert_eq!(tool.effect(), toolgate::gate::Effect::NonIdempotentWrite);
+            assert_eq!(tool.origin(), toolgate::gate::Origin::Remote);
             assert_eq!(tool.server(), Some("srv"));
         }
     }

@@ -65,6 +65,7 @@ pub enum MigrateTo {
 
 /// A store operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The database file could not be opened or created.
     #[error("cannot open the database at {path}: {source}")]
@@ -122,7 +123,7 @@ pub enum StoreError {
     },
     /// A suspended run could not be encoded.
     #[error(transparent)]
-    EncodeRun(#[from] toolgate::EncodeError),
+    EncodeRun(#[from] toolgate::suspend::EncodeError),
     /// A transport that was read as unreadable cannot be written back.
     #[error("cannot store an unreadable transport: {0}")]
     UnreadableTransport(String),

@@ -5,14 +5,16 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 use toolgate::identity::{self, IdentitySource, Operator};
 use toolgate::{
-    BoxFuture, CorruptState, DecisionLog, DecisionRecord, LogError, SuspendedRun, TurnDigest,
-    Verdict,
+    audit::{DecisionKind, DecisionLog, DecisionRecord, LogError},
+    erased::BoxFuture,
+    suspend::{CorruptState, SuspendedRun, TurnDigest},
 };
 
 use crate::{Store, StoreError, now_ms};
 
 /// A stored run could not be loaded.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// No open suspension for that run.
     #[error("no suspended run `{0}` waits for a decision")]
@@ -33,6 +35,7 @@ pub enum LoadError {
 
 /// A claim was not granted.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClaimError {
     /// No such run waits.
     #[error("no suspended run `{0}` waits for a decision")]
@@ -145,22 +148,26 @@ pub struct OpenRun {
 }
 
 /// A verdict's stored spelling — the one mapping; reading inverts it.
-fn verdict_text(verdict: Verdict) -> &'static str {
+fn verdict_text(verdict: DecisionKind) -> &'static str {
     match verdict {
-        Verdict::Approved => "approved",
-        Verdict::Denied => "denied",
-        Verdict::InputSubmitted => "input_submitted",
+        DecisionKind::Approved => "approved",
+        DecisionKind::Denied => "denied",
+        DecisionKind::InputSubmitted => "input_submitted",
     }
 }
 
-fn verdict_from(text: &str) -> Result<Verdict, StoreError> {
-    [Verdict::Approved, Verdict::Denied, Verdict::InputSubmitted]
-        .into_iter()
-        .find(|v| verdict_text(*v) == text)
-        .ok_or_else(|| StoreError::Unreadable {
-            what: "decision verdict",
-            reason: format!("unknown verdict `{text}`"),
-        })
+fn verdict_from(text: &str) -> Result<DecisionKind, StoreError> {
+    [
+        DecisionKind::Approved,
+        DecisionKind::Denied,
+        DecisionKind::InputSubmitted,
+    ]
+    .into_iter()
+    .find(|v| verdict_text(*v) == text)
+    .ok_or_else(|| StoreError::Unreadable {
+        what: "decision verdict",
+        reason: format!("unknown verdict `{text}`"),
+    })
 }
 
 impl Store {
@@ -277,7 +284,7 @@ impl Store {
         run_id: &str,
         digest: Option<&TurnDigest>,
         decided_by: &Operator,
-        verdict: Verdict,
+        verdict: DecisionKind,
     ) -> Result<Claim, ClaimError> {
         let (_writer, mut tx) = self.write().await?;
         let row = sqlx::query(
@@ -459,7 +466,11 @@ mod tests {
 
     #[test]
     fn verdicts_round_trip_and_unknown_ones_are_refused() {
-        for verdict in [Verdict::Approved, Verdict::Denied, Verdict::InputSubmitted] {
+        for verdict in [
+            DecisionKind::Approved,
+            DecisionKind::Denied,
+            DecisionKind::InputSubmitted,
+        ] {
             assert_eq!(verdict_from(verdict_text(verdict)).ok(), Some(verdict));
         }
         assert_eq!(

@@ -7,8 +7,11 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use toolgate::identity::{IdentitySource, Operator};
 use toolgate::{
-    Agent, ApprovalDecision, ApprovalVerdict, Execute, MemoryLog, Outcome, Registry, Reply,
-    RunRequest, ScriptedModel, SuspendedRun, Tool, ToolCall, ToolOutput, TurnDigest, Verdict,
+    Agent, Execute, Registry, Tool, ToolOutput,
+    audit::DecisionKind,
+    run::{Outcome, Reply, RunRequest, ToolCall},
+    suspend::{Decision, SuspendedRun, TurnDigest, Verdict},
+    testing::{MemoryLog, ScriptedModel},
 };
 use toolgate_store::{ClaimError, LoadError, Store};
 
@@ -125,7 +128,7 @@ async fn a_corrupt_document_is_left_untouched_for_an_operator() {
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            Verdict::Approved,
+            DecisionKind::Approved,
         )
         .await
     {
@@ -163,7 +166,7 @@ async fn a_claim_checks_the_digest_and_a_released_claim_waits_again() {
                 run.run_id(),
                 digest.as_ref(),
                 &operator("bob"),
-                Verdict::Approved,
+                DecisionKind::Approved,
             )
             .await
         {
@@ -183,7 +186,7 @@ async fn a_claim_checks_the_digest_and_a_released_claim_waits_again() {
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            Verdict::Approved,
+            DecisionKind::Approved,
         )
         .await
     {
@@ -225,7 +228,7 @@ async fn a_claimed_decision_runs_through_the_gate() {
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            Verdict::Approved,
+            DecisionKind::Approved,
         )
         .await
     {
@@ -238,8 +241,8 @@ async fn a_claimed_decision_runs_through_the_gate() {
     };
     let model = ScriptedModel::new([Reply::Text("done".into())]);
     let agent = Agent::new(&registry, &model, &log);
-    let decision = ApprovalDecision {
-        verdict: ApprovalVerdict::Approve,
+    let decision = Decision {
+        verdict: Verdict::Approve,
         digest: Some(digest.clone()),
         decided_by: "bob".into(),
     };
@@ -249,7 +252,7 @@ async fn a_claimed_decision_runs_through_the_gate() {
     }
     let decisions = store.decisions(run.run_id()).await.unwrap_or_default();
     assert_eq!(decisions.len(), 1);
-    assert_eq!(decisions[0].verdict, Verdict::Approved);
+    assert_eq!(decisions[0].verdict, DecisionKind::Approved);
     assert_eq!(decisions[0].digest, digest);
     // A decision that is not the claimed one is refused by the claimed log.
     let other = pending_again(&store, &registry).await;
@@ -259,7 +262,7 @@ async fn a_claimed_decision_runs_through_the_gate() {
             other.run_id(),
             Some(&digest),
             &operator("bob"),
-            Verdict::Denied,
+            DecisionKind::Denied,
         )
         .await
     {
@@ -272,13 +275,9 @@ async fn a_claimed_decision_runs_through_the_gate() {
     };
     let agent = Agent::new(&registry, &model, &log);
     match pending.approve(&agent, "bob", Some(digest)).await {
-        Err(toolgate::ResumeError::Refused(refused)) => assert!(
-            refused
-                .reason
-                .to_string()
-                .contains("is not the one claimed"),
-            "{}",
-            refused.reason
+        Err(toolgate::suspend::ResumeError::Refused { reason, .. }) => assert!(
+            reason.to_string().contains("is not the one claimed"),
+            "{reason}"
         ),
         other => panic!("expected the mismatched decision to be refused, got {other:?}"),
     }
@@ -303,7 +302,7 @@ async fn race(stores: &[Arc<Store>], run_id: &str, digest: &TurnDigest, deciders
                         &run_id,
                         Some(&digest),
                         &operator(&format!("op-{decider}")),
-                        Verdict::Approved,
+                        DecisionKind::Approved,
                     )
                     .await
             })
@@ -385,7 +384,7 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
                 *id = json!(run_id);
             }
             let body = value["body"].to_string();
-            value["checksum"] = json!(toolgate::body_checksum(&body));
+            value["checksum"] = json!(toolgate::suspend::body_checksum(&body));
             let run = match SuspendedRun::decode(&value.to_string()) {
                 Ok(run) => run,
                 Err(error) => panic!("{error}"),
@@ -421,7 +420,7 @@ async fn an_unreadable_decision_row_is_an_error_not_a_guess() {
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            Verdict::Denied,
+            DecisionKind::Denied,
         )
         .await;
     assert!(claimed.is_ok());
@@ -431,7 +430,7 @@ async fn an_unreadable_decision_row_is_an_error_not_a_guess() {
             .await
             .map(|d| d[0].verdict)
             .ok(),
-        Some(Verdict::Denied)
+        Some(DecisionKind::Denied)
     );
     // The verdict column's CHECK refuses unknown verdicts outright.
     let verdict = sqlx::query("UPDATE decision SET verdict = 'waved_through'")
@@ -479,7 +478,7 @@ async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
         panic!("no {pointer}");
     }
     let body = doc["body"].to_string();
-    doc["checksum"] = json!(toolgate::body_checksum(&body));
+    doc["checksum"] = json!(toolgate::suspend::body_checksum(&body));
     let requested_by = doc
         .pointer("/body/run/requested_by")
         .cloned()
@@ -538,7 +537,7 @@ async fn with_a_key_a_re_sealed_change_in_the_database_is_refused_at_load() {
                     run.run_id(),
                     Some(&digest),
                     &operator("bob"),
-                    Verdict::Approved
+                    DecisionKind::Approved
                 )
                 .await,
             Err(ClaimError::Corrupt { .. })
@@ -613,7 +612,12 @@ async fn decision_rows_keep_the_identity_source_and_verify_under_the_key() {
         panic!("normalises");
     };
     let claim = store
-        .claim(run.run_id(), Some(&digest), &env_bob, Verdict::Approved)
+        .claim(
+            run.run_id(),
+            Some(&digest),
+            &env_bob,
+            DecisionKind::Approved,
+        )
         .await;
     assert!(claim.is_ok(), "{claim:?}");
     let records = store.decisions(run.run_id()).await.unwrap_or_default();
@@ -654,7 +658,7 @@ async fn self_decided_is_judged_on_normalised_names() {
             run.run_id(),
             Some(&digest),
             &operator("ＡＬＩＣＥ "),
-            Verdict::Approved,
+            DecisionKind::Approved,
         )
         .await;
     let Ok(claim) = claim else {

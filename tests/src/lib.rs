@@ -9,8 +9,10 @@ use schemars::{JsonSchema, Schema};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use toolgate::{
-    BoxFuture, DynTool, Effect, ErasedTool, Execute, Facts, OperatorDeclaration, Origin,
-    ProviderError, RemoteApproval, RemoteTool, Tool, ToolOutput, ToolProvider,
+    Execute, OperatorDeclaration, RemoteApproval, RemoteTool, Tool, ToolOutput,
+    erased::{BoxFuture, DynTool, ErasedTool},
+    gate::{Effect, Facts, Origin},
+    registry::{ProviderError, ToolProvider},
 };
 
 /// Arguments naming a path.
@@ -399,7 +401,7 @@ pub struct JournalLog {
     /// Where records are noted.
     pub journal: Journal,
     /// Every record received.
-    pub records: std::sync::Mutex<Vec<toolgate::DecisionRecord>>,
+    pub records: std::sync::Mutex<Vec<toolgate::audit::DecisionRecord>>,
     /// Fail every write.
     pub fail: std::sync::atomic::AtomicBool,
 }
@@ -415,20 +417,20 @@ impl JournalLog {
     }
 
     /// Every record received.
-    pub fn records(&self) -> Vec<toolgate::DecisionRecord> {
+    pub fn records(&self) -> Vec<toolgate::audit::DecisionRecord> {
         self.records.lock().map(|r| r.clone()).unwrap_or_default()
     }
 }
 
-impl toolgate::DecisionLog for JournalLog {
+impl toolgate::audit::DecisionLog for JournalLog {
     fn record<'a>(
         &'a self,
-        record: &'a toolgate::DecisionRecord,
-    ) -> BoxFuture<'a, Result<(), toolgate::LogError>> {
+        record: &'a toolgate::audit::DecisionRecord,
+    ) -> BoxFuture<'a, Result<(), toolgate::audit::LogError>> {
         Box::pin(async move {
             if self.fail.load(Ordering::SeqCst) {
                 self.journal.push("log failed");
-                return Err(toolgate::LogError("disk full".into()));
+                return Err(toolgate::audit::LogError("disk full".into()));
             }
             self.journal.push(format!(
                 "record {} by {}",
@@ -444,8 +446,8 @@ impl toolgate::DecisionLog for JournalLog {
 }
 
 /// A tool call with arguments.
-pub fn call(id: &str, name: &str, arguments: Value) -> toolgate::ToolCall {
-    toolgate::ToolCall {
+pub fn call(id: &str, name: &str, arguments: Value) -> toolgate::run::ToolCall {
+    toolgate::run::ToolCall {
         id: id.into(),
         name: name.into(),
         arguments,
@@ -453,8 +455,8 @@ pub fn call(id: &str, name: &str, arguments: Value) -> toolgate::ToolCall {
 }
 
 /// A model reply with one turn of calls.
-pub fn turn(calls: Vec<toolgate::ToolCall>) -> toolgate::Reply {
-    toolgate::Reply::Calls {
+pub fn turn(calls: Vec<toolgate::run::ToolCall>) -> toolgate::run::Reply {
+    toolgate::run::Reply::Calls {
         content: None,
         calls,
     }

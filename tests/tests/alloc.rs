@@ -6,7 +6,10 @@ use std::alloc::System;
 
 use serde_json::json;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
-use toolgate::{Registry, ToolCall, TurnScan, scan_turn};
+use toolgate::{
+    Registry,
+    run::{ToolCall, TurnScan, scan_turn},
+};
 use toolgate_tests::{PickBranch, ReadFile, ShowSecrets, WriteFile};
 
 #[global_allocator]

@@ -12,13 +12,14 @@ use std::marker::PhantomData;
 use serde_json::{Map, Value};
 use toolgate::gate::{
     self, AdmitsInput, ApprovalByEffect, ApprovalByMarker, ApprovalByOperator, ApprovalImpliedBy,
-    Runs, WaitsForInput,
+    Runs, WaitsForInput, ruling,
 };
 use toolgate::{
-    BootProblem, Decision, DropReason, Effect, EffectMarker, ErasedTool, Execute, Facts,
-    IdempotentWrite, Local, NonIdempotentWrite, OperatorDeclaration, Origin, ReadOnly, Registry,
-    Remote, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Rule, Tool, ToolOutput,
-    decide, judge,
+    Execute, IdempotentWrite, Local, NonIdempotentWrite, OperatorDeclaration, ReadOnly, Registry,
+    Remote, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool, ToolOutput,
+    erased::ErasedTool,
+    gate::{Effect, EffectMarker, Facts, Origin, Pause, Rule, Ruling, judge},
+    registry::{BootProblem, DropReason},
 };
 use toolgate_tests::{Choice, CountingProvider, HandErased, every_combination_of_facts};
 
@@ -164,13 +165,13 @@ macro_rules! runs_nothing {
 
 /// The decision of the typed tool with these facts, erased from its types and
 /// read directly, if such a typed tool compiles; `None` where none does.
-fn typed_decision(facts: Facts) -> Option<Decision> {
-    fn both<T: Execute>(tool: T) -> Decision {
-        let direct = decide(&tool);
+fn typed_decision(facts: Facts) -> Option<Ruling> {
+    fn both<T: Execute>(tool: T) -> Ruling {
+        let direct = ruling(&tool);
         let erased = ErasedTool::new(tool);
         assert!(!erased.is_hand_erased());
         assert_eq!(
-            erased.verdict(),
+            erased.judgement(),
             Ok(direct),
             "erasing a typed tool keeps its decision"
         );
@@ -277,7 +278,7 @@ async fn hand_erased_decision_equals_typed_decision_and_unlawful_facts_are_refus
         let erased = ErasedTool::from_dyn(hand.clone());
         assert!(erased.is_hand_erased());
         assert_eq!(erased.facts(), facts);
-        assert_eq!(erased.verdict(), judge(&facts));
+        assert_eq!(erased.judgement(), judge(&facts));
 
         // As a builtin (only a local tool may be one): boots exactly when a
         // typed tool with these facts compiles; otherwise the boot check names
@@ -303,20 +304,20 @@ async fn hand_erased_decision_equals_typed_decision_and_unlawful_facts_are_refus
 
         if let Some(typed) = typed_decision(facts) {
             lawful += 1;
-            assert_eq!(erased.verdict(), Ok(typed), "{facts:?}");
+            assert_eq!(erased.judgement(), Ok(typed), "{facts:?}");
             if facts.origin == Origin::Local {
                 let Ok(registry) = boot else {
                     panic!("lawful local facts must boot: {facts:?}");
                 };
                 assert_eq!(
-                    registry.explain("bridge").await.map(|e| e.decision),
+                    registry.explain("bridge").await.map(|e| e.ruling),
                     Some(typed)
                 );
             }
             let Some(explained) = with_provider.explain("bridge").await else {
                 panic!("the tool is provided: {facts:?}");
             };
-            assert_eq!(explained.decision, typed);
+            assert_eq!(explained.ruling, typed);
             assert!(explained.hand_erased);
             assert!(
                 explained
@@ -329,10 +330,10 @@ async fn hand_erased_decision_equals_typed_decision_and_unlawful_facts_are_refus
         } else {
             refused += 1;
             let rule = expected_rule(facts);
-            assert_eq!(erased.verdict(), Err(rule), "{facts:?}");
-            assert_eq!(erased.decision(), Decision::refused(rule));
+            assert_eq!(erased.judgement(), Err(rule), "{facts:?}");
+            assert_eq!(erased.ruling(), Ruling::refused(rule));
             assert!(
-                erased.decision().requires_approval(),
+                erased.ruling().requires_approval(),
                 "fail-closed outside a registry"
             );
             if facts.origin == Origin::Local {
@@ -377,7 +378,7 @@ fn a_local_write_needs_approval_whatever_else_a_hand_erased_tool_declares() {
             }
         }
         if let Ok(decision) = judge(&facts)
-            && decision.pause == toolgate::Pause::None
+            && decision.pause == Pause::None
         {
             assert!(
                 (facts.origin == Origin::Local

@@ -4,8 +4,10 @@
 
 use static_assertions::{assert_impl_all, assert_not_impl_any};
 use toolgate::{
-    ApprovalRoute, Effect, ErasedTool, Execute, OperatorDeclaration, Origin, Pause, Registry,
-    RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool, decide,
+    Execute, OperatorDeclaration, Registry, RemoteApproval, RemoteTool, RequiresApproval,
+    RequiresInput, Tool,
+    erased::ErasedTool,
+    gate::{ApprovalRoute, Effect, Origin, Pause, ruling},
 };
 use toolgate_tests::{
     AppendFile, AppendFileMarked, CountingProvider, DeleteRepo, OperatorTool, PickBranch, ReadFile,
@@ -73,7 +75,7 @@ async fn boot_check_predicate_and_explain_agree_on_every_legal_combination() {
     assert!(catalogue.dropped().is_empty(), "{:?}", catalogue.dropped());
     assert_eq!(catalogue.len(), tools.len());
     for tool in &tools {
-        let decision = tool.decision();
+        let decision = tool.ruling();
         let (pause, route) = expected(tool.name());
         assert_eq!(decision.pause, pause, "{}", tool.name());
         assert_eq!(decision.approval_route(), route, "{}", tool.name());
@@ -82,7 +84,7 @@ async fn boot_check_predicate_and_explain_agree_on_every_legal_combination() {
         let Some(explanation) = registry.explain(tool.name()).await else {
             panic!("{} is registered", tool.name());
         };
-        assert_eq!(explanation.decision, decision);
+        assert_eq!(explanation.ruling, decision);
         let text = explanation.to_string();
         let word = if decision.requires_approval() {
             "approval: "
@@ -106,29 +108,26 @@ fn the_erased_decision_is_the_typed_decision() {
         declaration,
     };
     let pairs = [
-        (decide(&ReadFile), ErasedTool::new(ReadFile).decision()),
+        (ruling(&ReadFile), ErasedTool::new(ReadFile).ruling()),
+        (ruling(&ShowSecrets), ErasedTool::new(ShowSecrets).ruling()),
+        (ruling(&WriteFile), ErasedTool::new(WriteFile).ruling()),
+        (ruling(&AppendFile), ErasedTool::new(AppendFile).ruling()),
+        (ruling(&PickBranch), ErasedTool::new(PickBranch).ruling()),
+        (ruling(&DeleteRepo), ErasedTool::new(DeleteRepo).ruling()),
         (
-            decide(&ShowSecrets),
-            ErasedTool::new(ShowSecrets).decision(),
-        ),
-        (decide(&WriteFile), ErasedTool::new(WriteFile).decision()),
-        (decide(&AppendFile), ErasedTool::new(AppendFile).decision()),
-        (decide(&PickBranch), ErasedTool::new(PickBranch).decision()),
-        (decide(&DeleteRepo), ErasedTool::new(DeleteRepo).decision()),
-        (
-            decide(&operator(OperatorDeclaration::NoApproval)),
-            ErasedTool::new(operator(OperatorDeclaration::NoApproval)).decision(),
+            ruling(&operator(OperatorDeclaration::NoApproval)),
+            ErasedTool::new(operator(OperatorDeclaration::NoApproval)).ruling(),
         ),
         (
-            decide(&operator(OperatorDeclaration::ApprovalRequired)),
-            ErasedTool::new(operator(OperatorDeclaration::ApprovalRequired)).decision(),
+            ruling(&operator(OperatorDeclaration::ApprovalRequired)),
+            ErasedTool::new(operator(OperatorDeclaration::ApprovalRequired)).ruling(),
         ),
     ];
     for (typed, erased) in pairs {
         assert_eq!(typed, erased);
     }
     assert_eq!(
-        decide(&operator(OperatorDeclaration::default())).pause,
+        ruling(&operator(OperatorDeclaration::default())).pause,
         Pause::Approval,
         "the operator declaration defaults to approval required"
     );

@@ -6,9 +6,15 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use toolgate::{
-    Agent, ApprovalDecision, ApprovalVerdict, AwaitingApproval, Effect, ErasedTool, Facts,
-    InputSubmission, Message, OperatorDeclaration, Outcome, Refusal, Registry, ResumeError,
-    RunError, RunOptions, RunRequest, ScriptedModel, Suspended, TurnDigest, WaitingForInput,
+    Agent, OperatorDeclaration, Registry,
+    erased::ErasedTool,
+    gate::{Effect, Facts},
+    run::{Message, Outcome, RunError, RunOptions, RunRequest},
+    suspend::{
+        AwaitingApproval, Decision, InputSubmission, Refusal, ResumeError, Suspended, TurnDigest,
+        Verdict, WaitingForInput,
+    },
+    testing::ScriptedModel,
 };
 use toolgate_tests::{
     CountingProvider, Greet, HandErased, Journal, JournalLog, OperatorTool, PickColour, ReadNote,
@@ -61,7 +67,7 @@ struct World {
 }
 
 impl World {
-    fn new(script: impl IntoIterator<Item = toolgate::Reply>) -> Self {
+    fn new(script: impl IntoIterator<Item = toolgate::run::Reply>) -> Self {
         let journal = Journal::default();
         Self {
             registry: registry(&journal),
@@ -104,7 +110,9 @@ fn waiting(outcome: Outcome) -> Suspended<WaitingForInput> {
     }
 }
 
-fn finished<S: std::fmt::Debug>(result: Result<Outcome, ResumeError<S>>) -> toolgate::RunState {
+fn finished<S: std::fmt::Debug>(
+    result: Result<Outcome, ResumeError<S>>,
+) -> toolgate::run::RunState {
     match result {
         Ok(Outcome::Finished { state, .. }) => state,
         other => panic!("expected a finished run, got {other:?}"),
@@ -113,13 +121,13 @@ fn finished<S: std::fmt::Debug>(result: Result<Outcome, ResumeError<S>>) -> tool
 
 fn refused<S: std::fmt::Debug>(result: Result<Outcome, ResumeError<S>>) -> (Suspended<S>, Refusal) {
     match result {
-        Err(ResumeError::Refused(refused)) => (refused.run, refused.reason),
+        Err(ResumeError::Refused { run, reason }) => (run, reason),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
 
 /// The results the run got, as (tool, is_error, content).
-fn results(state: &toolgate::RunState) -> Vec<(String, bool, String)> {
+fn results(state: &toolgate::run::RunState) -> Vec<(String, bool, String)> {
     state
         .transcript
         .iter()
@@ -135,9 +143,9 @@ fn results(state: &toolgate::RunState) -> Vec<(String, bool, String)> {
         .collect()
 }
 
-fn approve(run: &Suspended<AwaitingApproval>, by: &str) -> ApprovalDecision {
-    ApprovalDecision {
-        verdict: ApprovalVerdict::Approve,
+fn approve(run: &Suspended<AwaitingApproval>, by: &str) -> Decision {
+    Decision {
+        verdict: Verdict::Approve,
         digest: Some(run.digest()),
         decided_by: by.into(),
     }
@@ -151,8 +159,8 @@ fn input(run: &Suspended<WaitingForInput>, data: Value) -> InputSubmission {
     }
 }
 
-fn done() -> toolgate::Reply {
-    toolgate::Reply::Text("done".into())
+fn done() -> toolgate::run::Reply {
+    toolgate::run::Reply::Text("done".into())
 }
 
 // ---------------------------------------------------------------- §5 scan
@@ -253,7 +261,7 @@ async fn scan_a_degenerate_input_schema_is_refused_at_capture() {
         name: "ask".into(),
         facts: Facts {
             requires_input: true,
-            ..Facts::new(toolgate::Origin::Local, Effect::ReadOnly)
+            ..Facts::new(toolgate::gate::Origin::Local, Effect::ReadOnly)
         },
         input: Some(schemars::Schema::default()),
         parameters: schemars::Schema::default(),
@@ -265,7 +273,7 @@ async fn scan_a_degenerate_input_schema_is_refused_at_capture() {
         Err(error) => panic!("{error}"),
     };
     let model = ScriptedModel::new([turn(vec![call("1", "ask", json!({}))])]);
-    let log = toolgate::MemoryLog::new();
+    let log = toolgate::testing::MemoryLog::new();
     let agent = Agent::new(&registry, &model, &log);
     match agent.start(RunRequest::new("alice", "ask")).await {
         Err(RunError::UnusableInputSchema {
@@ -313,8 +321,8 @@ async fn approval_denied_every_pending_call_gets_an_error_result() {
     ]);
     let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
-    let decision = ApprovalDecision {
-        verdict: ApprovalVerdict::Deny,
+    let decision = Decision {
+        verdict: Verdict::Deny,
         ..approve(&run, "bob")
     };
     let state = finished(run.decide(&agent, decision).await);
@@ -431,7 +439,7 @@ async fn the_approval_and_input_deadlock_is_refused_at_boot_and_cannot_be_smuggl
             "send_message",
             Facts {
                 requires_input: true,
-                ..Facts::new(toolgate::Origin::Local, Effect::NonIdempotentWrite)
+                ..Facts::new(toolgate::gate::Origin::Local, Effect::NonIdempotentWrite)
             },
         )
     };
@@ -466,7 +474,7 @@ async fn the_approval_and_input_deadlock_is_refused_at_boot_and_cannot_be_smuggl
         turn(vec![call("1", "send_message", json!({"to": "bob"}))]),
         done(),
     ]);
-    let log = toolgate::MemoryLog::new();
+    let log = toolgate::testing::MemoryLog::new();
     let agent = Agent::new(&registry, &model, &log);
     let run = awaiting(start(&agent, RunOptions::default()).await);
     let decision = approve(&run, "bob");
@@ -483,7 +491,7 @@ struct LiesAtBoot {
     show_input: std::sync::atomic::AtomicBool,
 }
 
-impl toolgate::DynTool for LiesAtBoot {
+impl toolgate::erased::DynTool for LiesAtBoot {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -493,7 +501,7 @@ impl toolgate::DynTool for LiesAtBoot {
     fn parameters(&self) -> &schemars::Schema {
         self.inner.parameters()
     }
-    fn origin(&self) -> toolgate::Origin {
+    fn origin(&self) -> toolgate::gate::Origin {
         self.inner.origin()
     }
     fn effect(&self) -> Effect {
@@ -506,7 +514,7 @@ impl toolgate::DynTool for LiesAtBoot {
             None
         }
     }
-    fn execute(&self, arguments: Value) -> toolgate::BoxFuture<'_, toolgate::ToolOutput> {
+    fn execute(&self, arguments: Value) -> toolgate::erased::BoxFuture<'_, toolgate::ToolOutput> {
         self.inner.execute(arguments)
     }
 }
@@ -646,14 +654,14 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
     for digest in [
         None,
         Some(TurnDigest::from_text("sha256:0000")),
-        Some(toolgate::turn_digest(
+        Some(toolgate::suspend::turn_digest(
             run.run_id(),
             run.state().iterations,
             &[call("1", "write_note", json!({"x": 1}))],
         )),
     ] {
         let before = run.clone();
-        let decision = ApprovalDecision {
+        let decision = Decision {
             digest: digest.clone(),
             ..approve(&run, "bob")
         };
@@ -678,7 +686,7 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
     );
     assert_eq!(
         run.digest(),
-        toolgate::turn_digest(run.run_id(), run.state().iterations, run.pending())
+        toolgate::suspend::turn_digest(run.run_id(), run.state().iterations, run.pending())
     );
     let decision = approve(&run, "bob");
     let run = match run.decide(&agent, decision).await {
@@ -784,8 +792,8 @@ async fn audit_a_failed_record_never_blocks_a_denial() {
     let agent = world.agent();
     let run = awaiting(start(&agent, RunOptions::default()).await);
     world.log.fail.store(true, Ordering::SeqCst);
-    let decision = ApprovalDecision {
-        verdict: ApprovalVerdict::Deny,
+    let decision = Decision {
+        verdict: Verdict::Deny,
         ..approve(&run, "bob")
     };
     let state = finished(run.decide(&agent, decision).await);
@@ -830,7 +838,7 @@ async fn a_suspended_run_survives_encode_and_decode_and_resumes() {
 #[tokio::test]
 async fn bounded_a_turn_over_the_cap_or_with_a_repeated_id_is_refused() {
     let world = World::new([turn(
-        (0..=toolgate::DEFAULT_MAX_CALLS_PER_TURN)
+        (0..=toolgate::run::DEFAULT_MAX_CALLS_PER_TURN)
             .map(|i| call(&i.to_string(), "write_note", json!({})))
             .collect(),
     )]);

@@ -5,7 +5,9 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
-use toolgate::{AwaitingApproval, Status, Suspended, SuspendedRun, WaitingForInput, body_checksum};
+use toolgate::suspend::{
+    AwaitingApproval, Suspended, SuspendedRun, SuspendedStatus, WaitingForInput, body_checksum,
+};
 
 const AWAITING: &str = include_str!("../fixtures/v2-awaiting-approval.json");
 const WAITING: &str = include_str!("../fixtures/v2-waiting-for-input.json");
@@ -34,7 +36,7 @@ fn golden_v2_awaiting_approval_decodes() {
     );
     assert_eq!(
         run.digest(),
-        toolgate::turn_digest(&run.state().run_id, run.state().iterations, run.pending())
+        toolgate::suspend::turn_digest(&run.state().run_id, run.state().iterations, run.pending())
     );
     // The digest binds the run and the suspension; the digest the first rule
     // gave this turn (the calls alone) names no turn any more.
@@ -46,7 +48,7 @@ fn golden_v2_awaiting_approval_decodes() {
     );
     assert_eq!(
         SuspendedRun::decode(AWAITING).map(|r| r.status()),
-        Ok(Status::AwaitingApproval)
+        Ok(SuspendedStatus::AwaitingApproval)
     );
 }
 
@@ -70,7 +72,7 @@ fn golden_v2_waiting_for_input_decodes() {
     );
     assert_eq!(
         SuspendedRun::decode(WAITING).map(|r| r.status()),
-        Ok(Status::WaitingForInput)
+        Ok(SuspendedStatus::WaitingForInput)
     );
 }
 
@@ -84,7 +86,7 @@ fn version_1_documents_decode_and_are_written_back_as_version_2() {
         };
         assert_eq!(
             old.state().options.max_calls_per_turn,
-            toolgate::DEFAULT_MAX_CALLS_PER_TURN
+            toolgate::run::DEFAULT_MAX_CALLS_PER_TURN
         );
         assert_eq!(old.digest(), new.digest());
         assert_eq!(old.encode().ok().map(|d| d + "\n").as_deref(), Some(v2));

@@ -5,8 +5,10 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 use toolgate::{
-    BootProblem, DropReason, Effect, ErasedTool, Facts, OperatorDeclaration, Origin, Pause,
-    Registry, Rule, Source,
+    OperatorDeclaration, Registry,
+    erased::ErasedTool,
+    gate::{Effect, Facts, Origin, Pause, Rule},
+    registry::{BootProblem, DropReason, ToolSource},
 };
 use toolgate_tests::{
     AppendFile, CountingProvider, HandErased, OperatorTool, PickBranch, ReadFile, WriteFile,
@@ -180,11 +182,11 @@ async fn builtins_win_name_collisions_and_earlier_providers_win_later_ones() {
         ]
     );
     let builtin = registry.explain("read_file").await;
-    assert_eq!(builtin.map(|e| e.source), Some(Source::Builtin));
+    assert_eq!(builtin.map(|e| e.source), Some(ToolSource::Builtin));
     let shared = registry.explain("shared").await;
     assert_eq!(
-        shared.map(|e| (e.source, e.decision.pause)),
-        Some((Source::Provider("first".into()), Pause::Approval))
+        shared.map(|e| (e.source, e.ruling.pause)),
+        Some((ToolSource::Provider("first".into()), Pause::Approval))
     );
 }
 

@@ -1,10 +1,15 @@
 //! Property tests: for generated tool sets and turns, the registry's boot
 //! check, the turn scan and `explain` agree with the one rule (`judge`) and
-//! the one predicate, `Decision::requires_approval`.
+//! the one predicate, `Ruling::requires_approval`.
 
 use proptest::prelude::*;
 use serde_json::json;
-use toolgate::{Effect, ErasedTool, Facts, Registry, TurnScan, judge, scan_turn};
+use toolgate::{
+    Registry,
+    erased::ErasedTool,
+    gate::{Effect, Facts, Origin, judge},
+    run::{TurnScan, scan_turn},
+};
 use toolgate_tests::{HandErased, every_combination_of_facts, every_legal_tool};
 
 fn facts() -> impl Strategy<Value = Facts> {
@@ -54,17 +59,27 @@ proptest! {
     ) {
         let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
         let name_of = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("unknown_{i}"));
-        let unlawful = tools.iter().any(|t| judge(&t.facts()).is_err());
-        let registry = tools
+        // Local tools are builtins; remote ones reach the registry through a
+        // provider, which leaves out those whose facts break a rule.
+        let (remote, local): (Vec<&ErasedTool>, Vec<&ErasedTool>) =
+            tools.iter().partition(|t| t.origin() == Origin::Remote);
+        let unlawful = local.iter().any(|t| judge(&t.facts()).is_err());
+        let provided: Vec<ErasedTool> = remote
             .iter()
-            .fold(Registry::builder(), |b, t| b.erased(std::sync::Arc::new(Forward(t.clone()))))
+            .map(|t| ErasedTool::from_dyn(std::sync::Arc::new(Forward((*t).clone()))))
+            .collect();
+        let (provider, _) = toolgate_tests::CountingProvider::new("servers", provided);
+        let registry = local
+            .iter()
+            .fold(Registry::builder(), |b, t| b.erased(std::sync::Arc::new(Forward((*t).clone()))))
+            .provider(provider)
             .build();
-        // The boot check refuses exactly the tools whose facts break a rule.
+        // The boot check refuses exactly the builtins whose facts break a rule.
         prop_assert_eq!(registry.is_err(), unlawful);
         let Ok(registry) = registry else { return Ok(()); };
 
         let allow: Option<Vec<String>> = allow.map(|a| a.into_iter().map(name_of).collect());
-        let calls: Vec<toolgate::ToolCall> = turn
+        let calls: Vec<toolgate::run::ToolCall> = turn
             .iter()
             .enumerate()
             .map(|(i, &t)| toolgate_tests::call(&i.to_string(), &name_of(t), json!({})))
@@ -76,7 +91,7 @@ proptest! {
                 .enumerate()
                 .filter_map(|(i, c)| offered.get(&c.name).map(|t| (i, t)))
                 .collect();
-            let approval = offered_tools.iter().any(|(_, t)| t.decision().requires_approval());
+            let approval = offered_tools.iter().any(|(_, t)| t.ruling().requires_approval());
             let input = offered_tools.iter().find(|(_, t)| t.requires_input()).map(|(i, _)| *i);
             match scan_turn(&offered, &calls) {
                 TurnScan::Approval => prop_assert!(approval),
@@ -89,7 +104,9 @@ proptest! {
             }
             for tool in &tools {
                 let explained = registry.explain(tool.name()).await;
-                prop_assert_eq!(explained.map(|e| e.decision), Some(tool.decision()));
+                // A provided tool whose facts break a rule is left out.
+                let expected = tool.judgement().ok();
+                prop_assert_eq!(explained.map(|e| e.ruling), expected);
             }
             Ok(())
         })?;
@@ -99,7 +116,7 @@ proptest! {
 /// Registers any erased tool, typed or not, through the checked route.
 struct Forward(ErasedTool);
 
-impl toolgate::DynTool for Forward {
+impl toolgate::erased::DynTool for Forward {
     fn name(&self) -> &str {
         self.0.name()
     }
@@ -109,7 +126,7 @@ impl toolgate::DynTool for Forward {
     fn parameters(&self) -> &schemars::Schema {
         self.0.parameters()
     }
-    fn origin(&self) -> toolgate::Origin {
+    fn origin(&self) -> Origin {
         self.0.origin()
     }
     fn effect(&self) -> Effect {
@@ -130,7 +147,7 @@ impl toolgate::DynTool for Forward {
     fn execute(
         &self,
         arguments: serde_json::Value,
-    ) -> toolgate::BoxFuture<'_, toolgate::ToolOutput> {
+    ) -> toolgate::erased::BoxFuture<'_, toolgate::ToolOutput> {
         self.0.execute(arguments)
     }
 }

@@ -1,6 +1,6 @@
 // Rule 3 by hand: a tool brings its own effect marker, to declare a write that
 // the gates do not know about.
-use toolgate::{Effect, EffectMarker};
+use toolgate::gate::{Effect, EffectMarker};
 
 enum Harmless {}
 

@@ -1,6 +1,6 @@
 // Rule 7: a run waiting for input cannot be approved — an input submission is
 // never an approval, and an approval carries no data.
-use toolgate::{Agent, Suspended, WaitingForInput};
+use toolgate::{Agent, suspend::{Suspended, WaitingForInput}};
 
 async fn resume(run: Suspended<WaitingForInput>, agent: &Agent<'_>) {
     let digest = Some(run.digest());

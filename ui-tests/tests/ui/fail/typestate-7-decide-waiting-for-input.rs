@@ -1,9 +1,9 @@
 // Rule 7: nor decided on through the general entry point.
-use toolgate::{Agent, ApprovalDecision, ApprovalVerdict, Suspended, WaitingForInput};
+use toolgate::{Agent, suspend::{Decision, Verdict, Suspended, WaitingForInput}};
 
 async fn resume(run: Suspended<WaitingForInput>, agent: &Agent<'_>) {
-    let decision = ApprovalDecision {
-        verdict: ApprovalVerdict::Approve,
+    let decision = Decision {
+        verdict: Verdict::Approve,
         digest: Some(run.digest()),
         decided_by: "bob".into(),
     };

@@ -1,5 +1,5 @@
 // Rule 7: nor denied.
-use toolgate::{Agent, Suspended, WaitingForInput};
+use toolgate::{Agent, suspend::{Suspended, WaitingForInput}};
 
 async fn resume(run: Suspended<WaitingForInput>, agent: &Agent<'_>) {
     let digest = Some(run.digest());

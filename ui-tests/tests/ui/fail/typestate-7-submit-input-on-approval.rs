@@ -1,5 +1,5 @@
 // Rule 7: a run suspended for approval has no way to take input.
-use toolgate::{Agent, AwaitingApproval, InputSubmission, Suspended};
+use toolgate::{Agent, suspend::{AwaitingApproval, InputSubmission, Suspended}};
 
 async fn resume(run: Suspended<AwaitingApproval>, agent: &Agent<'_>) {
     let submission = InputSubmission {

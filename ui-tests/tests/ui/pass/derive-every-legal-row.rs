@@ -1,8 +1,6 @@
 // Every legal row of SPEC §2, declared through the derive, and the decision
 // each one gets.
-use toolgate::{
-    decide, Cause, Effect, OperatorDeclaration, Pause, RemoteApproval, RemoteTool, Tool,
-};
+use toolgate::{gate::ruling, OperatorDeclaration, RemoteApproval, RemoteTool, Tool, gate::{Cause, Effect, Pause}};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Query {
@@ -74,23 +72,23 @@ impl RemoteApproval for ReadAudit {
 }
 
 fn main() {
-    assert_eq!(decide(&ReadFile).pause, Pause::None);
-    assert_eq!(decide(&ReadFile).cause, Cause::LocalReadOnly);
+    assert_eq!(ruling(&ReadFile).pause, Pause::None);
+    assert_eq!(ruling(&ReadFile).cause, Cause::LocalReadOnly);
     assert_eq!(ReadFile.name(), "read_file");
     assert_eq!(ReadFile.description(), "Reads a file.");
-    assert_eq!(decide(&ShowSecret).cause, Cause::Marker);
-    assert!(decide(&ShowSecret).requires_approval());
-    assert_eq!(decide(&WriteFile).cause, Cause::DeclaredWrite(Effect::IdempotentWrite));
-    assert_eq!(decide(&SendEmail).cause, Cause::DeclaredWrite(Effect::NonIdempotentWrite));
-    assert!(decide(&SendEmailMarked).requires_approval());
-    assert_eq!(decide(&AskSearch).pause, Pause::Input);
+    assert_eq!(ruling(&ShowSecret).cause, Cause::Marker);
+    assert!(ruling(&ShowSecret).requires_approval());
+    assert_eq!(ruling(&WriteFile).cause, Cause::DeclaredWrite(Effect::IdempotentWrite));
+    assert_eq!(ruling(&SendEmail).cause, Cause::DeclaredWrite(Effect::NonIdempotentWrite));
+    assert!(ruling(&SendEmailMarked).requires_approval());
+    assert_eq!(ruling(&AskSearch).pause, Pause::Input);
     let required = CreateIssue { declaration: OperatorDeclaration::ApprovalRequired };
     let off = CreateIssue { declaration: OperatorDeclaration::NoApproval };
-    assert!(decide(&required).requires_approval());
-    assert_eq!(decide(&off).pause, Pause::None);
+    assert!(ruling(&required).requires_approval());
+    assert_eq!(ruling(&off).pause, Pause::None);
     assert_eq!(required.name(), "gh.create_issue");
-    assert!(decide(&DeleteRepo).requires_approval());
+    assert!(ruling(&DeleteRepo).requires_approval());
     let audit = ReadAudit { declaration: OperatorDeclaration::NoApproval };
-    assert_eq!(decide(&audit).cause, Cause::Marker);
-    assert!(decide(&audit).requires_approval(), "the marker wins over the operator's \"no approval\"");
+    assert_eq!(ruling(&audit).cause, Cause::Marker);
+    assert!(ruling(&audit).requires_approval(), "the marker wins over the operator's \"no approval\"");
 }

@@ -1,7 +1,7 @@
 // A generic tool, a renamed dependency, and the name and description keys.
 extern crate toolgate as gatekeeper;
 
-use gatekeeper::{decide, Tool};
+use gatekeeper::{gate::ruling, Tool};
 
 #[derive(Tool)]
 #[tool(crate = gatekeeper, effect = idempotent_write, name = "put", description = "Stores a value.")]
@@ -14,5 +14,5 @@ fn main() {
     let () = put.store;
     assert_eq!(put.name(), "put");
     assert_eq!(put.description(), "Stores a value.");
-    assert!(decide(&put).requires_approval());
+    assert!(ruling(&put).requires_approval());
 }

@@ -1,8 +1,5 @@
 // Every legal row of SPEC §2, written by hand without the derive.
-use toolgate::{
-    decide, gate, Cause, Effect, IdempotentWrite, Local, NonIdempotentWrite, OperatorDeclaration,
-    Pause, ReadOnly, Remote, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool,
-};
+use toolgate::{gate::ruling, gate, IdempotentWrite, Local, NonIdempotentWrite, OperatorDeclaration, ReadOnly, Remote, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool, gate::{Cause, Effect, Pause}};
 
 macro_rules! tool {
     ($ty:ident, $origin:ty, $effect:ty, $gate:ty) => {
@@ -50,14 +47,14 @@ impl RemoteApproval for ReadAudit {
 }
 
 fn main() {
-    assert_eq!(decide(&ReadFile).cause, Cause::LocalReadOnly);
-    assert_eq!(decide(&ShowSecret).cause, Cause::Marker);
-    assert_eq!(decide(&WriteFile).cause, Cause::DeclaredWrite(Effect::IdempotentWrite));
-    assert!(decide(&SendEmail).requires_approval());
-    assert!(decide(&SendEmailMarked).requires_approval());
-    assert_eq!(decide(&AskSearch).pause, Pause::Input);
-    assert_eq!(decide(&CreateIssue).pause, Pause::None);
-    assert_eq!(decide(&CreateIssue).cause, Cause::Operator(OperatorDeclaration::NoApproval));
-    assert!(decide(&DeleteRepo).requires_approval());
-    assert_eq!(decide(&ReadAudit).cause, Cause::Marker, "the marker wins over the operator's \"no approval\"");
+    assert_eq!(ruling(&ReadFile).cause, Cause::LocalReadOnly);
+    assert_eq!(ruling(&ShowSecret).cause, Cause::Marker);
+    assert_eq!(ruling(&WriteFile).cause, Cause::DeclaredWrite(Effect::IdempotentWrite));
+    assert!(ruling(&SendEmail).requires_approval());
+    assert!(ruling(&SendEmailMarked).requires_approval());
+    assert_eq!(ruling(&AskSearch).pause, Pause::Input);
+    assert_eq!(ruling(&CreateIssue).pause, Pause::None);
+    assert_eq!(ruling(&CreateIssue).cause, Cause::Operator(OperatorDeclaration::NoApproval));
+    assert!(ruling(&DeleteRepo).requires_approval());
+    assert_eq!(ruling(&ReadAudit).cause, Cause::Marker, "the marker wins over the operator's \"no approval\"");
 }

@@ -1,0 +1,77 @@
+//! Test doubles for hosts and tool authors: a model that plays back canned
+//! replies, and a decision log in memory. Not for production: neither
+//! persists anything.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use crate::erased::BoxFuture;
+use crate::run::{Model, ModelError, Reply, ToolSpec};
+use crate::transcript::Message;
+
+use crate::audit::{DecisionLog, DecisionRecord, LogError};
+
+/// A model that plays back canned replies in order, for tests and examples.
+#[derive(Debug, Default)]
+pub struct ScriptedModel {
+    replies: Mutex<VecDeque<Reply>>,
+}
+
+impl ScriptedModel {
+    /// A model that will answer with `replies`, one per request.
+    pub fn new(replies: impl IntoIterator<Item = Reply>) -> Self {
+        Self {
+            replies: Mutex::new(replies.into_iter().collect()),
+        }
+    }
+
+    /// How many replies are left.
+    pub fn remaining(&self) -> usize {
+        self.replies.lock().map_or(0, |r| r.len())
+    }
+}
+
+impl Model for ScriptedModel {
+    fn respond<'a>(
+        &'a self,
+        _: &'a [Message],
+        _: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Reply, ModelError>> {
+        let next = match self.replies.lock() {
+            Ok(mut replies) => replies
+                .pop_front()
+                .ok_or_else(|| ModelError("the script has no more replies".into())),
+            Err(_) => Err(ModelError("the script's lock was poisoned".into())),
+        };
+        Box::pin(async move { next })
+    }
+}
+
+/// A decision log in memory, for tests and examples.
+#[derive(Debug, Default)]
+pub struct MemoryLog {
+    records: Mutex<Vec<DecisionRecord>>,
+}
+
+impl MemoryLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every record so far.
+    pub fn records(&self) -> Vec<DecisionRecord> {
+        self.records.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl DecisionLog for MemoryLog {
+    fn record<'a>(&'a self, record: &'a DecisionRecord) -> BoxFuture<'a, Result<(), LogError>> {
+        let result = self
+            .records
+            .lock()
+            .map(|mut r| r.push(record.clone()))
+            .map_err(|_| LogError("the in-memory log's lock was poisoned".into()));
+        Box::pin(async move { result })
+    }
+}
