@@ -1,4 +1,4 @@
-#![doc = include_str!("../../README.md")]
+#![doc = include_str!("../README.md")]
 //!
 //! # Rules
 //!
@@ -150,6 +150,12 @@ pub use tool::{
 /// ```
 #[doc(inline)]
 pub use toolgate_macros::Tool;
+
+/// The repository README's examples, compiled as doctests so they cannot
+/// drift from the crate.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct RepositoryReadme;
 
 #[doc(hidden)]
 /// Not public API: items the derive's expansion names.

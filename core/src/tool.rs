@@ -15,10 +15,37 @@ use crate::gate::{
 /// A tool's declarations: its name, what it is for, where its body lives,
 /// what it does to the world and how its calls are gated.
 ///
-/// Usually written by `#[derive(Tool)]`. Written by hand, the associated types
-/// are the declarations, and the compiler holds them to the rules: a local
-/// tool that declares a write can only name an approval gate (see
-/// [`gate`](crate::gate) and the crate's "Rules" section).
+/// Derive this, then implement [`Execute`]:
+///
+/// ```
+/// use toolgate::{Execute, Tool, ToolOutput};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Target {
+///     /// The environment to deploy to.
+///     environment: String,
+/// }
+///
+/// /// Deploys the current build.
+/// #[derive(Tool)]
+/// #[tool(effect = non_idempotent_write)]
+/// struct Deploy;
+///
+/// impl Execute for Deploy {
+///     type Args = Target;
+///     async fn execute(&self, target: Target) -> ToolOutput {
+///         ToolOutput::text(format!("deployed to {}", target.environment))
+///     }
+/// }
+///
+/// assert_eq!(Deploy.name(), "deploy");
+/// assert!(toolgate::gate::ruling(&Deploy).requires_approval());
+/// ```
+///
+/// The derive's keys are listed on [`derive(Tool)`](macro@crate::Tool). Written by hand, the
+/// associated types are the declarations, and the compiler holds them to the
+/// same rules: a local tool that declares a write can only name an approval
+/// gate (see [`gate`](crate::gate) and the crate's "Rules" section).
 ///
 /// ```
 /// use toolgate::{Execute, Local, NonIdempotentWrite, Tool, ToolOutput, gate};
