@@ -1,6 +1,11 @@
 //! End to end against the real test server process, over stdio and over
 //! streamable HTTP on 127.0.0.1: import, the provider, the gate's decision on
 //! remote calls, and every way a server can fail.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -126,7 +131,10 @@ async fn import_lists_every_page_and_the_provider_supplies_prefixed_tools() {
     assert_eq!(report.pages, 3, "pages of 4");
     assert_eq!(report.change.added.len(), 12);
     assert!(report.skipped.is_empty());
-    let rows = store.catalogue("notes").await.unwrap_or_default();
+    let rows = store
+        .catalogue("notes")
+        .await
+        .expect("`catalogue` succeeds");
     let tidy = rows.iter().find(|r| r.remote_name == "tidy_notes");
     assert_eq!(
         tidy.and_then(|r| r.annotations.as_deref()),
@@ -170,7 +178,9 @@ async fn with_the_default_flag_every_remote_call_suspends_then_runs_once_the_ope
     let dir = temp();
     let store = store(&dir).await;
     add(&store, "notes", stdio(&[]), Some(DataClass::EditorContent)).await;
-    assert!(run_import(&store, "notes").await.is_ok());
+    run_import(&store, "notes")
+        .await
+        .expect("`run_import` succeeds");
 
     // Approval required (the default): each call suspends on its own,
     // `tidy_notes` — which claims `readOnlyHint: true` — included.
@@ -256,8 +266,12 @@ async fn a_server_without_a_declared_data_class_supplies_nothing() {
         Some(DataClass::PublicContent),
     )
     .await;
-    assert!(run_import(&store, "undeclared").await.is_ok());
-    assert!(run_import(&store, "declared").await.is_ok());
+    run_import(&store, "undeclared")
+        .await
+        .expect("`run_import` succeeds");
+    run_import(&store, "declared")
+        .await
+        .expect("`run_import` succeeds");
     let (registry, provider) = registry_of(&store);
     let catalogue = registry.catalogue().await;
     assert!(catalogue.tools().all(|t| t.name().starts_with("declared.")));
@@ -270,7 +284,9 @@ async fn is_error_a_killed_server_and_a_hung_call_are_error_results_within_the_d
     let dir = temp();
     let store = store(&dir).await;
     add(&store, "notes", stdio(&[]), Some(DataClass::EditorContent)).await;
-    assert!(run_import(&store, "notes").await.is_ok());
+    run_import(&store, "notes")
+        .await
+        .expect("`run_import` succeeds");
     assert!(
         store
             .set_approval("notes", OperatorDeclaration::NoApproval)
@@ -326,18 +342,23 @@ async fn a_reimport_after_the_server_drops_a_tool_marks_it_orphaned() {
     let dir = temp();
     let store = store(&dir).await;
     add(&store, "notes", stdio(&[]), Some(DataClass::EditorContent)).await;
-    assert!(run_import(&store, "notes").await.is_ok());
+    run_import(&store, "notes")
+        .await
+        .expect("`run_import` succeeds");
     let changed = store
         .set_transport("notes", &stdio(&["--drop", "write_note"]))
         .await;
-    assert!(changed.is_ok());
+    changed.expect("`changed` is Ok");
     let report = match run_import(&store, "notes").await {
         Ok(report) => report,
         Err(error) => panic!("{error}"),
     };
     assert_eq!(report.change.orphaned, ["notes.write_note"]);
     assert_eq!(report.change.unchanged, 11);
-    let rows = store.catalogue("notes").await.unwrap_or_default();
+    let rows = store
+        .catalogue("notes")
+        .await
+        .expect("`catalogue` succeeds");
     assert!(
         rows.iter()
             .any(|r| r.remote_name == "write_note" && r.orphaned)
@@ -385,8 +406,13 @@ async fn an_import_that_fails_keeps_the_previous_catalogue() {
     let dir = temp();
     let store = store(&dir).await;
     add(&store, "notes", stdio(&[]), Some(DataClass::EditorContent)).await;
-    assert!(run_import(&store, "notes").await.is_ok());
-    let before = store.catalogue("notes").await.unwrap_or_default();
+    run_import(&store, "notes")
+        .await
+        .expect("`run_import` succeeds");
+    let before = store
+        .catalogue("notes")
+        .await
+        .expect("`catalogue` succeeds");
     assert_eq!(before.len(), 12);
     for (args, expected) in [
         (
@@ -397,7 +423,7 @@ async fn an_import_that_fails_keeps_the_previous_catalogue() {
         (vec!["--garbage"], "cannot connect to server `notes`: "),
     ] {
         let changed = store.set_transport("notes", &stdio(&args)).await;
-        assert!(changed.is_ok());
+        changed.expect("`changed` is Ok");
         let started = Instant::now();
         let deadlines = Deadlines {
             connect: Duration::from_secs(3),
@@ -411,7 +437,10 @@ async fn an_import_that_fails_keeps_the_previous_catalogue() {
         assert!(error.starts_with(expected), "{args:?}: {error}");
         assert!(started.elapsed() < Duration::from_secs(15), "{args:?}");
         assert_eq!(
-            store.catalogue("notes").await.unwrap_or_default(),
+            store
+                .catalogue("notes")
+                .await
+                .expect("`catalogue` succeeds"),
             before,
             "{args:?}"
         );
@@ -489,7 +518,7 @@ async fn over_http_import_calls_and_a_killed_server() {
     assert!(failed.is_error);
 
     let killed = server.child.kill().await;
-    assert!(killed.is_ok());
+    killed.expect("`killed` is Ok");
     let started = Instant::now();
     let after = execute(&registry, "web.read_note", json!({"id": 1})).await;
     assert!(after.is_error, "{after:?}");

@@ -1,5 +1,10 @@
 //! The provider builds remote tools from stored rows only, and their gate
 //! depends on the operator's flag alone — never on what the server claims.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use serde_json::{Map, Value, json};
 use toolgate::{OperatorDeclaration, erased::ErasedTool, gate::Pause};
@@ -84,18 +89,24 @@ async fn for_all_81_hint_combinations_the_decision_depends_on_the_flag_alone() {
         .enumerate()
         .map(|(i, annotations)| ImportedTool {
             remote_name: format!("tool_{i:02}"),
-            local_name: local_name("srv", &format!("tool_{i:02}")).unwrap_or_default(),
+            local_name: local_name("srv", &format!("tool_{i:02}")).expect("`local_name` succeeds"),
             description: "A tool.".into(),
             input_schema: json!({"type": "object"}),
             annotations: annotations.clone(),
         })
         .collect();
-    assert!(store.replace_catalogue("srv", &tools).await.is_ok());
+    store
+        .replace_catalogue("srv", &tools)
+        .await
+        .expect("`replace_catalogue` succeeds");
     for (flag, expected) in [
         (OperatorDeclaration::ApprovalRequired, Pause::Approval),
         (OperatorDeclaration::NoApproval, Pause::None),
     ] {
-        assert!(store.set_approval("srv", flag).await.is_ok());
+        store
+            .set_approval("srv", flag)
+            .await
+            .expect("`set_approval` succeeds");
         let (built, skipped) = build(&store).await;
         assert!(skipped.is_empty());
         assert_eq!(built.len(), 81);
@@ -124,7 +135,10 @@ async fn rows_whose_schema_is_not_an_object_or_whose_name_was_edited_supply_noth
             annotations: None,
         })
         .collect();
-    assert!(store.replace_catalogue("srv", &tools).await.is_ok());
+    store
+        .replace_catalogue("srv", &tools)
+        .await
+        .expect("`replace_catalogue` succeeds");
     let edited = sqlx_edit(&store).await;
     assert!(edited);
     let (built, skipped) = build(&store).await;
@@ -171,8 +185,14 @@ async fn inert_servers_supply_nothing_even_with_a_catalogue() {
         input_schema: json!({"type": "object"}),
         annotations: None,
     }];
-    assert!(store.replace_catalogue("srv", &tools).await.is_ok());
+    store
+        .replace_catalogue("srv", &tools)
+        .await
+        .expect("`replace_catalogue` succeeds");
     assert_eq!(build(&store).await.0.len(), 1);
-    assert!(store.set_enabled("srv", false).await.is_ok());
+    store
+        .set_enabled("srv", false)
+        .await
+        .expect("`set_enabled` succeeds");
     assert!(build(&store).await.0.is_empty());
 }

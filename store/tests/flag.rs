@@ -1,5 +1,10 @@
 //! The operator flag as SQLite stores it (SPEC §8): what each spelling of
 //! zero becomes, in every storage class, and what the gate reads from it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use proptest::prelude::*;
 use sqlx::Row;
@@ -51,7 +56,7 @@ async fn raw_write(store: &Store, table: &str, literal: &str) -> Result<(String,
         .await
         .map_err(|e| e.to_string())?;
     Ok((
-        row.try_get::<String, _>("t").unwrap_or_default(),
+        row.try_get::<String, _>("t").expect("`try_get` succeeds"),
         row.try_get::<Option<String>, _>("v")
             .ok()
             .flatten()
@@ -103,7 +108,7 @@ async fn the_flag_table() {
     for (literal, ours, reading, integer_affinity) in table {
         // Start each row from "required".
         let reset = store.set_approval("gh", YES).await;
-        assert!(reset.is_ok());
+        reset.expect("`reset` is Ok");
         let stored = raw_write(&store, "mcp_server", literal).await;
         let described = match &stored {
             Ok((class, value)) => format!("{class} {value}"),
@@ -172,7 +177,7 @@ fn no_other_statement_in_this_crate_writes_the_flag() {
     ];
     let mut writes = Vec::new();
     for source in sources {
-        let text = std::fs::read_to_string(source).unwrap_or_default();
+        let text = std::fs::read_to_string(source).expect("`read_to_string` succeeds");
         assert!(!text.is_empty(), "{source} is readable");
         for (number, line) in text.lines().enumerate() {
             if line.contains("requires_approval =")
@@ -187,7 +192,7 @@ fn no_other_statement_in_this_crate_writes_the_flag() {
         writes[0].contains("UPDATE mcp_server SET requires_approval = ?"),
         "{writes:#?}"
     );
-    let servers = std::fs::read_to_string("src/servers.rs").unwrap_or_default();
+    let servers = std::fs::read_to_string("src/servers.rs").expect("`read_to_string` succeeds");
     assert!(servers.contains(".bind(stored_for(declaration))"));
 }
 

@@ -1,5 +1,10 @@
 //! The schema history of SPEC §9: a server that existed before the approval
 //! flag lands on "approval required", and nothing corrects it afterwards.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use sqlx::Row;
 use toolgate::OperatorDeclaration;
@@ -66,8 +71,8 @@ async fn a_server_from_before_the_flag_requires_approval_after_the_upgrade() {
         .await;
     let (storage, value) = match raw {
         Ok(row) => (
-            row.try_get::<String, _>("t").unwrap_or_default(),
-            row.try_get::<i64, _>("v").unwrap_or_default(),
+            row.try_get::<String, _>("t").expect("`try_get` succeeds"),
+            row.try_get::<i64, _>("v").expect("`try_get` succeeds"),
         ),
         Err(error) => panic!("{error}"),
     };
@@ -112,7 +117,7 @@ async fn an_edited_applied_migration_is_detected() {
     let tampered = sqlx::query("UPDATE _sqlx_migrations SET checksum = X'00' WHERE version = 2")
         .execute(store.pool())
         .await;
-    assert!(tampered.is_ok());
+    tampered.expect("`tampered` is Ok");
     store.close().await;
     match Store::open(&path).await {
         Err(error @ StoreError::EditedMigration { version: 2 }) => assert_eq!(

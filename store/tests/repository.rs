@@ -1,5 +1,10 @@
 //! Server records and catalogues: declarations, the data-class ladder's inert
 //! servers, and imports that add, change, orphan and restore tools.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use serde_json::json;
 use toolgate::OperatorDeclaration;
@@ -97,18 +102,24 @@ async fn undeclared_unknown_or_disabled_servers_are_inert() {
         ("odd", Some(DataClass::SystemDiagnostics)),
         ("off", Some(DataClass::EditorContent)),
     ] {
-        assert!(store.add_server(server(id, class)).await.is_ok());
+        store
+            .add_server(server(id, class))
+            .await
+            .expect("`add_server` succeeds");
     }
     // A class this build does not know, written by hand or a future build.
     let odd = sqlx::query("UPDATE mcp_server SET data_class = 'top_secret' WHERE id = 'odd'")
         .execute(store.pool())
         .await;
-    assert!(odd.is_ok());
-    assert!(store.set_enabled("off", false).await.is_ok());
+    odd.expect("`odd` is Ok");
+    store
+        .set_enabled("off", false)
+        .await
+        .expect("`set_enabled` succeeds");
     let usable: Vec<String> = store
         .usable_servers()
         .await
-        .unwrap_or_default()
+        .expect("`usable_servers` succeeds")
         .into_iter()
         .map(|s| s.id)
         .collect();
@@ -116,7 +127,7 @@ async fn undeclared_unknown_or_disabled_servers_are_inert() {
     let reasons: Vec<(String, Option<String>)> = store
         .servers()
         .await
-        .unwrap_or_default()
+        .expect("`servers` succeeds")
         .into_iter()
         .map(|s| (s.id.clone(), s.inert_reason()))
         .collect();
@@ -158,7 +169,7 @@ async fn imports_add_change_orphan_and_restore_tools_with_annotations_verbatim()
         panic!("{first:?}");
     };
     assert_eq!(first.added, ["gh.search", "gh.create_issue"]);
-    let rows = store.catalogue("gh").await.unwrap_or_default();
+    let rows = store.catalogue("gh").await.expect("`catalogue` succeeds");
     assert_eq!(rows.len(), 2);
     assert_eq!(
         rows[1].annotations.as_deref(),
@@ -174,7 +185,7 @@ async fn imports_add_change_orphan_and_restore_tools_with_annotations_verbatim()
     };
     assert_eq!(second.changed, ["gh.search"]);
     assert_eq!(second.orphaned, ["gh.create_issue"]);
-    let rows = store.catalogue("gh").await.unwrap_or_default();
+    let rows = store.catalogue("gh").await.expect("`catalogue` succeeds");
     assert_eq!(rows.len(), 2, "the orphan is kept");
     assert!(
         rows.iter()
@@ -201,16 +212,26 @@ async fn imports_add_change_orphan_and_restore_tools_with_annotations_verbatim()
         store.replace_catalogue("nobody", &[]).await,
         Err(StoreError::NoSuchServer(_))
     ));
-    assert!(store.record_import("gh", None).await.is_ok());
+    store
+        .record_import("gh", None)
+        .await
+        .expect("`record_import` succeeds");
     let gh = store.server("gh").await.ok();
     assert_eq!(gh.as_ref().map(|s| s.import.status.as_str()), Some("ok"));
-    assert!(store.record_import("gh", Some("timed out")).await.is_ok());
+    store
+        .record_import("gh", Some("timed out"))
+        .await
+        .expect("`record_import` succeeds");
     let gh = store.server("gh").await.ok();
     assert_eq!(gh.and_then(|s| s.import.error), Some("timed out".into()));
     let removed = store.remove_server("gh").await;
-    assert!(removed.is_ok());
+    removed.expect("`removed` is Ok");
     assert!(
-        store.catalogue("gh").await.unwrap_or_default().is_empty(),
+        store
+            .catalogue("gh")
+            .await
+            .expect("`catalogue` succeeds")
+            .is_empty(),
         "removed with its server"
     );
 }

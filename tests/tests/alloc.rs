@@ -1,6 +1,11 @@
 //! The turn scan allocates nothing: measured with a counting global
 //! allocator, in a test binary of its own so no other test's allocations are
 //! counted.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use std::alloc::System;
 

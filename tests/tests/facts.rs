@@ -6,6 +6,11 @@
 //! a provider — wherever it does not. The typed side is written by hand below,
 //! one fixture per lawful combination; the ui suite pins that every other
 //! combination fails to compile.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use std::marker::PhantomData;
 

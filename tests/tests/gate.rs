@@ -1,6 +1,11 @@
 //! The one approval rule (SPEC §2): every legal combination, read through the
 //! registry's boot check, the predicate and `explain`, must agree — and the
 //! trait impls the compiler allows are exactly the ones the table allows.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use static_assertions::{assert_impl_all, assert_not_impl_any};
 use toolgate::{

@@ -1,5 +1,10 @@
 //! The run lifecycle, rule by rule: the turn scan (SPEC §5), suspension and
 //! resume (§6), turn binding (§7) and the audit record.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -1,6 +1,11 @@
 //! The versioned document of a suspended run: the golden version-1 fixtures
 //! decode forever, and corrupt documents are refused with distinct, readable
 //! reasons.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use std::collections::BTreeSet;
 
@@ -126,7 +131,7 @@ fn changed(text: &str, seal: bool, change: impl FnOnce(&mut Map<String, Value>))
 /// The document with its body replaced by `body` (JSON text), sealed.
 fn with_body(text: &str, body: impl FnOnce(Value) -> Value) -> String {
     let mut doc = document(text);
-    let new = body(doc.remove("body").unwrap_or_default()).to_string();
+    let new = body(doc.remove("body").expect("`remove` succeeds")).to_string();
     doc.insert("checksum".into(), Value::String(body_checksum(&new)));
     let header = Value::Object(doc).to_string();
     format!("{},\"body\":{new}}}", header.trim_end_matches('}'))
@@ -143,7 +148,7 @@ fn unsealed(text: &str, change: impl FnOnce(&mut Map<String, Value>)) -> String 
 }
 
 fn at<'a>(doc: &'a mut Map<String, Value>, pointer: &str) -> &'a mut Value {
-    let mut value = doc.get_mut(pointer.split('/').nth(1).unwrap_or_default());
+    let mut value = doc.get_mut(pointer.split('/').nth(1).expect("`nth` succeeds"));
     for part in pointer.split('/').skip(2) {
         value = value.and_then(|v| match v {
             Value::Object(map) => map.get_mut(part),
@@ -523,7 +528,7 @@ fn a_keyed_document_refuses_a_re_sealed_change() {
         SuspendedRun::decode_with(text, key)
             .err()
             .map(|e| e.reason)
-            .unwrap_or_default()
+            .expect("the document is refused")
     };
     assert!(reason(&tagged, None).starts_with(
         "the document is authenticated with an integrity key, and none is configured"

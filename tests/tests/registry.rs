@@ -1,5 +1,10 @@
 //! The registry of SPEC §4: boot check, lazy providers, collisions, failures,
 //! allow-lists and `explain`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use std::sync::atomic::Ordering;
 

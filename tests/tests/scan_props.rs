@@ -1,6 +1,11 @@
 //! Property tests: for generated tool sets and turns, the registry's boot
 //! check, the turn scan and `explain` agree with the one rule (`judge`) and
 //! the one predicate, `Ruling::requires_approval`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use proptest::prelude::*;
 use serde_json::json;
