@@ -11,10 +11,10 @@ use toolgate::{
     Agent, Execute, Registry, Tool, ToolOutput,
     audit::DecisionKind,
     run::{Outcome, Reply, RunRequest, ToolCall},
-    suspend::SuspendedRun,
+    suspend::{AwaitingApproval, ResumeError, SuspendedRun},
     testing::{MemoryLog, ScriptedModel},
 };
-use toolgate_store::{ClaimError, Store};
+use toolgate_store::{ClaimError, Claimed, DecideError, Store};
 
 fn main() {
     divan::main();
@@ -129,7 +129,13 @@ fn distinct_runs(bencher: divan::Bencher, deciders: usize) {
                         let store = Arc::clone(&fixture.store);
                         tokio::spawn(async move {
                             store
-                                .claim(&run, Some(&digest), &operator(i), DecisionKind::Approved)
+                                .decide(
+                                    &run,
+                                    Some(&digest),
+                                    &operator(i),
+                                    DecisionKind::Approved,
+                                    claim_only,
+                                )
                                 .await
                                 .is_ok()
                         })
@@ -160,7 +166,13 @@ fn shared_run_16_deciders(bencher: divan::Bencher) {
                         let (run, digest) = (run.clone(), digest.clone());
                         tokio::spawn(async move {
                             store
-                                .claim(&run, Some(&digest), &operator(i), DecisionKind::Approved)
+                                .decide(
+                                    &run,
+                                    Some(&digest),
+                                    &operator(i),
+                                    DecisionKind::Approved,
+                                    claim_only,
+                                )
                                 .await
                         })
                     })
@@ -168,14 +180,19 @@ fn shared_run_16_deciders(bencher: divan::Bencher) {
                 let mut winners = 0;
                 for task in tasks {
                     match task.await {
-                        Ok(Ok(_)) => winners += 1,
-                        Ok(Err(ClaimError::AlreadyDecided { .. })) => {}
+                        Ok(Ok(())) => winners += 1,
+                        Ok(Err(DecideError::Claim(ClaimError::AlreadyDecided { .. }))) => {}
                         other => panic!("unexpected {other:?}"),
                     }
                 }
                 assert_eq!(winners, 1, "exactly one winner");
             });
         });
+}
+
+/// The claim alone is measured: the winner resumes nothing.
+async fn claim_only(_: Claimed<AwaitingApproval>) -> Result<(), ResumeError<AwaitingApproval>> {
+    Ok(())
 }
 
 fn operator(i: usize) -> toolgate::identity::Operator {

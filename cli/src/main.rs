@@ -10,6 +10,7 @@
 //! stderr), coloured only when stderr is a terminal and `NO_COLOR` is unset.
 
 mod commands;
+mod failure;
 mod host;
 mod output;
 
@@ -19,6 +20,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub(crate) use crate::failure::Failure;
 use crate::output::say_err;
 
 /// Operate toolgate: MCP servers and their approval declarations, imports,
@@ -206,30 +208,6 @@ pub(crate) struct DemoArgs {
     /// Without it: `TOOLGATE_OPERATOR`, else `operator`.
     #[arg(long = "as")]
     pub(crate) operator: Option<String>,
-}
-
-/// A failure, with the exit code it maps to.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    Error(String),
-    Refused(String),
-    NotFound(String),
-}
-
-impl Failure {
-    fn code(&self) -> u8 {
-        match self {
-            Failure::Error(_) => 1,
-            Failure::Refused(_) => 3,
-            Failure::NotFound(_) => 4,
-        }
-    }
-
-    fn message(&self) -> &str {
-        match self {
-            Failure::Error(m) | Failure::Refused(m) | Failure::NotFound(m) => m,
-        }
-    }
 }
 
 fn main() -> ExitCode {

@@ -3,7 +3,10 @@
 //! through versioned, checksummed migrations.
 //!
 //! A tool author's build never pulls this crate in; hosts that run remote
-//! tools or keep suspended runs across processes do.
+//! tools or keep suspended runs across processes do. Such a host decides a
+//! stored run with [`Store::decide`], which claims it for exactly one
+//! decider, resumes it with the host's agent, and gives the claim back when
+//! the decision is refused.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), toolgate_store::StoreError> {
@@ -43,7 +46,7 @@ use toolgate::integrity::IntegrityKey;
 pub use catalogue::{CatalogueChange, CatalogueRow, ImportedTool, LiveTool};
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::{StoredFlag, approval_from_stored};
-pub use runs::{Claim, ClaimError, ClaimedLog, LoadError, OpenRun};
+pub use runs::{ClaimError, Claimed, ClaimedLog, Decidable, DecideError, LoadError, OpenRun};
 pub use servers::{ImportState, NewServer, ServerRecord, Transport, server_id_problem};
 
 /// The schema history, embedded at build time.

@@ -1,13 +1,17 @@
-//! Suspended runs in the store, and the atomic claim that lets exactly one of
-//! any number of concurrent deciders win.
+//! Suspended runs in the store, and the decision protocol — claim, resume,
+//! release on refusal — written out once, in [`Store::decide`].
 
+use serde_json::Value;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 use toolgate::identity::{self, IdentitySource, Operator};
 use toolgate::{
     audit::{DecisionKind, DecisionLog, DecisionRecord, LogError},
     erased::BoxFuture,
-    suspend::{CorruptState, SuspendedRun, TurnDigest},
+    suspend::{
+        AwaitingApproval, CorruptState, Decision, InputSubmission, Refusal, ResumeError, Suspended,
+        SuspendedRun, SuspendedStatus, TurnDigest, Verdict, WaitingForInput,
+    },
 };
 
 use crate::{Store, StoreError, now_ms};
@@ -57,6 +61,22 @@ pub enum ClaimError {
         /// The run.
         run_id: String,
     },
+    /// The decision does not fit the kind of pause the run waits in — a
+    /// verdict for a run waiting for input, input for a run awaiting
+    /// approval; nothing was changed.
+    #[error(
+        "run `{run_id}` {}, and a decision `{}` does not fit it",
+        waits_for(*status),
+        verdict.as_str()
+    )]
+    DoesNotFit {
+        /// The run.
+        run_id: String,
+        /// The kind of pause the run waits in.
+        status: SuspendedStatus,
+        /// The decision offered.
+        verdict: DecisionKind,
+    },
     /// The stored document does not decode; nothing was changed.
     #[error("suspended run `{run_id}` is stored but unreadable, and was left untouched: {error}")]
     Corrupt {
@@ -76,23 +96,167 @@ impl From<sqlx::Error> for ClaimError {
     }
 }
 
-/// A won claim: the run, and the decision row written with it.
-#[derive(Debug)]
-pub struct Claim {
-    /// The suspension row that was claimed.
-    pub suspension_id: i64,
-    /// The run, as stored.
-    pub run: SuspendedRun,
-    /// The decision, as written.
-    pub record: DecisionRecord,
+fn waits_for(status: SuspendedStatus) -> &'static str {
+    match status {
+        SuspendedStatus::AwaitingApproval => "awaits approval",
+        SuspendedStatus::WaitingForInput => "waits for input",
+    }
 }
 
-impl Claim {
+/// A decision on a stored run did not end in the caller's result. Each
+/// variant says where the claim stands (see [`Store::decide`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecideError<S> {
+    /// The claim was not granted; nothing changed.
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
+    /// The decision was refused before anything of the turn ran; the claim
+    /// was released and the run waits again, as stored.
+    #[error("the decision on run `{}` was refused, and the run waits again: {reason}", run.run_id())]
+    Refused {
+        /// The run, handed back unchanged.
+        run: Suspended<S>,
+        /// Why.
+        reason: Refusal,
+    },
+    /// The resume failed otherwise — the decision was taken and the run
+    /// could not go on, or a failure this build does not know. Never
+    /// [`ResumeError::Refused`]. The claim stands.
+    #[error(transparent)]
+    Resume(ResumeError<S>),
+    /// The decision was refused, but the claim could not be given back: the
+    /// run stays decided, with its decision row, until an operator looks
+    /// into it.
+    #[error(
+        "the decision on run `{run_id}` was refused ({reason}), but its claim could not be released, so the run no longer waits: {error}"
+    )]
+    NotReleased {
+        /// The run.
+        run_id: String,
+        /// Why the decision was refused.
+        reason: Refusal,
+        /// Why the release failed.
+        error: StoreError,
+    },
+}
+
+/// A kind of pause a decision can be claimed on: [`AwaitingApproval`] takes
+/// an approval or a denial, [`WaitingForInput`] takes input. Sealed: these two
+/// are all there are.
+pub trait Decidable: sealed::Sealed + Sized + Send + Sync + 'static {
+    /// Whether this kind of pause takes `verdict`.
+    fn takes(verdict: DecisionKind) -> bool;
+    /// The run, when it waits in this kind of pause.
+    fn from_run(run: SuspendedRun) -> Option<Suspended<Self>>;
+}
+
+mod sealed {
+    #[allow(
+        unreachable_pub,
+        reason = "sealed-trait pattern: public in a private module"
+    )]
+    pub trait Sealed {}
+    impl Sealed for toolgate::suspend::AwaitingApproval {}
+    impl Sealed for toolgate::suspend::WaitingForInput {}
+}
+
+impl Decidable for AwaitingApproval {
+    fn takes(verdict: DecisionKind) -> bool {
+        matches!(verdict, DecisionKind::Approved | DecisionKind::Denied)
+    }
+
+    fn from_run(run: SuspendedRun) -> Option<Suspended<Self>> {
+        match run {
+            SuspendedRun::AwaitingApproval(run) => Some(run),
+            SuspendedRun::WaitingForInput(_) => None,
+        }
+    }
+}
+
+impl Decidable for WaitingForInput {
+    fn takes(verdict: DecisionKind) -> bool {
+        verdict == DecisionKind::InputSubmitted
+    }
+
+    fn from_run(run: SuspendedRun) -> Option<Suspended<Self>> {
+        match run {
+            SuspendedRun::WaitingForInput(run) => Some(run),
+            SuspendedRun::AwaitingApproval(_) => None,
+        }
+    }
+}
+
+/// The run as the kind of pause `S`, when it waits in that kind and `S`
+/// takes `verdict`.
+fn fitting<S: Decidable>(
+    run_id: &str,
+    run: SuspendedRun,
+    verdict: DecisionKind,
+) -> Result<Suspended<S>, ClaimError> {
+    let status = run.status();
+    S::from_run(run)
+        .filter(|_| S::takes(verdict))
+        .ok_or_else(|| ClaimError::DoesNotFit {
+            run_id: run_id.to_owned(),
+            status,
+            verdict,
+        })
+}
+
+/// A won claim, as [`Store::decide`] hands it to the caller's resume: the
+/// run, typed by its kind of pause, and the decision row written with the
+/// claim.
+#[derive(Debug)]
+pub struct Claimed<S> {
+    /// The run, as stored; resume it with [`Claimed::log`] as the agent's
+    /// decision log.
+    pub run: Suspended<S>,
+    record: DecisionRecord,
+    suspension_id: i64,
+}
+
+impl<S> Claimed<S> {
     /// A decision log that accepts exactly this claim's decision (already
     /// written with the claim) and refuses any other.
     pub fn log(&self) -> ClaimedLog {
         ClaimedLog {
             record: self.record.clone(),
+        }
+    }
+
+    /// The decision, as written with the claim.
+    pub fn record(&self) -> &DecisionRecord {
+        &self.record
+    }
+}
+
+impl Claimed<AwaitingApproval> {
+    /// The claimed decision, for [`Suspended::decide`]: the verdict, digest
+    /// and decider written with the claim, so the decision taken is the one
+    /// recorded.
+    pub fn decision(&self) -> Decision {
+        Decision {
+            // `AwaitingApproval` takes only approvals and denials.
+            verdict: if self.record.verdict == DecisionKind::Approved {
+                Verdict::Approve
+            } else {
+                Verdict::Deny
+            },
+            digest: Some(self.record.digest.clone()),
+            decided_by: self.record.decided_by.clone(),
+        }
+    }
+}
+
+impl Claimed<WaitingForInput> {
+    /// The claimed submission of `data`, for [`Suspended::submit_input`]:
+    /// the digest and submitter written with the claim.
+    pub fn submission(&self, data: Value) -> InputSubmission {
+        InputSubmission {
+            data,
+            digest: Some(self.record.digest.clone()),
+            submitted_by: self.record.decided_by.clone(),
         }
     }
 }
@@ -274,18 +438,140 @@ impl Store {
         Ok(runs)
     }
 
-    /// Claims the decision on a run's open suspension. Of any number of
-    /// concurrent claims exactly one wins; the others get
-    /// [`ClaimError::AlreadyDecided`]. The decision row is written in the same
-    /// transaction as the claim. A missing or stale digest, or a stored
-    /// document that does not decode, changes nothing.
-    pub async fn claim(
+    /// Decides a stored run: claims its open suspension, hands the claimed
+    /// run to `resume`, and gives the claim back when — and only when —
+    /// `resume` ends in [`ResumeError::Refused`], so the run waits again.
+    ///
+    /// # The decision protocol
+    ///
+    /// This is the one public way to decide a stored run, and the protocol is
+    /// written out here once, so that no host can leave a step out:
+    ///
+    /// 1. **Claim.** The run's open suspension is marked decided and the
+    ///    decision row written, in one transaction. Of any number of concurrent
+    ///    deciders exactly one wins; a missing or stale digest, a decision that
+    ///    does not fit the kind of pause, or a document that does not decode
+    ///    changes nothing ([`ClaimError`]).
+    /// 2. **Resume.** The caller's `resume` gets the claimed run ([`Claimed`]),
+    ///    typed by its kind of pause, and resumes it with the core's API and
+    ///    the claim's [`ClaimedLog`].
+    /// 3. **Release on refusal, and only then.** When `resume` ends in
+    ///    [`ResumeError::Refused`] — which the core returns only before
+    ///    anything of the turn ran — the claim is given back in one
+    ///    transaction: the decision row is deleted and the run waits again
+    ///    ([`DecideError::Refused`]).
+    ///
+    /// Every other ending keeps the claim: an outcome; a run error after the
+    /// turn ran ([`DecideError::Resume`]); a resume error of a kind this build
+    /// does not know; a panic inside `resume`; the returned future dropped
+    /// before `resume` finished; a release that fails
+    /// ([`DecideError::NotReleased`]). In each of those the turn may have run,
+    /// and a run that waited again could run a non-idempotent write twice. A
+    /// run left decided without having run is an operator's to look into — its
+    /// decision row names who claimed it — and is never executed a second time.
+    /// Claim and release are single transactions, so no ending leaves a run
+    /// decided without its decision row, or a decision row beside a waiting
+    /// run.
+    ///
+    /// The resume is a closure, not a guard the caller holds, because the
+    /// release is a write and `Drop` cannot await: a guard dropped on an early
+    /// `?` could only give the claim back blindly (wrong once the turn ran) or
+    /// keep it silently (the forgotten release this method exists to rule
+    /// out). Here the store reads the resume's own result.
+    ///
+    /// # The kind of pause
+    ///
+    /// `S` is the kind of pause the caller decides — [`AwaitingApproval`]
+    /// with [`DecisionKind::Approved`] or [`DecisionKind::Denied`],
+    /// [`WaitingForInput`] with [`DecisionKind::InputSubmitted`]; a run that
+    /// waits otherwise is refused with [`ClaimError::DoesNotFit`] before
+    /// anything changes.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn demo(
+    /// #     store: &toolgate_store::Store,
+    /// #     registry: &toolgate::Registry,
+    /// #     model: &dyn toolgate::run::Model,
+    /// #     digest: toolgate::suspend::TurnDigest,
+    /// # ) -> Result<(), Box<dyn std::error::Error>> {
+    /// use toolgate::{Agent, audit::DecisionKind, identity::{IdentitySource, Operator}};
+    /// use toolgate::suspend::AwaitingApproval;
+    /// use toolgate_store::{Claimed, DecideError};
+    ///
+    /// let bob = Operator::new("bob", IdentitySource::Flag)?;
+    /// let decided = store
+    ///     .decide(
+    ///         "run-1",
+    ///         Some(&digest),
+    ///         &bob,
+    ///         DecisionKind::Approved,
+    ///         |claimed: Claimed<AwaitingApproval>| async move {
+    ///             let log = claimed.log();
+    ///             let decision = claimed.decision();
+    ///             let agent = Agent::new(registry, model, &log);
+    ///             claimed.run.decide(&agent, decision).await
+    ///         },
+    ///     )
+    ///     .await;
+    /// match decided {
+    ///     Ok(outcome) => println!("decided: {outcome:?}"),
+    ///     // Released: the run waits for another decision.
+    ///     Err(DecideError::Refused { reason, .. }) => println!("refused: {reason}"),
+    ///     Err(other) => return Err(other.into()),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn decide<S, T, F, Fut>(
         &self,
         run_id: &str,
         digest: Option<&TurnDigest>,
         decided_by: &Operator,
         verdict: DecisionKind,
-    ) -> Result<Claim, ClaimError> {
+        resume: F,
+    ) -> Result<T, DecideError<S>>
+    where
+        S: Decidable,
+        F: FnOnce(Claimed<S>) -> Fut,
+        Fut: Future<Output = Result<T, ResumeError<S>>>,
+    {
+        let claimed = self.claim::<S>(run_id, digest, decided_by, verdict).await?;
+        let suspension_id = claimed.suspension_id;
+        match resume(claimed).await {
+            Ok(value) => Ok(value),
+            Err(ResumeError::Refused { run, reason }) => match self.release(suspension_id).await {
+                Ok(()) => {
+                    tracing::info!(run = %run_id, %reason, "decision refused; claim released");
+                    Err(DecideError::Refused { run, reason })
+                }
+                Err(error) => {
+                    tracing::error!(run = %run_id, %reason, %error, "decision refused, but the claim could not be released");
+                    Err(DecideError::NotReleased {
+                        run_id: run_id.to_owned(),
+                        reason,
+                        error,
+                    })
+                }
+            },
+            Err(other) => Err(DecideError::Resume(other)),
+        }
+    }
+
+    /// Claims the decision on a run's open suspension — step 1 of the
+    /// protocol, only ever called by [`Store::decide`]. Of any number of
+    /// concurrent claims exactly one wins; the others get
+    /// [`ClaimError::AlreadyDecided`]. The decision row is written in the same
+    /// transaction as the claim. A missing or stale digest, a decision that
+    /// does not fit the run's kind of pause, or a stored document that does
+    /// not decode, changes nothing.
+    pub(crate) async fn claim<S: Decidable>(
+        &self,
+        run_id: &str,
+        digest: Option<&TurnDigest>,
+        decided_by: &Operator,
+        verdict: DecisionKind,
+    ) -> Result<Claimed<S>, ClaimError> {
         let (_writer, mut tx) = self.write().await?;
         let row = sqlx::query(
             "SELECT id, run_id, status, document, digest, requested_by FROM suspended_run
@@ -322,6 +608,7 @@ impl Store {
                 run_id: run_id.to_owned(),
             });
         }
+        let run = fitting::<S>(run_id, run, verdict)?;
         let now = now_ms();
         let claimed = sqlx::query(
             "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?
@@ -376,16 +663,18 @@ impl Store {
         .await?;
         tx.commit().await?;
         tracing::info!(run = %run_id, by = %decided_by, source = %decided_by.source(), verdict = verdict.as_str(), "decision claimed");
-        Ok(Claim {
-            suspension_id,
+        Ok(Claimed {
             run,
             record,
+            suspension_id,
         })
     }
 
-    /// Gives a claim back — when the decision was refused after it was
-    /// claimed — so the run waits again and the decision row is gone.
-    pub async fn release(&self, suspension_id: i64) -> Result<(), StoreError> {
+    /// Gives a claim back — step 3 of the protocol, only ever called by
+    /// [`Store::decide`] when the decision was refused after it was claimed —
+    /// so the run waits again and the decision row is gone, in one
+    /// transaction.
+    pub(crate) async fn release(&self, suspension_id: i64) -> Result<(), StoreError> {
         let (_writer, mut tx) = self.write().await?;
         sqlx::query("DELETE FROM decision WHERE suspension_id = ?")
             .bind(suspension_id)

@@ -1,0 +1,207 @@
+//! `toolgate demo`: a scripted agent through the gate, end to end, deciding
+//! each pause on the terminal or from its flags.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use serde_json::{Value, json};
+use toolgate::identity::{IdentitySource, Operator};
+use toolgate::{
+    Agent, Registry,
+    run::{RunOptions, RunRequest},
+    suspend::SuspendedRun,
+    testing::MemoryLog,
+};
+use toolgate_mcp::Deadlines;
+use toolgate_store::{DataClass, NewServer, Store, StoreError, Transport};
+
+use super::decide::{Act, decide, report_outcome};
+use super::identity::operator_identity;
+use super::import::import;
+use super::runs::load;
+use crate::host::{self, DEMO_SERVER, DemoModel, Workspace};
+use crate::output::{Col, Out, ask, say};
+use crate::{DemoArgs, Failure};
+
+pub(super) async fn demo(
+    store: &Store,
+    workspace: &Workspace,
+    out: Out,
+    args: DemoArgs,
+) -> Result<(), Failure> {
+    workspace
+        .prepare()
+        .map_err(|e| Failure::Error(format!("cannot prepare the demo workspace: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::Error(format!("cannot find this program: {e}")))?;
+    let transport = Transport::Stdio {
+        command: vec![exe.to_string_lossy().into_owned(), "mcp-test-server".into()],
+    };
+    match store.server(DEMO_SERVER).await {
+        Ok(_) => {
+            store.set_transport(DEMO_SERVER, &transport).await?;
+        }
+        Err(StoreError::NoSuchServer(_)) => {
+            store
+                .add_server(NewServer {
+                    id: DEMO_SERVER.into(),
+                    name: "Notes (the built-in MCP test server)".into(),
+                    transport,
+                    data_class: Some(DataClass::EditorContent),
+                })
+                .await?;
+            say!(
+                "registered the MCP test server as `{}` (approval required, data class editor_content)",
+                DEMO_SERVER
+            );
+        }
+        Err(other) => return Err(other.into()),
+    }
+    import(store, out, DEMO_SERVER, Deadlines::default()).await?;
+
+    let (registry, provider) = host::registry(store, workspace).map_err(Failure::Error)?;
+    let result = demo_run(store, &registry, out, &args).await;
+    provider.close().await;
+    result
+}
+
+async fn demo_run(
+    store: &Store,
+    registry: &Registry,
+    out: Out,
+    args: &DemoArgs,
+) -> Result<(), Failure> {
+    let interactive = std::io::stdin().is_terminal();
+    if !interactive && !args.yes && !args.no && !args.detach {
+        return Err(Failure::Refused(
+            "no terminal to ask on: pass --yes or --no (and --input JSON), or --detach".into(),
+        ));
+    }
+    let log = MemoryLog::new();
+    let agent = Agent::new(registry, &DemoModel, &log);
+    // The demo is its own host: without `--as` or `TOOLGATE_OPERATOR` its
+    // operator is the name it gives, `operator`.
+    let decider = match (&args.operator, std::env::var("TOOLGATE_OPERATOR")) {
+        (None, Err(_)) => Operator::new("operator", IdentitySource::Given)
+            .map_err(|e| Failure::Error(e.to_string()))?,
+        _ => operator_identity(args.operator.as_deref())?,
+    };
+    let request = RunRequest {
+        system: Some("You prepare releases.".into()),
+        prompt:
+            "Bump the version to 0.2.0, note it on the team's notes server and draft the release."
+                .into(),
+        requested_by: decider.name().to_owned(),
+        options: RunOptions {
+            four_eyes: args.four_eyes,
+            ..RunOptions::default()
+        },
+    };
+    say!();
+    say!("{} asks: {}", request.requested_by, request.prompt);
+    let outcome = agent
+        .start(request)
+        .await
+        .map_err(|e| Failure::Error(e.to_string()))?;
+    let mut next = report_outcome(store, registry, out, outcome).await?;
+    while let Some(run_id) = next {
+        if args.detach {
+            say!(
+                "left waiting; decide with `toolgate runs approve|deny|input {} --digest … --as …`",
+                run_id
+            );
+            return Ok(());
+        }
+        let run = load(store, &run_id).await?;
+        let digest = Some(run.digest());
+        let act = match &run {
+            SuspendedRun::AwaitingApproval(_) => {
+                let approve = if args.yes {
+                    true
+                } else if args.no {
+                    false
+                } else {
+                    ask_yes_no("approve this turn?")?
+                };
+                say!(
+                    "→ {} {}",
+                    decider.name(),
+                    if approve { "approves" } else { "denies" }
+                );
+                if approve { Act::Approve } else { Act::Deny }
+            }
+            SuspendedRun::WaitingForInput(_) => {
+                let data = match &args.input {
+                    Some(text) => serde_json::from_str(text)
+                        .map_err(|e| Failure::Refused(format!("--input is not JSON: {e}")))?,
+                    None if interactive && !args.yes => ask_json("input (JSON)")?,
+                    None => json!({"notes": "Faster gate, clearer errors."}),
+                };
+                say!("→ {} submits {}", decider.name(), data);
+                Act::Input(data)
+            }
+        };
+        let outcome = decide(store, registry, &run_id, act, digest, &decider).await?;
+        next = report_outcome(store, registry, out, outcome).await?;
+        if next.is_none() {
+            let decisions = store.decisions(&run_id).await?;
+            let mut table = out.table(&[
+                "DECISION",
+                "BY",
+                "NAMED BY",
+                "REQUESTED BY",
+                "SELF",
+                "TOOLS",
+                "DIGEST",
+            ]);
+            for d in &decisions {
+                table.row([
+                    Col::from(d.verdict.as_str()),
+                    Col::from(&d.decided_by),
+                    Col::from(d.decided_by_source.as_str()),
+                    Col::from(&d.requested_by),
+                    Col::from(if d.self_decided { "yes" } else { "no" }),
+                    Col::from(d.tools.join(", ")),
+                    Col::from(d.digest.to_string()),
+                ]);
+            }
+            say!("decision log of run {}:", run_id);
+            table.print();
+        }
+    }
+    Ok(())
+}
+
+fn ask_line(prompt: &str) -> Result<String, Failure> {
+    ask!("{} ", prompt);
+    std::io::stdout()
+        .flush()
+        .map_err(|e| Failure::Error(e.to_string()))?;
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| Failure::Error(e.to_string()))?;
+    Ok(line.trim().to_owned())
+}
+
+fn ask_yes_no(prompt: &str) -> Result<bool, Failure> {
+    loop {
+        match ask_line(&format!("{prompt} [y/n]"))?
+            .to_lowercase()
+            .as_str()
+        {
+            "y" | "yes" => return Ok(true),
+            "n" | "no" => return Ok(false),
+            _ => say!("answer y or n"),
+        }
+    }
+}
+
+fn ask_json(prompt: &str) -> Result<Value, Failure> {
+    loop {
+        match serde_json::from_str(&ask_line(&format!("{prompt}:"))?) {
+            Ok(value) => return Ok(value),
+            Err(error) => say!("not JSON ({}); try again", error.to_string()),
+        }
+    }
+}

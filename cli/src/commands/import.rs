@@ -1,0 +1,95 @@
+//! `toolgate import`: a server's catalogue, with progress on a terminal.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use serde_json::json;
+use toolgate_mcp::{Deadlines, ImportProgress, ImportReport};
+use toolgate_store::Store;
+
+use crate::Failure;
+use crate::output::{Col, Out, say};
+
+pub(super) async fn import(
+    store: &Store,
+    out: Out,
+    server: &str,
+    deadlines: Deadlines,
+) -> Result<ImportReport, Failure> {
+    let bar = if out.json || !std::io::stderr().is_terminal() {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.enable_steady_tick(Duration::from_millis(100));
+        bar
+    };
+    // The progress line is output too: the server id passes the sanitiser.
+    let shown = toolgate::visible::visible(server);
+    let mut progress = |event: ImportProgress| match event {
+        ImportProgress::Connecting => bar.set_message(format!("{shown}: connecting")),
+        ImportProgress::Page { pages, tools, more } => bar.set_message(format!(
+            "{shown}: page {pages}, {tools} tools{}",
+            if more { ", more to come" } else { "" }
+        )),
+        ImportProgress::Storing { tools } => {
+            bar.set_message(format!("{shown}: storing {tools} tools"));
+        }
+    };
+    let result = toolgate_mcp::import(store, server, deadlines, &mut progress).await;
+    bar.finish_and_clear();
+    let report = result?;
+    if out.json {
+        out.json(&json!({
+            "server": report.server, "pages": report.pages, "listed": report.listed,
+            "added": report.change.added, "changed": report.change.changed,
+            "restored": report.change.restored, "unchanged": report.change.unchanged,
+            "orphaned": report.change.orphaned,
+            "skipped": report.skipped.iter().map(|s| json!({"remote_name": s.remote_name, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
+        }))?;
+        return Ok(report);
+    }
+    say!(
+        "imported `{}`: {} tools listed in {} pages",
+        report.server,
+        report.listed,
+        report.pages
+    );
+    let mut table = out.table(&["RESULT", "COUNT", "TOOLS"]);
+    table.wrap();
+    let mut row = |result: &str, names: &[String], count: usize| {
+        table.row([
+            Col::from(result),
+            Col::from(count.to_string()),
+            Col::from(names.join(", ")),
+        ]);
+    };
+    row("new", &report.change.added, report.change.added.len());
+    row(
+        "changed",
+        &report.change.changed,
+        report.change.changed.len(),
+    );
+    row(
+        "restored",
+        &report.change.restored,
+        report.change.restored.len(),
+    );
+    row("unchanged", &[], report.change.unchanged);
+    row(
+        "orphaned",
+        &report.change.orphaned,
+        report.change.orphaned.len(),
+    );
+    let skipped: Vec<String> = report
+        .skipped
+        .iter()
+        .map(|s| format!("{} ({})", s.remote_name, s.reason))
+        .collect();
+    table.row([
+        Col::from("skipped"),
+        Col::from(skipped.len().to_string()),
+        Col::from(skipped.join("; ")),
+    ]);
+    table.print();
+    Ok(report)
+}

@@ -1,0 +1,69 @@
+//! The commands, one module per group: `servers`, `import`, `tools`, `runs`
+//! (listing and showing), `decide` (approve, deny, input — and where a run
+//! stands after), `demo`; `identity` holds who decides and the integrity key.
+//! Every failure converts to [`Failure`] in one place (`crate::failure`), so
+//! the commands use `?`.
+
+mod decide;
+mod demo;
+mod identity;
+mod import;
+mod runs;
+mod servers;
+mod tools;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toolgate_mcp::Deadlines;
+use toolgate_store::Store;
+
+use crate::host::Workspace;
+use crate::output::Out;
+use crate::{Cli, Command, Failure};
+
+fn data_dir(given: Option<PathBuf>) -> PathBuf {
+    if let Some(dir) = given {
+        return dir;
+    }
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("toolgate");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home)
+            .join(".local")
+            .join("share")
+            .join("toolgate");
+    }
+    PathBuf::from(".toolgate")
+}
+
+pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
+    let out = Out::new(cli.json);
+    let data_dir = data_dir(cli.data_dir);
+    let key = identity::integrity_key(cli.integrity_key_file.as_deref())?;
+    let mut store = Store::open(data_dir.join("toolgate.db")).await?;
+    if let Some(key) = key {
+        store = store.with_integrity_key(key);
+    }
+    let workspace = Workspace::new(&data_dir);
+    let result = match cli.command {
+        Command::Server(command) => servers::server(&store, out, command).await,
+        Command::Import { server, timeout } => {
+            let deadlines = Deadlines {
+                connect: Duration::from_secs(timeout),
+                list_page: Duration::from_secs(timeout),
+                ..Deadlines::default()
+            };
+            import::import(&store, out, &server, deadlines)
+                .await
+                .map(drop)
+        }
+        Command::Tools => tools::tools(&store, &workspace, out).await,
+        Command::Runs(command) => runs::runs(&store, &workspace, out, command).await,
+        Command::Demo(args) => demo::demo(&store, &workspace, out, args).await,
+        Command::McpTestServer { .. } => Ok(()),
+    };
+    store.close().await;
+    result
+}

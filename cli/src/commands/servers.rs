@@ -1,0 +1,252 @@
+//! `toolgate server …`: add, list, show, and the operator's declarations.
+
+use serde_json::{Value, json};
+use toolgate::OperatorDeclaration;
+use toolgate_store::{DataClass, NewServer, ServerRecord, Store, Transport};
+
+use crate::output::{Col, Out, say, stored_json, timestamp};
+use crate::{Failure, OnOff, ServerCommand};
+
+fn approval_word(declaration: OperatorDeclaration) -> &'static str {
+    match declaration {
+        OperatorDeclaration::ApprovalRequired => "required",
+        OperatorDeclaration::NoApproval => "off",
+    }
+}
+
+fn server_json(server: &ServerRecord) -> Value {
+    json!({
+        "id": server.id,
+        "name": server.name,
+        "transport": server.transport,
+        "data_class": server.data_class.map(DataClass::as_str),
+        "data_class_stored": server.data_class_stored,
+        "approval": approval_word(server.approval),
+        "enabled": server.enabled,
+        "usable": server.is_usable(),
+        "inert_reason": server.inert_reason(),
+        "import": server.import,
+    })
+}
+
+pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> Result<(), Failure> {
+    match command {
+        ServerCommand::Add {
+            id,
+            name,
+            url,
+            data_class,
+            command,
+        } => {
+            let transport = match (url, command.is_empty()) {
+                (Some(url), _) => Transport::Http { url },
+                (None, false) => Transport::Stdio { command },
+                (None, true) => {
+                    return Err(Failure::Refused(
+                        "give the server's --url, or its program and arguments after `--`".into(),
+                    ));
+                }
+            };
+            add_server(
+                store,
+                out,
+                NewServer {
+                    id,
+                    name,
+                    transport,
+                    data_class,
+                },
+            )
+            .await
+        }
+        ServerCommand::List => list_servers(store, out).await,
+        ServerCommand::Show { id } => show_server(store, out, &id).await,
+        ServerCommand::SetApproval { id, setting } => {
+            let declaration = match setting {
+                OnOff::On => OperatorDeclaration::ApprovalRequired,
+                OnOff::Off => OperatorDeclaration::NoApproval,
+            };
+            let (before, after) = store.set_approval(&id, declaration).await?;
+            if out.json {
+                return out.json(&json!({"server": id, "before": approval_word(before.approval), "after": approval_word(after.approval)}));
+            }
+            if before.approval == after.approval {
+                say!(
+                    "server `{}`: approval {} (unchanged)",
+                    id,
+                    approval_word(after.approval)
+                );
+            } else {
+                say!(
+                    "server `{}`: approval {} → {}",
+                    id,
+                    approval_word(before.approval),
+                    approval_word(after.approval)
+                );
+            }
+            Ok(())
+        }
+        ServerCommand::SetDataClass { id, class } => {
+            let s = store.set_data_class(&id, class).await?;
+            say!(
+                "server `{}`: data class {}{}",
+                id,
+                class.as_str(),
+                s.inert_reason()
+                    .map(|r| format!(" (still inert: {r})"))
+                    .unwrap_or_default()
+            );
+            Ok(())
+        }
+        ServerCommand::Enable { id } => {
+            store.set_enabled(&id, true).await?;
+            say!("server `{}`: enabled", id);
+            Ok(())
+        }
+        ServerCommand::Disable { id } => {
+            store.set_enabled(&id, false).await?;
+            say!("server `{}`: disabled; it supplies no tools", id);
+            Ok(())
+        }
+        ServerCommand::Remove { id } => {
+            store.remove_server(&id).await?;
+            say!("server `{}`: removed, with its catalogue", id);
+            Ok(())
+        }
+    }
+}
+
+async fn add_server(store: &Store, out: Out, new: NewServer) -> Result<(), Failure> {
+    let server = store.add_server(new).await?;
+    if out.json {
+        return out.json(&server_json(&server));
+    }
+    say!(
+        "added server `{}`: its tools require approval until you run `toolgate server set-approval {} off`",
+        server.id,
+        server.id
+    );
+    if let Some(reason) = server.inert_reason() {
+        say!(
+            "it supplies no tools yet: {} (`toolgate server set-data-class`)",
+            reason
+        );
+    }
+    Ok(())
+}
+
+async fn list_servers(store: &Store, out: Out) -> Result<(), Failure> {
+    let servers = store.servers().await?;
+    if out.json {
+        return out.json(&servers.iter().map(server_json).collect::<Vec<_>>());
+    }
+    let mut table = out.table(&[
+        "SERVER",
+        "NAME",
+        "TRANSPORT",
+        "DATA CLASS",
+        "APPROVAL",
+        "STATE",
+        "LAST IMPORT",
+    ]);
+    for s in &servers {
+        let state = s
+            .inert_reason()
+            .map_or_else(|| "usable".to_owned(), |r| format!("inert: {r}"));
+        let import = match (&s.import.at, &s.import.error) {
+            (None, _) => "never".to_owned(),
+            (Some(at), None) => format!("ok at {}", timestamp(*at)),
+            (Some(at), Some(error)) => format!("failed at {}: {error}", timestamp(*at)),
+        };
+        table.row([
+            Col::from(&s.id),
+            Col::from(&s.name),
+            Col::from(s.transport.describe()),
+            Col::from(s.data_class_stored.as_deref().unwrap_or("(undeclared)")),
+            Col::Gate(if s.approval == OperatorDeclaration::NoApproval {
+                "runs"
+            } else {
+                "approval"
+            }),
+            Col::from(state),
+            Col::from(import),
+        ]);
+    }
+    table.print();
+    Ok(())
+}
+
+async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
+    let s = store.server(id).await?;
+    let rows = store.catalogue(id).await?;
+    if out.json {
+        let mut value = server_json(&s);
+        value["catalogue"] = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "local_name": r.local_name, "remote_name": r.remote_name,
+                    "description": r.description, "orphaned": r.orphaned,
+                    "annotations": r.annotations.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
+                })
+            })
+            .collect();
+        return out.json(&value);
+    }
+    let mut table = out.table(&["FIELD", "VALUE"]);
+    table.row([Col::from("server"), Col::from(&s.id)]);
+    table.row([Col::from("name"), Col::from(&s.name)]);
+    table.row([Col::from("transport"), Col::from(s.transport.describe())]);
+    table.row([
+        Col::from("data class"),
+        Col::from(s.data_class_stored.as_deref().unwrap_or("(undeclared)")),
+    ]);
+    table.row([
+        Col::from("approval"),
+        Col::from(format!(
+            "{} (stored: {:?})",
+            approval_word(s.approval),
+            s.stored_flag
+        )),
+    ]);
+    table.row([Col::from("enabled"), Col::from(s.enabled.to_string())]);
+    table.row([
+        Col::from("state"),
+        Col::from(
+            s.inert_reason()
+                .map_or_else(|| "usable".to_owned(), |r| format!("inert: {r}")),
+        ),
+    ]);
+    table.row([
+        Col::from("last import"),
+        Col::from(format!(
+            "{}{}",
+            s.import.status,
+            s.import
+                .error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        )),
+    ]);
+    table.print();
+    let mut catalogue = out.table(&[
+        "TOOL",
+        "REMOTE NAME",
+        "STATE",
+        "DESCRIPTION (as the server wrote it)",
+        "SERVER'S CLAIMS (not used for the decision)",
+    ]);
+    for r in &rows {
+        let claims = r.annotations.as_deref().map(stored_json);
+        catalogue.row([
+            Col::from(&r.local_name),
+            Col::from(&r.remote_name),
+            Col::from(if r.orphaned { "orphaned" } else { "live" }),
+            Col::from(&r.description),
+            claims.as_ref().map_or(Col::from("-"), Col::from),
+        ]);
+    }
+    catalogue.print();
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! `toolgate tools`: every tool the host sees, its gate and why.
+
+use serde_json::{Value, json};
+use toolgate_store::Store;
+
+use crate::Failure;
+use crate::host::{self, Workspace};
+use crate::output::{Col, Out, say, stored_json};
+
+pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Result<(), Failure> {
+    let (registry, provider) = host::registry(store, workspace).map_err(Failure::Error)?;
+    let explanations = registry.explain_all().await;
+    let rows = store.live_catalogue().await?;
+    let claims = |name: &str| {
+        rows.iter()
+            .find(|r| r.local_name == name)
+            .and_then(|r| r.annotations.clone())
+    };
+    let (_, skipped) = provider.build_tools().await?;
+    let servers = store.servers().await?;
+    if out.json {
+        let tools: Vec<Value> = explanations
+            .iter()
+            .map(|e| {
+                json!({
+                    "name": e.name,
+                    "origin": e.server.clone().unwrap_or_else(|| "builtin".into()),
+                    "effect": e.effect.as_str(),
+                    "gate": e.ruling.pause.as_str(),
+                    "cause": e.cause_text(),
+                    "server_claims": claims(&e.name).and_then(|c| serde_json::from_str::<Value>(&c).ok()),
+                })
+            })
+            .collect();
+        provider.close().await;
+        return out.json(&json!({
+            "tools": tools,
+            "skipped": skipped.iter().map(|s| json!({"tool": s.local_name, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
+            "inert_servers": servers.iter().filter_map(|s| s.inert_reason().map(|r| json!({"server": s.id, "reason": r}))).collect::<Vec<_>>(),
+        }));
+    }
+    let mut table = out.table(&[
+        "TOOL",
+        "ORIGIN",
+        "EFFECT",
+        "GATE",
+        "CAUSE",
+        "SERVER'S CLAIMS (not used)",
+    ]);
+    for e in &explanations {
+        let claims = claims(&e.name).as_deref().map(stored_json);
+        table.row([
+            Col::from(&e.name),
+            Col::from(
+                e.server
+                    .as_deref()
+                    .map_or_else(|| "builtin".to_owned(), |s| format!("server {s}")),
+            ),
+            Col::from(e.effect.as_str()),
+            Col::Gate(e.ruling.pause.as_str()),
+            Col::from(e.cause_text()),
+            claims.as_ref().map_or(Col::from("-"), Col::from),
+        ]);
+    }
+    table.print();
+    say!(
+        "A server's claims are shown as it sent them; no decision reads them. A remote tool's effect is assumed, not claimed."
+    );
+    for s in servers.iter().filter(|s| !s.is_usable()) {
+        if let Some(reason) = s.inert_reason() {
+            say!("server `{}` supplies no tools: {}", s.id, reason);
+        }
+    }
+    for s in &skipped {
+        say!(
+            "left out `{}` of server `{}`: {}",
+            s.local_name,
+            s.server,
+            s.reason.to_string()
+        );
+    }
+    provider.close().await;
+    Ok(())
+}

@@ -1,0 +1,143 @@
+//! How a command fails, and the exit code each failure maps to. Errors of the
+//! store and the importer convert here, once, so commands use `?`: not found
+//! → 4; refused, stale or already decided → 3; anything else → 1.
+
+use toolgate::suspend::Refusal;
+use toolgate_mcp::ImportError;
+use toolgate_store::{ClaimError, DecideError, LoadError, StoreError};
+
+/// A failure, with the exit code it maps to.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    Error(String),
+    Refused(String),
+    NotFound(String),
+}
+
+impl Failure {
+    pub(crate) fn code(&self) -> u8 {
+        match self {
+            Failure::Error(_) => 1,
+            Failure::Refused(_) => 3,
+            Failure::NotFound(_) => 4,
+        }
+    }
+
+    pub(crate) fn message(&self) -> &str {
+        match self {
+            Failure::Error(m) | Failure::Refused(m) | Failure::NotFound(m) => m,
+        }
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::NoSuchServer(_) => Failure::NotFound(error.to_string()),
+            StoreError::ServerExists(_) | StoreError::InvalidServerId { .. } => {
+                Failure::Refused(error.to_string())
+            }
+            other => Failure::Error(other.to_string()),
+        }
+    }
+}
+
+impl From<LoadError> for Failure {
+    fn from(error: LoadError) -> Self {
+        match error {
+            LoadError::NotFound(_) => Failure::NotFound(error.to_string()),
+            LoadError::Store(error) => error.into(),
+            other => Failure::Error(other.to_string()),
+        }
+    }
+}
+
+impl From<ClaimError> for Failure {
+    fn from(error: ClaimError) -> Self {
+        match error {
+            ClaimError::NotFound(_) => Failure::NotFound(error.to_string()),
+            ClaimError::AlreadyDecided { .. }
+            | ClaimError::StaleDigest { .. }
+            | ClaimError::DoesNotFit { .. } => Failure::Refused(error.to_string()),
+            ClaimError::Store(error) => error.into(),
+            other => Failure::Error(other.to_string()),
+        }
+    }
+}
+
+/// A decision the core refuses before anything is claimed.
+impl From<Refusal> for Failure {
+    fn from(reason: Refusal) -> Self {
+        Failure::Refused(reason.to_string())
+    }
+}
+
+/// A refused decision was released by the store and the run waits again; a
+/// failed one keeps its claim. Either way the operator reads why.
+impl<S> From<DecideError<S>> for Failure {
+    fn from(error: DecideError<S>) -> Self {
+        match error {
+            DecideError::Claim(error) => error.into(),
+            DecideError::Refused { reason, .. } => reason.into(),
+            DecideError::Resume(error) => Failure::Error(error.to_string()),
+            other => Failure::Error(other.to_string()),
+        }
+    }
+}
+
+impl From<ImportError> for Failure {
+    fn from(error: ImportError) -> Self {
+        match error {
+            ImportError::Store(error) => error.into(),
+            other => Failure::Error(other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_errors_map_to_their_exit_codes() {
+        let codes = [
+            (StoreError::NoSuchServer("x".into()).into(), 4),
+            (StoreError::ServerExists("x".into()).into(), 3),
+            (
+                StoreError::InvalidServerId {
+                    id: "x".into(),
+                    problem: "bad",
+                }
+                .into(),
+                3,
+            ),
+            (LoadError::NotFound("r".into()).into(), 4),
+            (
+                LoadError::Store(StoreError::NoSuchServer("x".into())).into(),
+                4,
+            ),
+            (ClaimError::NotFound("r".into()).into(), 4),
+            (
+                ClaimError::AlreadyDecided {
+                    run_id: "r".into(),
+                    by: None,
+                }
+                .into(),
+                3,
+            ),
+            (ClaimError::StaleDigest { run_id: "r".into() }.into(), 3),
+            (
+                DecideError::<toolgate::suspend::AwaitingApproval>::Claim(
+                    ClaimError::StaleDigest { run_id: "r".into() },
+                )
+                .into(),
+                3,
+            ),
+            (StoreError::UnreadableTransport("t".into()).into(), 1),
+        ];
+        for (failure, code) in codes {
+            let failure: Failure = failure;
+            assert_eq!(failure.code(), code, "{failure:?}");
+        }
+    }
+}
