@@ -15,7 +15,9 @@
 //!   the escaped text, so its columns line up;
 //! - every log line's fields go through [`log_fields`].
 //!
-//! `--json` output is serde_json's: exact JSON, left as it is.
+//! `--json` output is serde_json's, with hidden characters inside its strings
+//! written as `\u` escapes ([`toolgate::visible::visible_json_text`]): the
+//! same JSON value, safe on a terminal.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -65,7 +67,9 @@ impl Out {
     pub(crate) fn json<T: Serialize>(self, value: &T) -> Result<(), crate::Failure> {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| crate::Failure::Error(e.to_string()))?;
-        println!("{text}");
+        // The same JSON value, with every hidden character inside its strings
+        // written as a `\u` escape: a script reads the value, a person the text.
+        println!("{}", toolgate::visible::visible_json_text(&text));
         Ok(())
     }
 }

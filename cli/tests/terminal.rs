@@ -394,7 +394,11 @@ fn a_hostile_pending_turn_reads_on_a_terminal_exactly_as_it_is() {
         "\n{contents}"
     );
 
-    // Scripts still get exact JSON: the ids round-trip unchanged.
+    json_output_is_exact_and_terminal_safe(dir, run_id, &calls);
+}
+
+/// Scripts still get exact JSON, and the JSON text is safe on a terminal.
+fn json_output_is_exact_and_terminal_safe(dir: &Path, run_id: &str, calls: &[ToolCall]) {
     let json = toolgate(dir, &["--json", "runs", "show", run_id]);
     let value: Value = match serde_json::from_slice(&json.stdout) {
         Ok(value) => value,
@@ -406,6 +410,23 @@ fn a_hostile_pending_turn_reads_on_a_terminal_exactly_as_it_is() {
         .unwrap_or_default();
     let expected: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, expected);
+    // ... and the JSON text is safe on a terminal too: C1 controls, bidi and
+    // invisible characters inside its strings are `\u` escapes, not raw.
+    let text = String::from_utf8_lossy(&json.stdout);
+    assert!(
+        !text.chars().any(|c| c != '\n' && is_hidden(c)),
+        "raw hidden characters in --json output"
+    );
+    let (contents, effects) = screen(&json.stdout);
+    assert!(effects.is_empty(), "the terminal only drew: {effects:?}");
+    for call in calls {
+        let shown = serde_json::to_string(&call.id).unwrap_or_default();
+        let shown = toolgate::visible::visible_json_text(&shown);
+        assert!(
+            contents.contains(shown.as_ref()),
+            "call {shown} is visible in --json output"
+        );
+    }
 }
 
 #[test]

@@ -62,10 +62,12 @@ pub(crate) fn now_unix_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The decision log could not record.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the decision log failed: {0}")]
-pub struct LogError(pub String);
+crate::error::message_error!(
+    /// The decision log could not record. Carries the log's own error (a
+    /// database's, a file system's) as its source when there is one.
+    LogError,
+    "the decision log failed: "
+);
 
 /// Where decisions are recorded, supplied by the host.
 ///

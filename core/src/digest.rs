@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use schemars::Schema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -120,11 +121,26 @@ impl fmt::Display for TurnDigest {
 }
 
 /// The digest of a suspended turn: SHA-256 over the canonical encoding of
-/// `["toolgate.turn.v2", run_id, suspension, [[id, name, arguments], ...]]`,
-/// the calls in order. `suspension` is the run's sequence number of this
-/// suspension: the number of the model turn the run paused on, which grows
-/// with every turn, so no two suspensions of a run share it.
-pub fn turn_digest(run_id: &str, suspension: u32, calls: &[ToolCall]) -> TurnDigest {
+/// `["toolgate.turn.v2", run_id, suspension, [[id, name, arguments], ...],
+/// input]`, the calls in order. `suspension` is the run's sequence number of
+/// this suspension: the number of the model turn the run paused on, which
+/// grows with every turn, so no two suspensions of a run share it. `input` is
+/// `null` for a turn awaiting approval, and `[tool, call_index, schema]` for
+/// one waiting for input, so the data a user is asked for is part of what
+/// they review.
+pub fn turn_digest(
+    run_id: &str,
+    suspension: u32,
+    calls: &[ToolCall],
+    input: Option<(&str, usize, &Schema)>,
+) -> TurnDigest {
+    let input = input.map_or(Value::Null, |(tool, index, schema)| {
+        Value::Array(vec![
+            Value::String(tool.to_owned()),
+            Value::from(index),
+            schema.as_value().clone(),
+        ])
+    });
     let encoded = Value::Array(vec![
         Value::String(DIGEST_DOMAIN.to_owned()),
         Value::String(run_id.to_owned()),
@@ -141,6 +157,7 @@ pub fn turn_digest(run_id: &str, suspension: u32, calls: &[ToolCall]) -> TurnDig
                 })
                 .collect(),
         ),
+        input,
     ]);
     TurnDigest(sha256_of(&encoded))
 }
@@ -178,7 +195,7 @@ mod tests {
             name: name.into(),
             arguments,
         };
-        let turn_digest = |calls: &[ToolCall]| turn_digest("run-1", 3, calls);
+        let turn_digest = |calls: &[ToolCall]| turn_digest("run-1", 3, calls, None);
         let turn = [
             call("1", "a", json!({"x": 1, "y": 2})),
             call("2", "b", json!({})),
@@ -221,13 +238,22 @@ mod tests {
             name: "write_file".into(),
             arguments: json!({"path": "a"}),
         }];
-        let digest = turn_digest("run-1", 3, &calls);
-        assert_eq!(digest, turn_digest("run-1", 3, &calls));
-        assert_ne!(digest, turn_digest("run-2", 3, &calls), "another run");
+        let digest = turn_digest("run-1", 3, &calls, None);
+        assert_eq!(digest, turn_digest("run-1", 3, &calls, None));
+        assert_ne!(digest, turn_digest("run-2", 3, &calls, None), "another run");
         assert_ne!(
             digest,
-            turn_digest("run-1", 4, &calls),
+            turn_digest("run-1", 4, &calls, None),
             "another suspension"
+        );
+        let schema = schemars::json_schema!({"type": "object", "required": ["notes"]});
+        let other = schemars::json_schema!({"type": "object", "required": ["version"]});
+        let asks = turn_digest("run-1", 3, &calls, Some(("write_file", 0, &schema)));
+        assert_ne!(asks, digest, "an input pause is another turn");
+        assert_ne!(
+            asks,
+            turn_digest("run-1", 3, &calls, Some(("write_file", 0, &other))),
+            "another schema"
         );
     }
 }

@@ -1,11 +1,15 @@
 //! Who decides: operator names as people, not strings (SPEC §7, four eyes).
 //!
 //! A name is taken in Unicode NFKC, trimmed, and must be non-empty and
-//! printable: a name a reviewer cannot read, or one that renders like
-//! another, is refused rather than compared. Two names are the same person
-//! when their *keys* — the normalised name, lower-cased — are equal, so
-//! `alice`, ` Alice `, `ａｌｉｃｅ` (full-width) and `ALICE` are one person for
-//! four eyes, and an empty name is nobody at all.
+//! printable: a name a reviewer cannot read is refused rather than compared.
+//! Two names are the same person when their *keys* are equal. The key is the
+//! name lower-cased, reduced to its confusable skeleton (Unicode TS #39: a
+//! Cyrillic `а` and a Latin `a`, a dotless `ı` and an `i`, `1` and `l` share
+//! one), stripped of combining marks and lower-cased again. So `alice`,
+//! ` Alice `, `ａｌｉｃｅ` (full-width), `ALICE`, `аlice` (Cyrillic) and `alice̲`
+//! are one person for four eyes, and an empty name is nobody at all. The key
+//! errs towards "the same person": a false match refuses an approval, a false
+//! mismatch would let the requester approve their own run.
 //!
 //! ```
 //! use toolgate::identity::{Operator, IdentitySource};
@@ -115,7 +119,7 @@ impl Operator {
     pub fn new(name: &str, source: IdentitySource) -> Result<Self, IdentityError> {
         let name = normalise(name)?;
         Ok(Self {
-            key: name.to_lowercase(),
+            key: confusable_key(&name),
             name,
             source,
         })
@@ -126,7 +130,7 @@ impl Operator {
         &self.name
     }
 
-    /// The comparison key: the name, lower-cased.
+    /// The comparison key: see the module's documentation.
     pub fn key(&self) -> &str {
         &self.key
     }
@@ -146,6 +150,22 @@ impl fmt::Display for Operator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name)
     }
+}
+
+fn confusable_key(name: &str) -> String {
+    let lowered = name.to_lowercase();
+    let skeleton: String = unicode_security::skeleton(&lowered).collect();
+    skeleton
+        .nfd()
+        // Marks, white space and the blank Braille pattern change how a name
+        // looks, not whom it names.
+        .filter(|c| {
+            !unicode_normalization::char::is_combining_mark(*c)
+                && !c.is_whitespace()
+                && *c != '\u{2800}'
+        })
+        .collect::<String>()
+        .to_lowercase()
 }
 
 fn normalise(name: &str) -> Result<String, IdentityError> {
@@ -207,7 +227,17 @@ mod tests {
         }
         assert_eq!(op(""), Err(IdentityError::Empty));
         assert_eq!(op(" \t "), Err(IdentityError::Empty));
-        for hidden in ["al\u{200b}ice", "alice\u{202e}", "\u{1b}[2Kbob", "bo\u{0}b"] {
+        for hidden in [
+            "al\u{200b}ice",
+            "alice\u{202e}",
+            "\u{1b}[2Kbob",
+            "bo\u{0}b",
+            "alice\u{180b}",
+            "alice\u{17b4}",
+            "alice\u{e0080}",
+            "alice\u{fff0}",
+            "alice\u{13430}",
+        ] {
             assert!(
                 matches!(op(hidden), Err(IdentityError::Unprintable { .. })),
                 "{hidden:?}"

@@ -81,10 +81,12 @@
 //! }
 //! ```
 
+pub mod assert;
 pub mod audit;
 mod digest;
 mod effect;
 pub mod erased;
+mod error;
 pub mod gate;
 pub mod identity;
 mod input;
@@ -113,19 +115,24 @@ pub use tool::{
 
 /// Derives [`Tool`] from `#[tool(...)]` declarations.
 ///
+/// The same keys, read by the same code and held to the same rules, go in
+/// [`#[toolgate::tool(...)]`](macro@tool) on an `async fn`, which makes the
+/// tool type, its arguments and its [`Execute`] impl from the function.
+///
 /// | key | meaning |
 /// |---|---|
 /// | `effect = read_only \| idempotent_write \| non_idempotent_write` | required: what a call does |
-/// | `name = "..."` | the name the model sees; defaults to the type's name in snake_case |
-/// | `description = "..."` | what the tool does; defaults to the type's doc comment, and one of the two is required |
+/// | `name = "..."` | the name the model sees; defaults to the type's name in snake_case, or the function's name |
+/// | `description = "..."` | what the tool does; defaults to the type's or the function's doc comment, and one of the two is required |
 /// | `requires_approval` | the explicit approval marker, for a `read_only` tool that should ask anyway |
 /// | `input = Type` | the call waits for a user's typed input (`Type: Deserialize + JsonSchema`) |
-/// | `remote` | the body lives behind a server; implement [`RemoteTool`] by hand, and name the approval source: `operator_approval` or `requires_approval` (rule 8) |
+/// | `remote` | the body lives behind a server; implement [`RemoteTool`] by hand, and name the approval source: `operator_approval` or `requires_approval` (rule 8); not on a function, whose body runs here |
 /// | `operator_approval` | with `remote`: approval comes from the operator; implement [`RemoteApproval`] by hand |
 /// | `crate = path` | where `toolgate` is, if renamed |
 ///
 /// A declared write on a local tool always needs approval: there is no key
-/// that switches it off, and `input` beside it is refused.
+/// that switches it off, and `input` beside it is refused. Write `#[tool(...)]`
+/// below `#[derive(Tool)]`.
 ///
 /// ```
 /// use toolgate::{Execute, Tool, ToolOutput};
@@ -151,6 +158,57 @@ pub use tool::{
 #[doc(inline)]
 pub use toolgate_macros::Tool;
 
+/// Makes a tool of an `async fn`: its doc comment is the description, its
+/// parameters are the arguments, and its keys are those of
+/// [`derive(Tool)`](macro@Tool), held to the same rules.
+///
+/// ```
+/// use toolgate::{Execute, Tool, ToolOutput};
+///
+/// /// Deletes a file below the workspace root.
+/// #[toolgate::tool(effect = non_idempotent_write)]
+/// async fn delete_file(
+///     /// A path below the workspace root.
+///     path: String,
+/// ) -> ToolOutput {
+///     ToolOutput::text(format!("deleted {path}"))
+/// }
+///
+/// assert_eq!(DeleteFile.name(), "delete_file");
+/// assert_eq!(DeleteFile.description(), "Deletes a file below the workspace root.");
+/// assert!(toolgate::gate::ruling(&DeleteFile).requires_approval());
+/// let schema = serde_json::to_value(DeleteFile.parameters()).unwrap();
+/// assert_eq!(schema["properties"]["path"]["description"], "A path below the workspace root.");
+/// ```
+///
+/// Beside the function, which stays as written (call it and test it
+/// directly), it generates:
+///
+/// - the tool type: a unit struct named after the function in UpperCamelCase
+///   (`delete_file` → `DeleteFile`), with the function's visibility and doc
+///   comment, implementing [`Tool`] by the derive's own expansion and
+///   [`Execute`] by calling the function;
+/// - its [`Execute::Args`], `DeleteFileArgs` (hidden from the docs): one field
+///   per parameter, deriving serde's `Deserialize` and schemars' `JsonSchema`
+///   through toolgate, so your crate needs neither dependency. A parameter's
+///   doc comment becomes its field's, which is its description in the schema
+///   the model reads; `#[serde(...)]` and `#[schemars(...)]` on a parameter
+///   move to its field too.
+///
+/// The function must be a free `async fn`: not generic, without `self`, its
+/// parameters plain names of owned types, returning [`ToolOutput`] (or a type
+/// that converts into one). Anything else is refused with an error at the
+/// token that breaks it. The name defaults to the function's; `remote` is
+/// refused, since the function's body runs here. Keys may also go in
+/// `#[tool(...)]` attributes below it, as with the derive.
+///
+/// Write it by its path, `#[toolgate::tool(...)]`. Imported as `tool`, it
+/// shares its name with the derive's `#[tool(...)]` helper: that still works
+/// below `#[derive(Tool)]`, but a `#[tool(...)]` above the derive becomes
+/// ambiguous (E0659).
+#[doc(inline)]
+pub use toolgate_macros::tool;
+
 /// The repository README's examples, compiled as doctests so they cannot
 /// drift from the crate.
 #[doc = include_str!("../../README.md")]
@@ -162,4 +220,28 @@ pub struct RepositoryReadme;
 pub mod __private {
     /// Proves the macro and runtime crates are the same release.
     pub const VERSION_0_1: () = ();
+    // `#[toolgate::tool]` derives serde's and schemars' traits on a tool
+    // function's arguments through these, so a tool author's crate need not
+    // depend on either.
+    pub use schemars;
+    pub use serde;
+
+    /// What a tool function may return: the bound `#[toolgate::tool]` puts on
+    /// its return type, so a wrong one is reported in our words, at that type.
+    #[diagnostic::on_unimplemented(
+        message = "a tool function must return `ToolOutput`, not `{Self}`",
+        label = "the model reads what this returns",
+        note = "return `toolgate::ToolOutput::text(...)`, or `toolgate::ToolOutput::error(...)` for a failure the model should see"
+    )]
+    pub trait ToolFunctionOutput {
+        /// The result as the model sees it.
+        fn into_tool_output(self) -> crate::ToolOutput;
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<O: Into<crate::ToolOutput>> ToolFunctionOutput for O {
+        fn into_tool_output(self) -> crate::ToolOutput {
+            self.into()
+        }
+    }
 }

@@ -50,18 +50,50 @@ const READS: [u64; 2] = [1, 2];
 const FIELDS: [&str; 5] = ["format", "version", "status", "checksum", "body"];
 const BODY_FIELDS: [&str; 3] = ["run", "pending", "input"];
 
-/// A stored run could not be read. The reason says what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A stored run could not be read. The reason says what is wrong; the source,
+/// where there is one, is the parser's own error.
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("corrupt suspended run: {reason}")]
 pub struct CorruptState {
     /// What is wrong.
     pub reason: String,
+    #[source]
+    source: Option<crate::error::Cause>,
 }
 
+impl CorruptState {
+    /// A corrupt state with a reason.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// A corrupt state with a reason and the error that caused it.
+    pub fn with_source(
+        reason: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            reason: reason.into(),
+            source: Some(std::sync::Arc::new(source)),
+        }
+    }
+}
+
+/// Compares reasons: two refusals that read the same are the same to a
+/// caller, whatever their causes' types.
+impl PartialEq for CorruptState {
+    fn eq(&self, other: &Self) -> bool {
+        self.reason == other.reason
+    }
+}
+
+impl Eq for CorruptState {}
+
 fn corrupt<T>(reason: impl Into<String>) -> Result<T, CorruptState> {
-    Err(CorruptState {
-        reason: reason.into(),
-    })
+    Err(CorruptState::new(reason))
 }
 
 /// A suspended run could not be encoded.
@@ -105,6 +137,14 @@ pub enum SuspendedRun {
 }
 
 impl SuspendedRun {
+    /// The format version a document says it was written in, if it says one:
+    /// for a store that keeps columns written under an earlier version's rules
+    /// (a version-1 row's digest column holds the first digest rule's value).
+    pub fn written_version(text: &str) -> Option<u64> {
+        let document = fields(text, "the document").ok()?;
+        header(&document, "version")?.as_u64()
+    }
+
     /// Reads a document of either status that carries a plain checksum.
     pub fn decode(text: &str) -> Result<Self, CorruptState> {
         decode(text, None)
@@ -316,6 +356,13 @@ fn decode(text: &str, key: Option<&IntegrityKey>) -> Result<SuspendedRun, Corrup
         return corrupt(format!(
             "`run.iterations` ({}) exceeds `run.options.max_iterations` ({})",
             state.iterations, state.options.max_iterations
+        ));
+    }
+    if pending.len() > state.options.max_calls_per_turn as usize {
+        return corrupt(format!(
+            "`pending` holds {} calls, more than `run.options.max_calls_per_turn` ({}): no run suspends on such a turn",
+            pending.len(),
+            state.options.max_calls_per_turn
         ));
     }
     suspension(status, state, pending, input)

@@ -56,10 +56,12 @@ pub enum Reply {
     },
 }
 
-/// The model could not answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the model failed: {0}")]
-pub struct ModelError(pub String);
+crate::error::message_error!(
+    /// The model could not answer. Carries the model client's own error as its
+    /// source when there is one.
+    ModelError,
+    "the model failed: "
+);
 
 /// A language model: transcript and tool specs in, text or a turn out.
 pub trait Model: Send + Sync {
@@ -138,6 +140,17 @@ pub enum RunError {
         /// What is wrong.
         problem: &'static str,
         /// The run, with the turn not yet answered.
+        state: Box<RunState>,
+    },
+    /// A host's own loop handed [`Agent::process_turn`] a turn past the run's
+    /// `max_iterations`; nothing of it ran.
+    #[error(
+        "the run has reached its cap of {limit} turns (`max_iterations`); nothing of this turn ran"
+    )]
+    IterationCap {
+        /// The run's cap.
+        limit: u32,
+        /// The run, with the turn not answered.
         state: Box<RunState>,
     },
     /// The model's turn holds more calls than the run allows.
@@ -317,12 +330,22 @@ impl<'a> Agent<'a> {
 
     /// Scans one turn the host's own loop received (already appended to the
     /// transcript by the host or not — this appends nothing but results) and
-    /// runs it or suspends.
+    /// runs it or suspends. The turn is counted in `state.iterations`, as the
+    /// driver counts each model reply: that number is the suspension's place
+    /// in the run, which the turn digest binds, so two suspensions of one run
+    /// never share a digest.
     pub async fn process_turn(
         &self,
-        state: RunState,
+        mut state: RunState,
         calls: Vec<ToolCall>,
     ) -> Result<TurnOutcome, RunError> {
+        if state.iterations >= state.options.max_iterations {
+            return Err(RunError::IterationCap {
+                limit: state.options.max_iterations,
+                state: Box::new(state),
+            });
+        }
+        state.iterations += 1;
         let offered = self.registry.offer(state.options.allow.as_deref()).await;
         self.turn(&offered, state, calls).await
     }

@@ -67,3 +67,15 @@ pub trait OriginRule<T: ?Sized> {
     /// The server a remote tool lives behind.
     fn server(tool: &T) -> Option<&str>;
 }
+
+/// What a pause adds to its turn's digest: nothing for a verdict, the input
+/// tool, its call and its schema for data — so a changed schema names a
+/// different turn.
+#[allow(
+    unreachable_pub,
+    reason = "sealed-trait pattern: public in a private module"
+)]
+pub trait PauseBinding {
+    /// The input pause's tool, call index and schema, if this is one.
+    fn input_binding(&self) -> Option<(&str, usize, &Schema)>;
+}

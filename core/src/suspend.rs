@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::audit::{DecisionKind, DecisionRecord, LogError, now_unix_ms};
 use crate::identity::{self, IdentityError, IdentitySource, Operator};
 use crate::input;
-use crate::sealed::Sealed;
+use crate::sealed::{PauseBinding, Sealed};
 use crate::transcript::{RunState, ToolCall};
 
 /// A run paused on a turn. `S` is the kind of pause and decides which way
@@ -44,13 +44,25 @@ pub struct WaitingForInput {
 impl Sealed for AwaitingApproval {}
 impl Sealed for WaitingForInput {}
 
+impl PauseBinding for AwaitingApproval {
+    fn input_binding(&self) -> Option<(&str, usize, &Schema)> {
+        None
+    }
+}
+
+impl PauseBinding for WaitingForInput {
+    fn input_binding(&self) -> Option<(&str, usize, &Schema)> {
+        Some((&self.tool, self.call_index, &self.schema))
+    }
+}
+
 /// The pauses that take a verdict.
 #[diagnostic::on_unimplemented(
     message = "a run waiting for input cannot be approved or denied",
     label = "this run is `Suspended<{Self}>`",
     note = "submit the user's data with `submit_input`; an input submission is never an approval, and a verdict carries no data"
 )]
-pub trait TakesVerdict: Sealed + Send + Sync + 'static {}
+pub trait TakesVerdict: Sealed + PauseBinding + Send + Sync + 'static {}
 impl TakesVerdict for AwaitingApproval {}
 
 /// The pauses that take input.
@@ -59,7 +71,7 @@ impl TakesVerdict for AwaitingApproval {}
     label = "this run is `Suspended<{Self}>`",
     note = "approve or deny it with `decide`, `approve` or `deny`; the approval path carries no data"
 )]
-pub trait TakesInput: Sealed + Send + Sync + 'static {
+pub trait TakesInput: Sealed + PauseBinding + Send + Sync + 'static {
     #[doc(hidden)]
     fn input_pause(&self) -> &WaitingForInput;
 }
@@ -84,11 +96,18 @@ impl<S> Suspended<S> {
     pub fn pending(&self) -> &[ToolCall] {
         &self.pending
     }
+}
 
+impl<S: PauseBinding> Suspended<S> {
     /// The digest a decider must carry back: see [`turn_digest`]. Show it
     /// beside the turn itself, and nowhere else.
     pub fn digest(&self) -> TurnDigest {
-        turn_digest(&self.state.run_id, self.state.iterations, &self.pending)
+        turn_digest(
+            &self.state.run_id,
+            self.state.iterations,
+            &self.pending,
+            self.pause.input_binding(),
+        )
     }
 
     /// The digest check of SPEC §7: a missing digest and a wrong one are the

@@ -40,8 +40,8 @@ impl Model for ScriptedModel {
         let next = match self.replies.lock() {
             Ok(mut replies) => replies
                 .pop_front()
-                .ok_or_else(|| ModelError("the script has no more replies".into())),
-            Err(_) => Err(ModelError("the script's lock was poisoned".into())),
+                .ok_or_else(|| ModelError::new("the script has no more replies")),
+            Err(_) => Err(ModelError::new("the script's lock was poisoned")),
         };
         Box::pin(async move { next })
     }
@@ -71,7 +71,7 @@ impl DecisionLog for MemoryLog {
             .records
             .lock()
             .map(|mut r| r.push(record.clone()))
-            .map_err(|_| LogError("the in-memory log's lock was poisoned".into()));
+            .map_err(|_| LogError::new("the in-memory log's lock was poisoned"));
         Box::pin(async move { result })
     }
 }

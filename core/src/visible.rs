@@ -31,27 +31,34 @@ use serde_json::Value;
 
 /// True for a character a terminal would interpret, or that a reader could
 /// not see: it is shown escaped.
+///
+/// The set is the C0 and C1 controls and DEL; every Unicode
+/// `Default_Ignorable_Code_Point` (characters a renderer draws as nothing:
+/// zero-width characters and joiners, bidi marks, embeddings, overrides and
+/// isolates, variation selectors, fillers, tag characters and the whole
+/// ignorable plane-14 block, reserved ones included); the remaining format
+/// characters (general category Cf, such as the Arabic number signs and the
+/// Egyptian hieroglyph format controls); and the line and paragraph
+/// separators. A character assigned later inside these ranges is covered
+/// already.
 pub fn is_hidden(c: char) -> bool {
     matches!(c,
         // C0 controls, DEL, C1 controls.
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
-        // Soft hyphen, combining grapheme joiner, Arabic letter mark,
-        // Hangul fillers, Mongolian vowel separator.
-        | '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{180e}'
-        // Zero-width space, joiners, left-to-right and right-to-left marks.
-        | '\u{200b}'..='\u{200f}'
-        // Line and paragraph separators, bidi embeddings and overrides.
-        | '\u{2028}'..='\u{202e}'
-        // Word joiner, invisible operators, bidi isolates, deprecated format
-        // characters.
-        | '\u{2060}'..='\u{206f}'
-        // Hangul filler, variation selectors, byte order mark, halfwidth
-        // Hangul filler, interlinear annotation, object replacement.
-        | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}' | '\u{fff9}'..='\u{fffb}'
-        // Shorthand format controls, musical symbol format controls.
-        | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}'
-        // Tag characters and supplementary variation selectors.
-        | '\u{e0000}'..='\u{e007f}' | '\u{e0100}'..='\u{e01ef}'
+        // Default_Ignorable_Code_Point (DerivedCoreProperties.txt).
+        | '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}'
+        | '\u{17b4}' | '\u{17b5}' | '\u{180b}'..='\u{180f}'
+        | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}'
+        | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}'
+        | '\u{fff0}'..='\u{fff8}' | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0000}'..='\u{e0fff}'
+        // Other format characters (Cf): Arabic and Syriac number signs and
+        // marks, Kaithi number signs, interlinear annotation, Egyptian
+        // hieroglyph format controls.
+        | '\u{600}'..='\u{605}' | '\u{6dd}' | '\u{70f}' | '\u{890}' | '\u{891}' | '\u{8e2}'
+        | '\u{110bd}' | '\u{110cd}' | '\u{fff9}'..='\u{fffb}' | '\u{13430}'..='\u{1343f}'
+        // Line and paragraph separators.
+        | '\u{2028}' | '\u{2029}'
     )
 }
 
@@ -92,13 +99,22 @@ fn escape(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
 /// quotes and backslashes; DEL, C1, bidi and invisible characters it writes
 /// raw).
 pub fn visible_json(value: &Value) -> String {
-    let text = value.to_string();
-    if !text.chars().any(is_hidden) {
-        return text;
+    visible_json_text(&value.to_string()).into_owned()
+}
+
+/// JSON text as serde_json wrote it (compact or pretty), with every hidden
+/// character inside its strings written as a `\u` escape: the same JSON value,
+/// safe to print on a terminal. Line breaks are kept, since serde_json writes
+/// raw ones only between tokens (inside strings it escapes them). For `--json`
+/// output a script parses and a person may read.
+pub fn visible_json_text(text: &str) -> Cow<'_, str> {
+    let hidden = |c: char| c != '\n' && is_hidden(c);
+    if !text.chars().any(hidden) {
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if is_hidden(c) {
+        if hidden(c) {
             let mut units = [0u16; 2];
             for unit in c.encode_utf16(&mut units) {
                 let _ = write!(out, "\\u{unit:04x}");
@@ -107,7 +123,7 @@ pub fn visible_json(value: &Value) -> String {
             out.push(c);
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -117,6 +133,16 @@ mod tests {
     #[test]
     fn every_escape_family_is_shown_not_interpreted() {
         let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2K\r\u{9b}31m\u{202e}\u{2066}\u{200b}\u{feff}\u{e0041}\u{2028}x";
+        for invisible in [
+            '\u{180b}',
+            '\u{17b4}',
+            '\u{e0080}',
+            '\u{fff0}',
+            '\u{13430}',
+            '\u{600}',
+        ] {
+            assert!(is_hidden(invisible), "{invisible:?}");
+        }
         let shown = visible(hostile);
         assert!(!shown.chars().any(is_hidden), "{shown}");
         assert_eq!(
@@ -141,7 +167,12 @@ mod tests {
         let value = serde_json::json!({"k\u{202e}": ["\u{7f}\u{85}", "\u{e0041}", "\u{1b}"]});
         let text = visible_json(&value);
         assert!(!text.chars().any(is_hidden), "{text}");
-        let back: Value = serde_json::from_str(&text).unwrap_or_default();
+        let back: Value = serde_json::from_str(&text).expect("the escaped text is JSON");
         assert_eq!(back, value);
+        let pretty = serde_json::to_string_pretty(&value).expect("a value prints");
+        let shown = visible_json_text(&pretty);
+        assert!(!shown.chars().any(|c| c != '\n' && is_hidden(c)), "{shown}");
+        let again: Value = serde_json::from_str(&shown).expect("the escaped pretty text is JSON");
+        assert_eq!(again, value);
     }
 }

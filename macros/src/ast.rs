@@ -1,8 +1,12 @@
-//! Parsing: `#[tool(...)]` and doc comments into [`Declarations`], recording
-//! every error instead of stopping at the first.
+//! Parsing: `#[tool(...)]` keys and doc comments into [`Declarations`], and a
+//! tool function into [`Function`], recording every error instead of stopping
+//! at the first. The derive and the attribute read their keys with the same
+//! code, so a key means the same thing, and is refused the same way, in both.
 
-use proc_macro2::Span;
-use syn::{Attribute, DeriveInput, Ident, LitStr, Path, Type};
+use proc_macro2::{Span, TokenStream};
+use syn::{Attribute, DeriveInput, FnArg, Ident, ItemFn, LitStr, Pat, Path, Type};
+
+use crate::errors::{Errors, Message};
 
 /// Every key `#[tool(...)]` accepts, as the "expected one of" list says them.
 pub(crate) const KEYS: &str =
@@ -46,14 +50,6 @@ impl Effect {
             Effect::NonIdempotentWrite => "non_idempotent_write",
         }
     }
-
-    pub(crate) fn marker(self) -> &'static str {
-        match self {
-            Effect::ReadOnly => "ReadOnly",
-            Effect::IdempotentWrite => "IdempotentWrite",
-            Effect::NonIdempotentWrite => "NonIdempotentWrite",
-        }
-    }
 }
 
 /// Everything `#[tool(...)]` and the doc comment declared.
@@ -73,33 +69,12 @@ pub(crate) struct Declarations {
     pub(crate) doc: Option<String>,
 }
 
-/// Collects errors so a user with three mistakes sees three errors.
-#[derive(Default)]
-pub(crate) struct Errors(Vec<syn::Error>);
-
-impl Errors {
-    pub(crate) fn push(&mut self, error: syn::Error) {
-        self.0.push(error);
-    }
-
-    pub(crate) fn spanned(
-        &mut self,
-        tokens: impl quote::ToTokens,
-        message: impl std::fmt::Display,
-    ) {
-        self.0.push(syn::Error::new_spanned(tokens, message));
-    }
-
-    pub(crate) fn at(&mut self, span: Span, message: impl std::fmt::Display) {
-        self.0.push(syn::Error::new(span, message));
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub(crate) fn into_compile_errors(self) -> proc_macro2::TokenStream {
-        self.0.into_iter().map(|e| e.to_compile_error()).collect()
+impl Declarations {
+    /// Where `toolgate` is: `crate = path`, or `::toolgate`.
+    pub(crate) fn krate(&self) -> Path {
+        self.krate
+            .as_ref()
+            .map_or_else(|| syn::parse_quote!(::toolgate), |k| k.value.clone())
     }
 }
 
@@ -108,7 +83,8 @@ fn set<T>(errors: &mut Errors, slot: &mut Option<Spanned<T>>, key: &Ident, value
     if let Some(first) = slot {
         errors.spanned(
             key,
-            format_args!("duplicate `#[tool]` key `{key}`: each key may be given once"),
+            Message::new(format_args!("duplicate `#[tool]` key `{key}`"))
+                .help("each key may be given once"),
         );
         errors.spanned(&first.key, format_args!("`{key}` first given here"));
     } else {
@@ -119,17 +95,41 @@ fn set<T>(errors: &mut Errors, slot: &mut Option<Spanned<T>>, key: &Ident, value
     }
 }
 
-pub(crate) fn parse(input: &DeriveInput, errors: &mut Errors) -> Declarations {
+/// The derive: keys from every `#[tool(...)]` on the type.
+pub(crate) fn parse_derive(input: &DeriveInput, errors: &mut Errors) -> Declarations {
     let mut decl = Declarations {
         doc: doc_comment(&input.attrs),
         ..Declarations::default()
     };
-    for attr in input.attrs.iter().filter(|a| a.path().is_ident("tool")) {
-        if let Err(error) = attr.parse_nested_meta(|meta| parse_key(&meta, &mut decl, errors)) {
+    parse_tool_attrs(&input.attrs, &mut decl, errors);
+    decl
+}
+
+/// The attribute: keys from its arguments, then from any `#[tool(...)]`
+/// below it on the function (which [`parse_function`] removes).
+pub(crate) fn parse_attribute(
+    args: TokenStream,
+    attrs: &[Attribute],
+    errors: &mut Errors,
+) -> Declarations {
+    let mut decl = Declarations {
+        doc: doc_comment(attrs),
+        ..Declarations::default()
+    };
+    let parser = syn::meta::parser(|meta| parse_key(&meta, &mut decl, errors));
+    if let Err(error) = syn::parse::Parser::parse2(parser, args) {
+        errors.push(error);
+    }
+    parse_tool_attrs(attrs, &mut decl, errors);
+    decl
+}
+
+fn parse_tool_attrs(attrs: &[Attribute], decl: &mut Declarations, errors: &mut Errors) {
+    for attr in attrs.iter().filter(|a| a.path().is_ident("tool")) {
+        if let Err(error) = attr.parse_nested_meta(|meta| parse_key(&meta, decl, errors)) {
             errors.push(error);
         }
     }
-    decl
 }
 
 fn parse_key(
@@ -140,7 +140,7 @@ fn parse_key(
     let Some(key) = meta.path.get_ident().cloned() else {
         errors.spanned(
             &meta.path,
-            format_args!("unknown `#[tool]` key; expected one of: {KEYS}"),
+            Message::new("unknown `#[tool]` key").help(format_args!("expected one of: {KEYS}")),
         );
         return skip_value(meta);
     };
@@ -154,7 +154,8 @@ fn parse_key(
             if value.value().trim().is_empty() {
                 errors.spanned(
                     &value,
-                    "the description is empty: tell the model what the tool does",
+                    Message::new("the description is empty")
+                        .help("tell the model what the tool does"),
                 );
             }
             set(errors, &mut decl.description, &key, value);
@@ -183,16 +184,19 @@ fn parse_key(
         other if other.contains("approval") || other.contains("approve") => {
             errors.spanned(
                 &key,
-                format_args!(
-                    "unknown `#[tool]` key `{other}`: approval cannot be switched off; a declared write always needs approval, and `requires_approval` only adds it to a `read_only` tool; expected one of: {KEYS}"
-                ),
+                Message::new(format_args!(
+                    "unknown `#[tool]` key `{other}`: approval cannot be switched off"
+                ))
+                .note("a declared write always needs approval, and `requires_approval` only adds it to a `read_only` tool")
+                .help(format_args!("expected one of: {KEYS}")),
             );
             return skip_value(meta);
         }
         other => {
             errors.spanned(
                 &key,
-                format_args!("unknown `#[tool]` key `{other}`; expected one of: {KEYS}"),
+                Message::new(format_args!("unknown `#[tool]` key `{other}`"))
+                    .help(format_args!("expected one of: {KEYS}")),
             );
             return skip_value(meta);
         }
@@ -225,10 +229,8 @@ fn parse_effect(
     if effect.is_none() {
         errors.spanned(
             &ident,
-            format_args!(
-                "unknown effect `{ident}`; expected one of: {}",
-                Effect::NAMES
-            ),
+            Message::new(format_args!("unknown effect `{ident}`"))
+                .help(format_args!("expected one of: {}", Effect::NAMES)),
         );
     }
     set(errors, &mut decl.effect, key, (effect, ident.span()));
@@ -247,7 +249,9 @@ fn marker_value(meta: &syn::meta::ParseNestedMeta<'_>, errors: &mut Errors) -> s
     if off {
         errors.spanned(
             &value,
-            "approval cannot be switched off: a declared write always needs approval, and a `read_only` tool without `requires_approval` already runs unattended; remove `requires_approval = false`",
+            Message::new("approval cannot be switched off")
+                .note("a declared write always needs approval, and a `read_only` tool without `requires_approval` already runs unattended")
+                .help("remove `requires_approval = false`"),
         );
     } else {
         errors.spanned(
@@ -301,15 +305,61 @@ fn doc_comment(attrs: &[Attribute]) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// The span of the type's name, where errors about the whole declaration go.
-pub(crate) fn ident_span(input: &DeriveInput) -> Span {
-    input.ident.span()
+/// A tool function, split into what stays on the function and what becomes
+/// the tool's arguments.
+pub(crate) struct Function {
+    /// The function as it is emitted again: without the `#[tool(...)]`
+    /// attributes (read into the declarations) and without the parameter
+    /// attributes that belong to the arguments' fields (rustc refuses doc
+    /// comments on parameters).
+    pub(crate) item: ItemFn,
+    /// Every parameter but a `self` receiver, in order.
+    pub(crate) params: Vec<Param>,
+}
+
+/// One parameter of a tool function.
+pub(crate) struct Param {
+    /// `#[doc]`, `#[serde]` and `#[schemars]`: moved to the argument's field,
+    /// where the doc comment becomes the schema's description.
+    pub(crate) field_attrs: Vec<Attribute>,
+    /// `#[cfg]` and `#[cfg_attr]`, which the arguments cannot follow.
+    pub(crate) cfg: Vec<Attribute>,
+    pub(crate) pat: Pat,
+    pub(crate) ty: Type,
+}
+
+pub(crate) fn parse_function(mut item: ItemFn) -> Function {
+    item.attrs.retain(|a| !a.path().is_ident("tool"));
+    let mut params = Vec::new();
+    for arg in &mut item.sig.inputs {
+        match arg {
+            FnArg::Typed(typed) => {
+                let (field_attrs, kept): (Vec<_>, Vec<_>) = typed.attrs.drain(..).partition(|a| {
+                    let path = a.path();
+                    path.is_ident("doc") || path.is_ident("serde") || path.is_ident("schemars")
+                });
+                typed.attrs = kept;
+                params.push(Param {
+                    field_attrs,
+                    cfg: typed
+                        .attrs
+                        .iter()
+                        .filter(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
+                        .cloned()
+                        .collect(),
+                    pat: (*typed.pat).clone(),
+                    ty: (*typed.ty).clone(),
+                });
+            }
+            FnArg::Receiver(receiver) => receiver.attrs.retain(|a| !a.path().is_ident("doc")),
+        }
+    }
+    Function { item, params }
 }
 
 /// `ReadFile` → `read_file`; `HTTPGet` → `http_get`.
 pub(crate) fn snake_case(ident: &Ident) -> String {
-    let name = ident.to_string();
-    let name = name.strip_prefix("r#").unwrap_or(&name);
+    let name = unraw(ident);
     let chars: Vec<char> = name.chars().collect();
     let mut out = String::with_capacity(name.len() + 4);
     for (i, &c) in chars.iter().enumerate() {
@@ -327,4 +377,70 @@ pub(crate) fn snake_case(ident: &Ident) -> String {
         }
     }
     out
+}
+
+/// `delete_file` → `DeleteFile`: the tool type made from a function.
+pub(crate) fn upper_camel_case(ident: &Ident) -> Ident {
+    let mut out = String::new();
+    for word in unraw(ident).split('_').filter(|w| !w.is_empty()) {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            out.extend(first.to_uppercase());
+            out.push_str(chars.as_str());
+        }
+    }
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert_str(0, "Tool");
+    }
+    Ident::new(&out, ident.span())
+}
+
+/// The identifier as the model should read it: without `r#`.
+pub(crate) fn unraw(ident: &Ident) -> String {
+    let name = ident.to_string();
+    match name.strip_prefix("r#") {
+        Some(bare) => bare.to_owned(),
+        None => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{snake_case, upper_camel_case};
+    use syn::Ident;
+
+    fn ident(name: &str) -> Ident {
+        syn::parse_str(name).expect("a valid identifier")
+    }
+
+    #[test]
+    fn type_names_become_snake_case() {
+        for (ty, name) in [
+            ("ReadFile", "read_file"),
+            ("HTTPGet", "http_get"),
+            ("HTTPFetchPage", "http_fetch_page"),
+            ("Sha256Sum", "sha256_sum"),
+            ("r#Type", "type"),
+        ] {
+            assert_eq!(snake_case(&ident(ty)), name, "{ty}");
+        }
+    }
+
+    #[test]
+    fn function_names_become_upper_camel_case() {
+        for (function, ty) in [
+            ("delete_file", "DeleteFile"),
+            ("read", "Read"),
+            ("http_get_v2", "HttpGetV2"),
+            ("_private_helper", "PrivateHelper"),
+            ("r#type", "Type"),
+            ("__", "Tool"),
+        ] {
+            assert_eq!(
+                upper_camel_case(&ident(function)).to_string(),
+                ty,
+                "{function}"
+            );
+        }
+    }
 }

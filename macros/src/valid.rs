@@ -1,11 +1,41 @@
-//! Validation: the rules of SPEC §3 that the derive can see, reported under
+//! Validation: the rules of SPEC §3 that the macros can see, reported under
 //! the tokens the user wrote. The traits enforce the same rules on hand-written
 //! impls; these errors come first and point more precisely.
+//!
+//! [`check`] holds the rules on declarations, for the derive and the attribute
+//! alike; [`derive_input`] and [`function`] hold what only one of them can
+//! get wrong.
 
 use proc_macro2::Span;
-use syn::{DeriveInput, Type};
+use syn::{Attribute, DeriveInput, Ident, Pat, Type};
 
-use crate::ast::{self, Declarations, Effect, Errors};
+use crate::ast::{self, Declarations, Effect, Function};
+use crate::errors::{Errors, Message};
+
+/// What the declarations are attached to.
+#[derive(Clone, Copy)]
+pub(crate) enum Subject<'a> {
+    /// A struct or enum with `#[derive(Tool)]`.
+    Type(&'a Ident),
+    /// An `async fn` with `#[toolgate::tool(...)]`.
+    Function(&'a Ident),
+}
+
+impl<'a> Subject<'a> {
+    fn ident(self) -> &'a Ident {
+        match self {
+            Subject::Type(ident) | Subject::Function(ident) => ident,
+        }
+    }
+
+    /// A key as the user would add it, for an "add ..." help.
+    fn key(self, key: &str) -> String {
+        match self {
+            Subject::Type(_) => format!("`#[tool({key})]`"),
+            Subject::Function(_) => format!("`{key}` to `#[toolgate::tool(...)]`"),
+        }
+    }
+}
 
 /// The gate the expansion names, decided from validated declarations.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -15,18 +45,6 @@ pub(crate) enum Gate {
     ApprovalByEffect,
     ApprovalByOperator,
     WaitsForInput,
-}
-
-impl Gate {
-    pub(crate) fn type_name(self) -> &'static str {
-        match self {
-            Gate::Runs => "Runs",
-            Gate::ApprovalByMarker => "ApprovalByMarker",
-            Gate::ApprovalByEffect => "ApprovalByEffect",
-            Gate::ApprovalByOperator => "ApprovalByOperator",
-            Gate::WaitsForInput => "WaitsForInput",
-        }
-    }
 }
 
 /// A declaration that passed every check.
@@ -43,89 +61,53 @@ pub(crate) struct Model {
 
 const INPUT_WHY: &str = "the approval scan runs before the input scan and the approval resume carries no input, so the tool would ask for approval on every turn and never run";
 
+/// The rules on declarations. Returns the model when the declarations are
+/// complete; whether they are lawful is for [`Errors::finish`] to say.
 pub(crate) fn check(
-    input: &DeriveInput,
+    subject: Subject<'_>,
     decl: &Declarations,
     errors: &mut Errors,
 ) -> Option<Model> {
-    let here = ast::ident_span(input);
-
-    if !matches!(input.data, syn::Data::Struct(_) | syn::Data::Enum(_)) {
-        errors.at(
-            here,
-            "`#[derive(Tool)]` is for structs and enums: a tool is a value the registry holds",
-        );
-    }
+    let here = subject.ident();
 
     let effect = if let Some(e) = &decl.effect {
         e.value.0.map(|effect| (effect, e.value.1))
     } else {
-        {
-            errors.at(
-                here,
-                format_args!(
-                    "`{}` declares no effect: every tool must say what a call does; add `#[tool(effect = ...)]` with one of: {}",
-                    input.ident,
+        errors.spanned(
+            here,
+            Message::new(format_args!("`{here}` declares no effect"))
+                .note("every tool must say what a call does")
+                .help(format_args!(
+                    "add {} with one of: {}",
+                    subject.key("effect = ..."),
                     Effect::NAMES
-                ),
-            );
-            None
-        }
+                )),
+        );
+        None
     };
 
     let description = match (&decl.description, &decl.doc) {
         (Some(d), _) => Some(d.value.value().trim().to_owned()),
         (None, Some(doc)) => Some(doc.clone()),
         (None, None) => {
-            errors.at(
+            errors.spanned(
                 here,
-                format_args!(
-                    "`{}` has no description: the model must be told what a tool does; add a doc comment or `#[tool(description = \"...\")]`",
-                    input.ident
-                ),
+                Message::new(format_args!("`{here}` has no description"))
+                    .note("the model must be told what a tool does")
+                    .help(format_args!(
+                        "add a doc comment or {}",
+                        subject.key("description = \"...\"")
+                    )),
             );
             None
         }
     };
 
-    if let (Some(op), None) = (&decl.operator_approval, &decl.remote) {
-        errors.spanned(
-            &op.key,
-            "`operator_approval` needs `remote`: an operator's declaration stands in for reading the code only when the tool's body lives on a server; a builtin's approval follows from its effect or `requires_approval`",
-        );
-    }
-
-    if let Some(remote) = &decl.remote
-        && decl.operator_approval.is_none()
-        && decl.requires_approval.is_none()
-    {
-        errors.spanned(
-            &remote.key,
-            "a remote tool must name its approval source: a server nobody has judged asks first; add `operator_approval` (approval from the operator's per-server declaration, with `impl RemoteApproval`) or `requires_approval` (always ask)",
-        );
-    }
-
+    check_origin(subject, decl, errors);
     check_input(decl, effect, errors);
-
-    let name = match &decl.name {
-        Some(n) => {
-            let value = n.value.value();
-            if let Some(problem) = name_problem(&value) {
-                errors.spanned(
-                    &n.value,
-                    format_args!("unusable tool name `{value}`: {problem}"),
-                );
-            }
-            value
-        }
-        None => ast::snake_case(&input.ident),
-    };
+    let name = tool_name(subject, decl, errors);
 
     let (effect, effect_span) = effect?;
-    let description = description?;
-    if !errors.is_empty() {
-        return None;
-    }
     let remote = decl.remote.is_some();
     let gate = if decl.input.is_some() {
         Gate::WaitsForInput
@@ -140,7 +122,7 @@ pub(crate) fn check(
     };
     Some(Model {
         name,
-        description,
+        description: description?,
         effect,
         effect_span,
         remote,
@@ -148,6 +130,72 @@ pub(crate) fn check(
         input: decl.input.as_ref().map(|i| i.value.clone()),
         gate,
     })
+}
+
+/// Rules 3 and 8 as the declarations show them: where the body lives, and
+/// who decides on approval for a remote tool.
+fn check_origin(subject: Subject<'_>, decl: &Declarations, errors: &mut Errors) {
+    if let (Subject::Function(_), Some(remote)) = (subject, &decl.remote) {
+        errors.spanned(
+            &remote.key,
+            Message::new("a tool function cannot be `remote`")
+                .note("its body is this function, which runs here")
+                .help("for a tool that lives on a server, derive `Tool` on a type and implement `RemoteTool`"),
+        );
+        return;
+    }
+
+    if let (Some(op), None) = (&decl.operator_approval, &decl.remote) {
+        errors.spanned(
+            &op.key,
+            Message::new("`operator_approval` needs `remote`")
+                .note("an operator's declaration stands in for reading the code only when the tool's body lives on a server; a builtin's approval follows from its effect or `requires_approval`"),
+        );
+    }
+
+    if let Some(remote) = &decl.remote
+        && decl.operator_approval.is_none()
+        && decl.requires_approval.is_none()
+    {
+        errors.spanned(
+            &remote.key,
+            Message::new("a remote tool must name its approval source")
+                .note("a server nobody has judged asks first")
+                .help("add `operator_approval` (approval from the operator's per-server declaration, with `impl RemoteApproval`) or `requires_approval` (always ask)"),
+        );
+    }
+}
+
+/// The name the model calls the tool by, held to the tool-name rule whether
+/// the user wrote it or it was derived.
+fn tool_name(subject: Subject<'_>, decl: &Declarations, errors: &mut Errors) -> String {
+    if let Some(n) = &decl.name {
+        let value = n.value.value();
+        if let Some(problem) = name_problem(&value) {
+            errors.spanned(
+                &n.value,
+                Message::new(format_args!(
+                    "unusable tool name `{}`",
+                    value.escape_debug()
+                ))
+                .note(problem),
+            );
+        }
+        return value;
+    }
+    let (value, from) = match subject {
+        Subject::Type(ident) => (ast::snake_case(ident), "the type's name in snake_case"),
+        Subject::Function(ident) => (ast::unraw(ident), "the function's name"),
+    };
+    if let Some(problem) = name_problem(&value) {
+        errors.spanned(
+            subject.ident(),
+            Message::new(format_args!("unusable tool name `{value}`"))
+                .note(format_args!("{problem}; the name defaults to {from}"))
+                .help(format_args!("add {}", subject.key("name = \"...\""))),
+        );
+    }
+    value
 }
 
 /// Rules 1, 2 and 5: nothing that approval binds may also require input.
@@ -161,47 +209,190 @@ fn check_input(decl: &Declarations, effect: Option<(Effect, Span)>, errors: &mut
     {
         errors.spanned(
             key,
-            format_args!(
-                "a tool that declares `{}` cannot require input: its write needs approval, and {INPUT_WHY}; remove `input`, or split the tool into one that asks for the data and one that writes",
+            Message::new(format_args!(
+                "a tool that declares `{}` cannot require input",
                 e.0.name()
-            ),
+            ))
+            .note(format_args!("its write needs approval, and {INPUT_WHY}"))
+            .help("remove `input`, or split the tool into one that asks for the data and one that writes"),
         );
         errors.at(e.1, "the write that needs approval is declared here");
     }
     if let Some(marker) = &decl.requires_approval {
         errors.spanned(
             key,
-            format_args!(
-                "a tool with `requires_approval` cannot require input: {INPUT_WHY}; keep one of `requires_approval` and `input`"
-            ),
+            Message::new("a tool with `requires_approval` cannot require input")
+                .note(INPUT_WHY)
+                .help("keep one of `requires_approval` and `input`"),
         );
         errors.spanned(&marker.key, "approval is required here");
     }
     if let Some(op) = &decl.operator_approval {
         errors.spanned(
             key,
-            format_args!(
-                "a tool with `operator_approval` cannot require input: the operator's declaration defaults to \"approval required\", and {INPUT_WHY}; remove `input` or `operator_approval`"
-            ),
+            Message::new("a tool with `operator_approval` cannot require input")
+                .note(format_args!(
+                    "the operator's declaration defaults to \"approval required\", and {INPUT_WHY}"
+                ))
+                .help("remove `input` or `operator_approval`"),
         );
         errors.spanned(&op.key, "approval comes from the operator here");
     }
 }
 
-/// The tool-name rule (1–64 ASCII letters, digits, `_ - .`), checked early on
-/// literal names; the registry's boot check applies `toolgate::registry::tool_name_problem`
-/// to every name at run time.
+/// The tool-name rule (1–64 bytes of ASCII letters, digits, `_ - .`), checked
+/// early on names known at compile time; the registry's boot check applies
+/// `toolgate::registry::tool_name_problem` to every name at run time. The two
+/// are held to one table of cases, `tool_name_cases.rs`.
 fn name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
-        Some("a name must not be empty")
+        Some("the name is empty")
     } else if name.len() > 64 {
-        Some("a name may be at most 64 characters long")
+        Some("the name is longer than 64 characters")
     } else if !name
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
     {
-        Some("a name may only hold ASCII letters, digits, `_`, `-` and `.`")
+        Some("the name may only hold ASCII letters, digits, `_`, `-` and `.`")
     } else {
         None
+    }
+}
+
+/// What only the derive can get wrong: the kind of type.
+pub(crate) fn derive_input(input: &DeriveInput, errors: &mut Errors) {
+    if let syn::Data::Union(_) = input.data {
+        errors.spanned(
+            &input.ident,
+            Message::new("`#[derive(Tool)]` is for structs and enums")
+                .note("a tool is a value the registry holds"),
+        );
+    }
+}
+
+/// A tool function's signature, once it passed every check: the arguments in
+/// order, and what the function returns.
+pub(crate) struct Signature {
+    pub(crate) args: Vec<Arg>,
+    pub(crate) output: Type,
+}
+
+/// One argument: the parameter's name and type, and the attributes its field
+/// takes over.
+pub(crate) struct Arg {
+    pub(crate) ident: Ident,
+    pub(crate) ty: Type,
+    pub(crate) attrs: Vec<Attribute>,
+}
+
+/// What only a tool function can get wrong: a signature the registry cannot
+/// call with the model's arguments.
+pub(crate) fn function(f: &Function, errors: &mut Errors) -> Option<Signature> {
+    let sig = &f.item.sig;
+    if sig.asyncness.is_none() {
+        errors.spanned(
+            sig.fn_token,
+            Message::new("a tool function must be `async`")
+                .note("the registry awaits every call")
+                .help("write `async fn`"),
+        );
+    }
+    if let Some(unsafety) = &sig.unsafety {
+        errors.spanned(
+            unsafety,
+            Message::new("a tool function cannot be `unsafe`")
+                .note("the registry calls it with whatever arguments the model sends"),
+        );
+    }
+    let why_concrete = "each argument is deserialised from the model's JSON into one concrete type";
+    if !sig.generics.params.is_empty() {
+        errors.spanned(
+            &sig.generics,
+            Message::new("a tool function cannot be generic").note(why_concrete),
+        );
+    } else if let Some(clause) = &sig.generics.where_clause {
+        errors.spanned(
+            clause,
+            Message::new("a tool function cannot have a `where` clause").note(why_concrete),
+        );
+    }
+    if let Some(receiver) = sig.receiver() {
+        errors.spanned(
+            receiver,
+            Message::new("a tool function cannot take `self`")
+                .note("`#[toolgate::tool]` makes a tool type of its own from a free function, whose parameters are the tool's arguments")
+                .help("move the function out of the `impl` block, or derive `Tool` on the type and implement `Execute`"),
+        );
+    }
+
+    let mut args = Vec::new();
+    for param in &f.params {
+        for cfg in &param.cfg {
+            errors.spanned(
+                cfg,
+                Message::new("a tool function's parameter cannot be conditional").note(
+                    "each parameter is a field of the tool's arguments, which every call passes",
+                ),
+            );
+        }
+        match &param.ty {
+            Type::Reference(_) => errors.spanned(
+                &param.ty,
+                Message::new("a tool function's parameter cannot borrow")
+                    .note("arguments are deserialised from the model's JSON into owned values")
+                    .help("take an owned type, such as `String` for `&str`"),
+            ),
+            Type::ImplTrait(_) => errors.spanned(
+                &param.ty,
+                Message::new("a tool function cannot be generic").note(why_concrete),
+            ),
+            _ => {}
+        }
+        match &param.pat {
+            Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => args.push(Arg {
+                ident: pat.ident.clone(),
+                ty: param.ty.clone(),
+                attrs: param.field_attrs.clone(),
+            }),
+            pat => errors.spanned(
+                pat,
+                Message::new("a tool function's parameter must be a plain name")
+                    .note("each parameter is an argument the model fills in by its name")
+                    .help("write `name: Type`, and destructure inside the function"),
+            ),
+        }
+    }
+
+    let output = match &sig.output {
+        syn::ReturnType::Type(_, ty) => Some((**ty).clone()),
+        syn::ReturnType::Default => {
+            errors.spanned(
+                &sig.ident,
+                Message::new("a tool function must return `ToolOutput`")
+                    .note("what it returns is what the model reads")
+                    .help("add `-> toolgate::ToolOutput`"),
+            );
+            None
+        }
+    };
+    Some(Signature {
+        args,
+        output: output?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_problem;
+
+    /// The same table `toolgate::registry::tool_name_problem` is tested
+    /// against (ui-tests/tests/tool_names.rs).
+    const CASES: &[(&str, Option<&str>)] = &include!("tool_name_cases.rs");
+
+    #[test]
+    fn name_rule_follows_the_shared_table() {
+        for &(name, problem) in CASES {
+            assert_eq!(name_problem(name), problem, "{name:?}");
+        }
     }
 }

@@ -280,7 +280,7 @@ impl DecisionLog for ClaimedLog {
             if matches {
                 Ok(())
             } else {
-                Err(LogError(format!(
+                Err(LogError::new(format!(
                     "the decision ({} by {}) is not the one claimed ({} by {})",
                     record.verdict.as_str(),
                     record.decided_by,
@@ -400,16 +400,25 @@ impl Store {
             digest.as_str(),
             run.state().requested_by.as_str(),
         ];
+        // A version-1 row's digest column holds the first digest rule's
+        // value, which no longer names the turn; it is neither compared nor
+        // used (the claim checks the digest against the document).
+        let v1 = SuspendedRun::written_version(&document) == Some(1);
         for ((what, column), inside) in columns.iter().zip(inside) {
-            if column != inside {
-                return Ok(Err(CorruptState {
-                    reason: format!(
-                        "the stored {what} column (`{}`) disagrees with the document (`{}`): the row was changed outside the store",
-                        toolgate::visible::visible(column),
-                        toolgate::visible::visible(inside)
-                    ),
-                }));
+            if column == inside || (v1 && *what == "digest") {
+                continue;
             }
+            // A digest is shown only beside its turn, never in an error.
+            let reason = if *what == "digest" {
+                "the stored digest column disagrees with the document: the row was changed outside the store".to_owned()
+            } else {
+                format!(
+                    "the stored {what} column (`{}`) disagrees with the document (`{}`): the row was changed outside the store",
+                    toolgate::visible::visible(column),
+                    toolgate::visible::visible(inside)
+                )
+            };
+            return Ok(Err(CorruptState::new(reason)));
         }
         Ok(Ok(run))
     }
@@ -608,6 +617,7 @@ impl Store {
                 run_id: run_id.to_owned(),
             });
         }
+        refuse_replay(&mut tx, run_id, &expected).await?;
         let run = fitting::<S>(run_id, run, verdict)?;
         let now = now_ms();
         let claimed = sqlx::query(
@@ -737,6 +747,30 @@ impl Store {
             records.push(record);
         }
         Ok(records)
+    }
+}
+
+/// A digest names one suspension of one run: a decision already taken on it
+/// means an open row replays a decided turn (a copied or reopened row), never
+/// a new one.
+async fn refuse_replay(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    run_id: &str,
+    digest: &TurnDigest,
+) -> Result<(), ClaimError> {
+    let replayed: Option<String> = sqlx::query_scalar(
+        "SELECT decided_by FROM decision WHERE run_id = ? AND digest = ? LIMIT 1",
+    )
+    .bind(run_id)
+    .bind(digest.as_str())
+    .fetch_optional(&mut **tx)
+    .await?;
+    match replayed {
+        Some(by) => Err(ClaimError::AlreadyDecided {
+            run_id: run_id.to_owned(),
+            by: Some(by),
+        }),
+        None => Ok(()),
     }
 }
 

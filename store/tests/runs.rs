@@ -922,3 +922,85 @@ async fn self_decided_is_judged_on_normalised_names() {
     assert_eq!(record.decided_by, "ALICE");
     assert!(Operator::new(" ", IdentitySource::Flag).is_err());
 }
+
+/// A decided suspension copied into a new open row — or a decided row set
+/// back to open — is a replay: its digest names a turn already decided, and
+/// the claim refuses it, key or no key.
+#[tokio::test]
+async fn a_decided_turn_copied_into_a_new_open_row_is_refused_as_a_replay() {
+    let dir = temp();
+    let store = open(&dir).await.with_integrity_key(key());
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    store.save_suspended(&run).await.unwrap();
+    let digest = run.digest();
+    let first = store
+        .decide(
+            run.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            DecisionKind::Approved,
+            claim_only,
+        )
+        .await;
+    assert!(first.is_ok(), "{first:?}");
+    let copied = sqlx::query(
+        "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
+         SELECT run_id, status, document, digest, requested_by, created_at FROM suspended_run
+         WHERE run_id = ?",
+    )
+    .bind(run.run_id())
+    .execute(store.pool())
+    .await;
+    copied.expect("the copy is written");
+    let again = store
+        .decide(
+            run.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            DecisionKind::Approved,
+            unreachable::<AwaitingApproval>,
+        )
+        .await;
+    match again {
+        Err(DecideError::Claim(ClaimError::AlreadyDecided { by, .. })) => {
+            assert_eq!(by.as_deref(), Some("bob"));
+        }
+        other => panic!("expected the replay to be refused, got {other:?}"),
+    }
+}
+
+/// A row written by the previous release holds the first digest rule's value
+/// in its digest column: it still loads, lists without a problem, and is
+/// decided with the digest `runs show` computes now.
+#[tokio::test]
+async fn a_version_1_row_with_its_old_digest_column_can_still_be_decided() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let document = include_str!("../../tests/fixtures/v1-awaiting-approval.json").trim_end();
+    let run = SuspendedRun::decode(document).expect("the v1 fixture decodes");
+    let inserted = sqlx::query(
+        "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
+         VALUES (?, 'awaiting_approval', ?, ?, 'alice', 0)",
+    )
+    .bind(run.run_id())
+    .bind(document)
+    .bind("sha256:73c17e85ad0c792e2db8ef8c24b1a5d6fdc43c15a2cd3f69a3095eb5dd02c6c0")
+    .execute(store.pool())
+    .await;
+    inserted.expect("the v1 row is written");
+    assert!(store.load_suspended(run.run_id()).await.is_ok());
+    let listed = store.open_runs().await.unwrap();
+    assert_eq!(listed[0].problem, None);
+    let digest = run.digest();
+    let decided = store
+        .decide(
+            run.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            DecisionKind::Denied,
+            claim_only,
+        )
+        .await;
+    assert!(decided.is_ok(), "{decided:?}");
+}

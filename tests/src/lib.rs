@@ -430,7 +430,7 @@ impl toolgate::audit::DecisionLog for JournalLog {
         Box::pin(async move {
             if self.fail.load(Ordering::SeqCst) {
                 self.journal.push("log failed");
-                return Err(toolgate::audit::LogError("disk full".into()));
+                return Err(toolgate::audit::LogError::new("disk full"));
             }
             self.journal.push(format!(
                 "record {} by {}",

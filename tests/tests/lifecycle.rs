@@ -663,6 +663,7 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
             run.run_id(),
             run.state().iterations,
             &[call("1", "write_note", json!({"x": 1}))],
+            None,
         )),
     ] {
         let before = run.clone();
@@ -691,7 +692,7 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
     );
     assert_eq!(
         run.digest(),
-        toolgate::suspend::turn_digest(run.run_id(), run.state().iterations, run.pending())
+        toolgate::suspend::turn_digest(run.run_id(), run.state().iterations, run.pending(), None)
     );
     let decision = approve(&run, "bob");
     let run = match run.decide(&agent, decision).await {
@@ -922,4 +923,41 @@ async fn binding_one_runs_digest_does_not_approve_another() {
     let (_, reason) = refused(b.decide(&second.agent(), decision).await);
     assert_eq!(reason, Refusal::UnknownTurn { carried: true });
     assert!(second.journal.entries().is_empty());
+}
+
+/// A host's own loop: each `process_turn` counts the turn, so two suspensions
+/// of one run on identical calls have different digests, and the first one's
+/// digest does not approve the second. Past the cap nothing runs.
+#[tokio::test]
+async fn binding_process_turn_counts_turns_so_suspensions_never_share_a_digest() {
+    let world = World::new([]);
+    let agent = world.agent();
+    let state = toolgate::run::RunState {
+        run_id: "host-loop".into(),
+        requested_by: "alice".into(),
+        transcript: Vec::new(),
+        iterations: 0,
+        options: RunOptions {
+            max_iterations: 2,
+            ..RunOptions::default()
+        },
+    };
+    let calls = || vec![call("1", "write_note", json!({}))];
+    let first = match agent.process_turn(state.clone(), calls()).await {
+        Ok(toolgate::run::TurnOutcome::AwaitingApproval(run)) => run,
+        other => panic!("expected an approval pause, got {other:?}"),
+    };
+    let second = match agent.process_turn(first.state().clone(), calls()).await {
+        Ok(toolgate::run::TurnOutcome::AwaitingApproval(run)) => run,
+        other => panic!("expected an approval pause, got {other:?}"),
+    };
+    assert_ne!(first.digest(), second.digest());
+    let decision = approve(&first, "bob");
+    let (second, reason) = refused(second.decide(&agent, decision).await);
+    assert_eq!(reason, Refusal::UnknownTurn { carried: true });
+    match agent.process_turn(second.state().clone(), calls()).await {
+        Err(RunError::IterationCap { limit: 2, .. }) => {}
+        other => panic!("expected the cap, got {other:?}"),
+    }
+    assert!(world.journal.entries().is_empty(), "nothing ran");
 }

@@ -41,7 +41,12 @@ fn golden_v2_awaiting_approval_decodes() {
     );
     assert_eq!(
         run.digest(),
-        toolgate::suspend::turn_digest(&run.state().run_id, run.state().iterations, run.pending())
+        toolgate::suspend::turn_digest(
+            &run.state().run_id,
+            run.state().iterations,
+            run.pending(),
+            None
+        )
     );
     // The digest binds the run and the suspension; the digest the first rule
     // gave this turn (the calls alone) names no turn any more.
@@ -566,4 +571,20 @@ fn a_keyed_document_refuses_a_re_sealed_change() {
             "{name}"
         );
     }
+}
+
+/// A stored turn larger than its own run's cap is refused at load: no run
+/// suspends on such a turn, so only a hand-written document holds one.
+#[test]
+fn a_stored_turn_over_its_cap_is_refused() {
+    let text = sealed(AWAITING, |d| {
+        *at(d, "/run/options/max_calls_per_turn") = json!(1);
+    });
+    let reason = SuspendedRun::decode(&text).err().map(|e| e.reason);
+    assert_eq!(
+        reason.as_deref(),
+        Some(
+            "`pending` holds 2 calls, more than `run.options.max_calls_per_turn` (1): no run suspends on such a turn"
+        )
+    );
 }

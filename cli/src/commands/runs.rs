@@ -104,6 +104,7 @@ pub(super) async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> R
         run.state().requested_by
     );
     let mut table = out.table(&["CALL", "TOOL", "GATE", "ARGUMENTS"]);
+    let mut asking = Vec::new();
     for call in run.pending() {
         let gate = offered.get(&call.name).map_or("not offered", |t| {
             if input.as_ref().is_some_and(|(id, _)| *id == call.id) {
@@ -112,6 +113,9 @@ pub(super) async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> R
                 t.ruling().pause.as_str()
             }
         });
+        if gate == "approval" {
+            asking.push(format!("{} ({})", call.name, call.id));
+        }
         table.row([
             Col::from(&call.id),
             Col::from(&call.name),
@@ -123,6 +127,18 @@ pub(super) async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> R
     if let Some((_, schema)) = input {
         say!("input schema: {}", schema);
     }
+    // Repeated last, beside the digest: a turn long enough to scroll its
+    // first rows away still names every call that needs approval here.
+    say!(
+        "{} calls; {} need approval: {}",
+        run.pending().len(),
+        asking.len(),
+        if asking.is_empty() {
+            "none".to_owned()
+        } else {
+            asking.join(", ")
+        }
+    );
     say!("digest: {}", run.digest().as_str());
     Ok(())
 }
