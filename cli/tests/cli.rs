@@ -76,6 +76,18 @@ fn waiting_run(dir: &Path) -> (String, String) {
     (id, shown["digest"].as_str().unwrap_or_default().to_owned())
 }
 
+/// The one waiting run's id and digest, read with the store's key.
+fn waiting_run_with(dir: &Path, key_file: &Path) -> (String, String) {
+    let key = key_file.to_str().unwrap_or_default();
+    let runs = json(dir, &["--integrity-key-file", key, "runs", "list"]);
+    let Some([run]) = runs.as_array().map(Vec::as_slice) else {
+        panic!("expected one waiting run: {runs}");
+    };
+    let id = run["run"].as_str().unwrap_or_default().to_owned();
+    let shown = json(dir, &["--integrity-key-file", key, "runs", "show", &id]);
+    (id, shown["digest"].as_str().unwrap_or_default().to_owned())
+}
+
 #[test]
 fn servers_import_and_the_tool_table() {
     let dir = temp();
@@ -487,12 +499,29 @@ fn runs_list_says_whether_the_store_is_authenticated() {
         "{}",
         stdout(&listed)
     );
+    // The store remembers it authenticates its runs: without the key, it
+    // reads none of them, rather than accept a re-sealed one.
     let plain = ok(dir, &["runs", "list"]);
-    assert!(plain.contains("this store is unauthenticated"), "{plain}");
     assert!(
-        plain.contains("authenticated with an integrity key, and none is configured"),
+        plain.contains("this store authenticates its runs and this command has none"),
         "{plain}"
     );
+    assert!(
+        plain.contains("this handle has no integrity key: the run is not read"),
+        "{plain}"
+    );
+    let (run, _) = waiting_run_with(dir, &key_file);
+    let keyless = toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", "x", "--as", "bob"],
+    );
+    assert_ne!(keyless.status.code(), Some(0), "{}", stdout(&keyless));
+    // A fresh store without a key says it is unauthenticated.
+    let fresh = temp();
+    let fresh = fresh.path();
+    ok(fresh, &["demo", "--detach"]);
+    let plain = ok(fresh, &["runs", "list"]);
+    assert!(plain.contains("this store is unauthenticated"), "{plain}");
     let short = temp();
     let short_file = short.path().join("short.key");
     assert!(std::fs::write(&short_file, "short").is_ok());

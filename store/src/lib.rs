@@ -70,6 +70,12 @@ pub enum MigrateTo {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
+    /// Runs in this store were saved under an integrity key, and this handle
+    /// has none.
+    #[error(
+        "this store authenticates its runs and decisions: open it with its integrity key (`--integrity-key-file` or TOOLGATE_INTEGRITY_KEY_FILE); read without it, a run could have been rewritten by anyone who can write the database"
+    )]
+    KeyRequired,
     /// The database file could not be opened or created.
     #[error("cannot open the database at {path}: {source}")]
     Open {
@@ -150,6 +156,9 @@ pub struct Store {
     writer: Arc<tokio::sync::Mutex<()>>,
     /// Authenticates suspended-run documents and decision rows when set.
     key: Option<IntegrityKey>,
+    /// True when runs were saved under a key: a handle without one refuses
+    /// them.
+    keyed: bool,
 }
 
 impl Store {
@@ -192,8 +201,15 @@ impl Store {
             pool,
             writer: Arc::new(tokio::sync::Mutex::new(())),
             key: None,
+            keyed: false,
         };
         store.migrate(to).await?;
+        let mut store = store;
+        store.keyed = store.applied_versions().await?.contains(&5)
+            && sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM integrity")
+                .fetch_one(&store.pool)
+                .await?
+                > 0;
         Ok(store)
     }
 
@@ -213,6 +229,21 @@ impl Store {
     /// (four eyes, requester, arguments) and recompute its plain checksum.
     pub fn is_authenticated(&self) -> bool {
         self.key.is_some()
+    }
+
+    /// True when runs in this store were saved under an integrity key: a
+    /// handle without the key refuses to read or write runs and decisions.
+    pub fn requires_key(&self) -> bool {
+        self.keyed
+    }
+
+    /// Refuses when this store needs a key this handle lacks.
+    pub(crate) fn check_keyed(&self) -> Result<(), StoreError> {
+        if self.keyed && self.key.is_none() {
+            Err(StoreError::KeyRequired)
+        } else {
+            Ok(())
+        }
     }
 
     pub(crate) fn key(&self) -> Option<&IntegrityKey> {

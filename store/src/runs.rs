@@ -337,7 +337,14 @@ fn verdict_from(text: &str) -> Result<DecisionKind, StoreError> {
 impl Store {
     /// Stores a suspended run as the open suspension of its run.
     pub async fn save_suspended(&self, run: &SuspendedRun) -> Result<i64, StoreError> {
+        self.check_keyed()?;
         let document = run.encode_with(self.key())?;
+        if self.key().is_some() {
+            sqlx::query("INSERT OR IGNORE INTO integrity (id, since) VALUES (1, ?)")
+                .bind(now_ms())
+                .execute(&self.pool)
+                .await?;
+        }
         let result = sqlx::query(
             "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
              VALUES (?, ?, ?, ?, ?, ?)",
@@ -382,6 +389,11 @@ impl Store {
         &self,
         row: &SqliteRow,
     ) -> Result<Result<SuspendedRun, CorruptState>, sqlx::Error> {
+        if self.check_keyed().is_err() {
+            return Ok(Err(CorruptState::new(
+                "this store authenticates its runs, and this handle has no integrity key: the run is not read (open the store with its key)",
+            )));
+        }
         let document: String = row.try_get("document")?;
         let columns = [
             ("run", row.try_get::<String, _>("run_id")?),
@@ -703,6 +715,7 @@ impl Store {
 
     /// The decisions taken on a run, oldest first.
     pub async fn decisions(&self, run_id: &str) -> Result<Vec<DecisionRecord>, StoreError> {
+        self.check_keyed()?;
         let rows = sqlx::query("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
             .bind(run_id)
             .fetch_all(&self.pool)

@@ -1004,3 +1004,38 @@ async fn a_version_1_row_with_its_old_digest_column_can_still_be_decided() {
         .await;
     assert!(decided.is_ok(), "{decided:?}");
 }
+
+/// A store whose runs were saved under a key remembers it: a handle opened
+/// without the key reads and writes no run, rather than accept one a database
+/// writer re-sealed with the plain checksum.
+#[tokio::test]
+async fn a_keyed_store_reopened_without_its_key_reads_no_run() {
+    let dir = temp();
+    let keyed = open(&dir).await.with_integrity_key(key());
+    assert!(!keyed.requires_key());
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    keyed.save_suspended(&run).await.unwrap();
+    keyed.close().await;
+    let keyless = open(&dir).await;
+    assert!(keyless.requires_key());
+    assert!(!keyless.is_authenticated());
+    match keyless.load_suspended(run.run_id()).await {
+        Err(LoadError::Corrupt { error, .. }) => assert!(
+            error.reason.contains("this handle has no integrity key"),
+            "{error}"
+        ),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let other = suspended(&registry, "carol").await;
+    assert!(matches!(
+        keyless.save_suspended(&other).await,
+        Err(toolgate_store::StoreError::KeyRequired)
+    ));
+    assert!(matches!(
+        keyless.decisions(run.run_id()).await,
+        Err(toolgate_store::StoreError::KeyRequired)
+    ));
+    let again = open(&dir).await.with_integrity_key(key());
+    assert!(again.load_suspended(run.run_id()).await.is_ok());
+}

@@ -50,7 +50,12 @@ pub(super) async fn runs(
                 ]);
             }
             table.print();
-            if !store.is_authenticated() {
+            if store.requires_key() && !store.is_authenticated() {
+                say!(
+                    "note: this store authenticates its runs and {}; open it with its key (TOOLGATE_INTEGRITY_KEY_FILE)",
+                    "this command has none, so it reads none of them"
+                );
+            } else if !store.is_authenticated() {
                 say!(
                     "note: this store is unauthenticated: anyone who can write {} can change a stored run (four eyes, requester, arguments) and recompute its checksum; set TOOLGATE_INTEGRITY_KEY_FILE to authenticate runs and decisions",
                     "the database file"
