@@ -38,35 +38,12 @@ pub trait ToolProvider: Send + Sync + 'static {
     fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>>;
 }
 
-/// A provider could not supply its tools.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct ProviderError {
-    message: String,
-    #[source]
-    source: Option<Box<dyn std::error::Error + Send + Sync>>,
-}
-
-impl ProviderError {
-    /// An error with a message.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            source: None,
-        }
-    }
-
-    /// An error with a message and its cause.
-    pub fn with_source(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            message: message.into(),
-            source: Some(Box::new(source)),
-        }
-    }
-}
+crate::error::message_error!(
+    /// A provider could not supply its tools. Carries the provider's own
+    /// error (a database's, a network's) as its source when there is one.
+    ProviderError,
+    ""
+);
 
 /// One reason the registry refuses to boot.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
