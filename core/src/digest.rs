@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use crate::run::ToolCall;
+use crate::transcript::ToolCall;
 
 /// Writes `value` as canonical JSON: object keys sorted by their UTF-8 bytes,
 /// no insignificant white space, strings escaped as `serde_json` escapes them.

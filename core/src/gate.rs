@@ -45,8 +45,9 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::effect::{Effect, EffectMarker, Facts, OperatorDeclaration, Origin};
 use crate::effect::{IdempotentWrite, Local, NonIdempotentWrite, ReadOnly, Remote};
-use crate::sealed::{GateRule, OriginRule, Sealed};
+use crate::sealed::Sealed;
 use crate::tool::{RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool};
+use seal::{GateRule, OriginRule};
 
 /// What the loop must do before running a call.
 ///
@@ -543,3 +544,52 @@ impl IsRemote for Remote {}
 )]
 pub trait IsLocal: Sealed {}
 impl IsLocal for Local {}
+
+/// The seals of `Gate<T>` and `OriginOf<T>`: public traits in a private
+/// module, so nameable here and nowhere else. They carry the tool as their
+/// parameter, are implemented only for toolgate's own gates and origins under
+/// the bounds those admit, and hold what the public traits compute.
+mod seal {
+    use schemars::Schema;
+
+    use crate::effect::{Facts, Origin};
+
+    /// What a gate reports about a tool: its facts, and its input schema.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be made a gate for `{T}`: toolgate's gates are sealed",
+        label = "no impl outside toolgate can decide how `{T}` is gated",
+        note = "a tool names one of the gates in `toolgate::gate` with `type Gate = ...;`, and which gate it may name follows from its declarations (origin, effect, markers)",
+        note = "no impl of `Gate` outside toolgate is accepted: remove it, and let `#[derive(Tool)]` choose the gate"
+    )]
+    #[allow(
+        unreachable_pub,
+        reason = "sealed-trait pattern: public in a private module"
+    )]
+    pub trait GateRule<T: ?Sized> {
+        /// The tool's facts as this gate states them.
+        fn facts(tool: &T) -> Facts;
+        /// The input schema, for the one gate that waits for input.
+        fn input_schema(tool: &T) -> Option<Schema> {
+            let _ = tool;
+            None
+        }
+    }
+
+    /// What an origin reports about a tool.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be made the origin of `{T}`: toolgate's origins are sealed",
+        label = "no impl outside toolgate can decide where `{T}` lives",
+        note = "a tool declares `type Origin = toolgate::Local;`, or `toolgate::Remote` together with `impl toolgate::RemoteTool`",
+        note = "no impl of `OriginOf` outside toolgate is accepted: remove it"
+    )]
+    #[allow(
+        unreachable_pub,
+        reason = "sealed-trait pattern: public in a private module"
+    )]
+    pub trait OriginRule<T: ?Sized> {
+        /// The run-time value of the origin.
+        const ORIGIN: Origin;
+        /// The server a remote tool lives behind.
+        fn server(tool: &T) -> Option<&str>;
+    }
+}

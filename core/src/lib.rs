@@ -91,12 +91,26 @@ pub mod gate;
 pub mod identity;
 mod input;
 pub mod integrity;
+mod pause;
 mod persist;
 pub mod registry;
 mod resume;
 pub mod run;
 mod sealed;
-pub mod suspend;
+/// Runs that wait (SPEC §6, §7): the typed pauses, a human's decision or
+/// data, the turn digest that binds it, and the persisted document.
+pub mod suspend {
+    pub use crate::digest::{TurnDigest, turn_digest};
+    pub use crate::input::{InputError, input_schema_problem};
+    pub use crate::pause::{
+        AwaitingApproval, Decision, InputSubmission, Refusal, Suspended, TakesInput, TakesVerdict,
+        Verdict, WaitingForInput,
+    };
+    pub use crate::persist::{
+        CorruptState, EncodeError, SuspendedRun, SuspendedStatus, body_checksum,
+    };
+    pub use crate::resume::ResumeError;
+}
 pub mod testing;
 mod tool;
 mod transcript;

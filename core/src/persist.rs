@@ -40,8 +40,8 @@ use serde_json::value::RawValue;
 use crate::digest::sha256_hex;
 use crate::input::input_schema_problem;
 use crate::integrity::{IntegrityKey, MAC_PREFIX};
-use crate::run::{RunState, ToolCall};
-use crate::suspend::{AwaitingApproval, Suspended, WaitingForInput};
+use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
+use crate::transcript::{RunState, ToolCall};
 
 const FORMAT: &str = "toolgate/suspended-run";
 const VERSION: u64 = 2;
@@ -543,20 +543,10 @@ fn decode_pending(pending: Option<&RawValue>) -> Result<Vec<ToolCall>, CorruptSt
             .or_else(|error| corrupt(format!("`pending[{i}]` is ill-formed: {error}")))?;
         calls.push(call);
     }
-    if let Some(id) = first_duplicate_id(&calls) {
+    if let Some(id) = crate::transcript::first_duplicate_id(&calls) {
         return corrupt(format!("`pending` holds the call id `{id}` twice"));
     }
     Ok(calls)
-}
-
-/// The first call id that occurs twice in a turn, found in time linear in the
-/// number of calls.
-pub(crate) fn first_duplicate_id(calls: &[ToolCall]) -> Option<&str> {
-    let mut seen = std::collections::HashSet::with_capacity(calls.len());
-    calls
-        .iter()
-        .map(|c| c.id.as_str())
-        .find(|id| !seen.insert(*id))
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -576,7 +566,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::run::{Message, RunOptions};
+    use crate::transcript::{Message, RunOptions};
 
     fn leaf() -> impl Strategy<Value = Value> {
         prop_oneof![

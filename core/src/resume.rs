@@ -9,11 +9,11 @@ use crate::audit::{DecisionKind, DecisionRecord};
 use crate::digest::TurnDigest;
 use crate::erased::BoxFuture;
 use crate::input;
-use crate::registry::Offered;
-use crate::run::{Agent, Outcome, RunError, not_offered};
-use crate::suspend::{
+use crate::pause::{
     Decision, InputSubmission, Refusal, Suspended, TakesInput, TakesVerdict, Verdict,
 };
+use crate::registry::Offered;
+use crate::run::{Agent, Outcome, RunError, not_offered};
 use crate::tool::ToolOutput;
 use crate::transcript::{Message, ToolCall};
 

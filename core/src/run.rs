@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::audit::DecisionLog;
 use crate::erased::{BoxFuture, ErasedTool};
 use crate::input::input_schema_problem;
+use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::registry::{Offered, Registry};
-use crate::suspend::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::tool::ToolOutput;
 pub use crate::transcript::{DEFAULT_MAX_CALLS_PER_TURN, Message, RunOptions, RunState, ToolCall};
 
@@ -363,7 +363,7 @@ impl<'a> Agent<'a> {
                 state: Box::new(state),
             });
         }
-        if let Some(id) = crate::persist::first_duplicate_id(&calls) {
+        if let Some(id) = crate::transcript::first_duplicate_id(&calls) {
             return Err(RunError::DuplicateCallId {
                 id: id.to_owned(),
                 state: Box::new(state),

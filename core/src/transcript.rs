@@ -115,3 +115,13 @@ pub struct RunState {
     /// How the run may proceed.
     pub options: RunOptions,
 }
+
+/// The first call id that occurs twice in a turn, found in time linear in the
+/// number of calls.
+pub(crate) fn first_duplicate_id(calls: &[ToolCall]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::with_capacity(calls.len());
+    calls
+        .iter()
+        .map(|c| c.id.as_str())
+        .find(|id| !seen.insert(*id))
+}

@@ -1,18 +1,14 @@
 //! Suspended runs as types (SPEC §6): `Suspended<AwaitingApproval>` and
 //! `Suspended<WaitingForInput>`, each with only its own way forward.
 
-pub use crate::digest::{TurnDigest, turn_digest};
-pub use crate::input::{InputError, input_schema_problem};
-pub use crate::persist::{CorruptState, EncodeError, SuspendedRun, SuspendedStatus, body_checksum};
-pub use crate::resume::ResumeError;
-
 use schemars::Schema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit::{DecisionKind, DecisionRecord, LogError, now_unix_ms};
+use crate::digest::{TurnDigest, turn_digest};
 use crate::identity::{self, IdentityError, IdentitySource, Operator};
-use crate::input;
+use crate::input::{self, InputError};
 use crate::sealed::{PauseBinding, Sealed};
 use crate::transcript::{RunState, ToolCall};
 
