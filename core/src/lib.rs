@@ -23,7 +23,19 @@
 //! [`gate`] — is closed to impls outside this crate, including impls of
 //! toolgate's traits for toolgate's own types with a user's type as the
 //! parameter (see [`gate`], "Sealing"). A wrapper type, a custom gate, a
-//! re-export behind `#[tool(crate = path)]`: each ends at the same seal.
+//! forged impl behind `#[tool(crate = path)]`: each ends at the same seal.
+//!
+//! **What the seal cannot see.** The macros trust the path to toolgate they
+//! are given (`crate = path`, or `::toolgate` itself, which a crate can
+//! redirect with `extern crate self as toolgate`). A module there that renames
+//! toolgate's items — `ReadOnly` as `NonIdempotentWrite`, `gate::Runs` as
+//! `gate::ApprovalByEffect` — yields a tool that is lawful under its *real*
+//! types, which `explain` reports, but that reads otherwise in its attribute.
+//! Pin the gate with `::toolgate::assert_gate!(Tool: approval)` (the absolute
+//! path, so no local macro can stand in for it): the pin checks the real
+//! gate. `serde` and `schemars` attributes on a function tool's parameters are
+//! forwarded as written; keeping the schema and the deserializer in step is
+//! their author's.
 //!
 //! **Hand-erased and provided tools** ([`DynTool`](erased::DynTool)) declare facts, never a
 //! decision. Their gate comes from the same rule, [`judge`](gate::judge); facts that break
