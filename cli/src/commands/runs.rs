@@ -134,10 +134,13 @@ pub(super) async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> R
     }
     // Repeated last, beside the digest: a turn long enough to scroll its
     // first rows away still names every call that needs approval here.
+    let calls = run.pending().len();
     say!(
-        "{} calls; {} need approval: {}",
-        run.pending().len(),
+        "{} {}; {} {} approval: {}",
+        calls,
+        if calls == 1 { "call" } else { "calls" },
         asking.len(),
+        if asking.len() == 1 { "needs" } else { "need" },
         if asking.is_empty() {
             "none".to_owned()
         } else {
