@@ -5,8 +5,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use tokio::sync::OnceCell;
-
 use crate::effect::{Effect, Origin};
 use crate::erased::{BoxFuture, DynTool, ErasedTool};
 use crate::gate::{Cause, IsLocal, OperatorDeclaration, Rule, Ruling};
@@ -30,12 +28,25 @@ pub fn tool_name_problem(name: &str) -> Option<&'static str> {
 }
 
 /// Supplies tools that exist because configuration exists (an MCP server's
-/// stored catalogue, say). Asked once, on first use of the registry.
+/// stored catalogue, say). Asked on first use of the registry, and again
+/// when its revision moves.
 pub trait ToolProvider: Send + Sync + 'static {
     /// A name for logs and `explain`.
     fn name(&self) -> &str;
     /// The provider's tools. A failure costs only this provider's tools.
     fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>>;
+
+    /// A number that changes whenever what [`ToolProvider::provide`] would
+    /// return may have changed — an operator's change to a server's
+    /// declaration, data class or catalogue, say. The registry reads it once
+    /// per offer (once per turn of a run, never per call) and asks the
+    /// provider again when it moved, so that a tightening reaches a running
+    /// host at its next turn. `Ok(None)`, the default, means the tools never
+    /// change: the provider is asked once. A revision that cannot be read
+    /// counts as moved.
+    fn revision(&self) -> BoxFuture<'_, Result<Option<u64>, ProviderError>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 crate::error::message_error!(
@@ -362,7 +373,7 @@ impl RegistryBuilder {
         Ok(Registry {
             builtins: self.tools,
             providers: self.providers,
-            catalogue: OnceCell::new(),
+            resolved: tokio::sync::Mutex::new(None),
         })
     }
 }
@@ -371,7 +382,13 @@ impl RegistryBuilder {
 pub struct Registry {
     builtins: Vec<ErasedTool>,
     providers: Vec<Arc<dyn ToolProvider>>,
-    catalogue: OnceCell<Arc<Catalogue>>,
+    resolved: tokio::sync::Mutex<Option<Resolved>>,
+}
+
+/// A catalogue and the providers' revisions it was built at.
+struct Resolved {
+    catalogue: Arc<Catalogue>,
+    revisions: Vec<Option<u64>>,
 }
 
 impl Registry {
@@ -380,12 +397,52 @@ impl Registry {
         RegistryBuilder::default()
     }
 
-    /// Every tool, asking the providers on the first call only.
+    /// Every tool. The providers are asked on the first call, and again
+    /// whenever one's [revision](ToolProvider::revision) has moved since.
     pub async fn catalogue(&self) -> Arc<Catalogue> {
-        self.catalogue
-            .get_or_init(|| async { Arc::new(self.resolve().await) })
-            .await
-            .clone()
+        let mut resolved = self.resolved.lock().await;
+        if let Some(current) = resolved.as_ref()
+            && !self.moved(&current.revisions).await
+        {
+            return Arc::clone(&current.catalogue);
+        }
+        // Revisions are read before the tools, so a change made while the
+        // providers answer is seen at the next offer.
+        let revisions = self.revisions().await;
+        if resolved.is_some() {
+            tracing::info!("a tool provider's revision moved; its tools are read again");
+        }
+        let catalogue = Arc::new(self.resolve().await);
+        *resolved = Some(Resolved {
+            catalogue: Arc::clone(&catalogue),
+            revisions: revisions.into_iter().map(|r| r.unwrap_or(None)).collect(),
+        });
+        catalogue
+    }
+
+    /// Each provider's revision; an unreadable one is `Err`.
+    async fn revisions(&self) -> Vec<Result<Option<u64>, ProviderError>> {
+        let mut revisions = Vec::with_capacity(self.providers.len());
+        for provider in &self.providers {
+            revisions.push(provider.revision().await);
+        }
+        revisions
+    }
+
+    /// True when a provider's revision moved, or cannot be read, since
+    /// `seen`. Providers without a revision cost nothing here.
+    async fn moved(&self, seen: &[Option<u64>]) -> bool {
+        for (provider, seen) in self.providers.iter().zip(seen) {
+            match provider.revision().await {
+                Ok(now) if now == *seen => {}
+                Ok(_) => return true,
+                Err(error) => {
+                    tracing::warn!(provider = provider.name(), %error, "tool provider's revision unreadable; its tools are read again");
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     async fn resolve(&self) -> Catalogue {

@@ -139,4 +139,17 @@ impl ToolProvider for McpProvider {
             Ok(tools.into_iter().map(ErasedTool::new).collect())
         })
     }
+
+    /// The store's operator revision: an operator who turns approval on for a
+    /// server, disables it, lowers its data class or changes its catalogue is
+    /// obeyed at the host's next turn.
+    fn revision(&self) -> BoxFuture<'_, Result<Option<u64>, ProviderError>> {
+        Box::pin(async move {
+            self.store
+                .operator_revision()
+                .await
+                .map(Some)
+                .map_err(|e| ProviderError::with_source("cannot read the operator revision", e))
+        })
+    }
 }

@@ -231,6 +231,19 @@ impl Store {
         self.key.is_some()
     }
 
+    /// The operator revision: a number every change to a server or a
+    /// catalogue moves (kept by triggers in the database, so every writer
+    /// moves it). One cheap query; a provider reads it once per turn.
+    pub async fn operator_revision(&self) -> Result<u64, StoreError> {
+        let value: i64 = sqlx::query_scalar("SELECT value FROM operator_revision WHERE id = 1")
+            .fetch_one(&self.pool)
+            .await?;
+        u64::try_from(value).map_err(|_| StoreError::Unreadable {
+            what: "operator revision",
+            reason: format!("the revision is {value}, below zero"),
+        })
+    }
+
     /// True when runs in this store were saved under an integrity key: a
     /// handle without the key refuses to read or write runs and decisions.
     pub fn requires_key(&self) -> bool {

@@ -413,3 +413,84 @@ async fn the_parameter_schema_is_the_argument_types() {
         Some(&json!("The branch the user picks."))
     );
 }
+
+async fn pause(registry: &Registry) -> Option<Pause> {
+    registry
+        .explain("gh.create_issue")
+        .await
+        .map(|e| e.ruling.pause)
+}
+
+/// A provider with a revision is asked again when, and only when, its revision
+/// moves; an unreadable revision counts as moved.
+#[tokio::test]
+async fn a_provider_is_asked_again_when_its_revision_moves() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+    use toolgate::erased::BoxFuture;
+    use toolgate::registry::{ProviderError, ToolProvider};
+
+    struct Revised {
+        revision: Arc<AtomicU64>,
+        asked: Arc<std::sync::atomic::AtomicUsize>,
+        declaration: Arc<std::sync::Mutex<OperatorDeclaration>>,
+    }
+    impl ToolProvider for Revised {
+        fn name(&self) -> &str {
+            "revised"
+        }
+        fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>> {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            let declaration = *self.declaration.lock().expect("not poisoned");
+            Box::pin(async move { Ok(vec![remote("gh", "gh.create_issue", declaration)]) })
+        }
+        fn revision(&self) -> BoxFuture<'_, Result<Option<u64>, ProviderError>> {
+            let now = self.revision.load(Ordering::SeqCst);
+            Box::pin(async move {
+                if now == u64::MAX {
+                    Err(ProviderError::new("the revision cannot be read"))
+                } else {
+                    Ok(Some(now))
+                }
+            })
+        }
+    }
+    let revision = Arc::new(AtomicU64::new(1));
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let declaration = Arc::new(std::sync::Mutex::new(OperatorDeclaration::NoApproval));
+    let registry = Registry::builder()
+        .provider(Revised {
+            revision: Arc::clone(&revision),
+            asked: Arc::clone(&asked),
+            declaration: Arc::clone(&declaration),
+        })
+        .build()
+        .expect("boots");
+    assert_eq!(pause(&registry).await, Some(Pause::None));
+    assert_eq!(pause(&registry).await, Some(Pause::None));
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "unchanged revision: asked once"
+    );
+    *declaration.lock().expect("not poisoned") = OperatorDeclaration::ApprovalRequired;
+    assert_eq!(
+        pause(&registry).await,
+        Some(Pause::None),
+        "the revision has not moved"
+    );
+    revision.store(2, Ordering::SeqCst);
+    assert_eq!(
+        pause(&registry).await,
+        Some(Pause::Approval),
+        "moved: asked again"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    revision.store(u64::MAX, Ordering::SeqCst);
+    let _ = pause(&registry).await;
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        3,
+        "unreadable counts as moved"
+    );
+}
