@@ -54,6 +54,11 @@ pub struct DecisionRecord {
     pub digest: TurnDigest,
     /// The names of the turn's calls, in order.
     pub tools: Vec<String>,
+    /// Why the decision was voided after it was recorded (its resume was
+    /// refused, so the run waits for a fresh decision); `None` while it
+    /// stands. Voided decisions stay in the audit trail.
+    #[serde(default)]
+    pub voided: Option<String>,
 }
 
 pub(crate) fn now_unix_ms() -> u64 {

@@ -138,6 +138,7 @@ impl<S: PauseBinding> Suspended<S> {
             verdict,
             digest,
             tools: self.pending.iter().map(|c| c.name.clone()).collect(),
+            voided: None,
         }
     }
 }

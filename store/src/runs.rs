@@ -561,7 +561,10 @@ impl Store {
         let suspension_id = claimed.suspension_id;
         match resume(claimed).await {
             Ok(value) => Ok(value),
-            Err(ResumeError::Refused { run, reason }) => match self.release(suspension_id).await {
+            Err(ResumeError::Refused { run, reason }) => match self
+                .release(suspension_id, &format!("refused at resume: {reason}"))
+                .await
+            {
                 Ok(()) => {
                     tracing::info!(run = %run_id, %reason, "decision refused; claim released");
                     Err(DecideError::Refused { run, reason })
@@ -658,6 +661,7 @@ impl Store {
             verdict,
             digest: expected,
             tools: run.pending().iter().map(|c| c.name.clone()).collect(),
+            voided: None,
         };
         let tools = serde_json::to_string(&record.tools).map_err(|source| StoreError::Encode {
             what: "the tool names",
@@ -696,9 +700,11 @@ impl Store {
     /// [`Store::decide`] when the decision was refused after it was claimed —
     /// so the run waits again and the decision row is gone, in one
     /// transaction.
-    pub(crate) async fn release(&self, suspension_id: i64) -> Result<(), StoreError> {
+    pub(crate) async fn release(&self, suspension_id: i64, why: &str) -> Result<(), StoreError> {
         let (_writer, mut tx) = self.write().await?;
-        sqlx::query("DELETE FROM decision WHERE suspension_id = ?")
+        // Audit rows are never deleted: the decision stays, voided, with why.
+        sqlx::query("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+            .bind(why)
             .bind(suspension_id)
             .execute(&mut *tx)
             .await?;
@@ -740,6 +746,7 @@ impl Store {
                 verdict,
                 digest: TurnDigest::from_text(row.try_get::<String, _>("digest")?),
                 tools,
+                voided: row.try_get("voided")?,
             };
             if let Some(key) = self.key() {
                 let suspension_id: i64 = row.try_get("suspension_id")?;
@@ -772,7 +779,7 @@ async fn refuse_replay(
     digest: &TurnDigest,
 ) -> Result<(), ClaimError> {
     let replayed: Option<String> = sqlx::query_scalar(
-        "SELECT decided_by FROM decision WHERE run_id = ? AND digest = ? LIMIT 1",
+        "SELECT decided_by FROM decision WHERE run_id = ? AND digest = ? AND voided IS NULL LIMIT 1",
     )
     .bind(run_id)
     .bind(digest.as_str())
@@ -791,8 +798,14 @@ async fn refuse_replay(
 /// field of the record, in the record's own serialisation (fixed field order).
 fn decision_bytes(suspension_id: i64, record: &DecisionRecord) -> Vec<u8> {
     let mut bytes = format!("toolgate.decision.v1\n{suspension_id}\n").into_bytes();
+    // What was decided is covered; whether it was voided later is not (a
+    // voided decision keeps the tag it was written with).
+    let decided = DecisionRecord {
+        voided: None,
+        ..record.clone()
+    };
     // Serialising a record of plain fields to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut bytes, record);
+    let _ = serde_json::to_writer(&mut bytes, &decided);
     bytes
 }
 

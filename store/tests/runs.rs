@@ -115,15 +115,24 @@ async fn panics(_: Claimed<AwaitingApproval>) -> Result<(), ResumeError<Awaiting
     panic!("the host failed mid-resume")
 }
 
-/// True when the run waits, has no decision row, and loads.
+/// True when the run waits, has no standing decision, and loads. Voided
+/// decisions stay in the audit trail, each saying why.
 async fn waits(store: &Store, run_id: &str) -> bool {
     let open = store.open_runs().await.expect("open runs list");
     let decisions = store.decisions(run_id).await.expect("decisions read");
     let waiting = open.iter().any(|r| r.run_id == run_id);
+    let standing = decisions.iter().filter(|d| d.voided.is_none()).count();
     assert_eq!(
         waiting,
-        decisions.is_empty(),
-        "a waiting run has no decision row, a decided one has one: {decisions:?}"
+        standing == 0,
+        "a waiting run has no standing decision, a decided one has one: {decisions:?}"
+    );
+    assert!(
+        decisions
+            .iter()
+            .filter_map(|d| d.voided.as_deref())
+            .all(|why| why.starts_with("refused at resume: ")),
+        "{decisions:?}"
     );
     waiting && store.load_suspended(run_id).await.is_ok()
 }
@@ -397,9 +406,20 @@ async fn a_refused_resume_releases_the_claim_and_the_run_waits_again() {
         )
         .await;
     assert!(matches!(taken, Ok(Outcome::Finished { .. })), "{taken:?}");
+    // The refused decision stays in the audit trail, voided with why; the
+    // one that was taken stands.
     let decisions = store.decisions(run.run_id()).await.unwrap();
-    assert_eq!(decisions.len(), 1, "the refused decision left no row");
-    assert_eq!(decisions[0].decided_by, "bob");
+    assert_eq!(decisions.len(), 2, "{decisions:?}");
+    assert_eq!(decisions[0].decided_by, "alice");
+    assert!(
+        decisions[0]
+            .voided
+            .as_deref()
+            .is_some_and(|why| why.contains("must come from someone else")),
+        "{decisions:?}"
+    );
+    assert_eq!(decisions[1].decided_by, "bob");
+    assert_eq!(decisions[1].voided, None);
 }
 
 /// Resuming with a decision other than the claimed one is refused by the

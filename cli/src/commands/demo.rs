@@ -143,31 +143,43 @@ async fn demo_run(
         let outcome = decide(store, registry, &run_id, act, digest, &decider).await?;
         next = report_outcome(store, registry, out, outcome).await?;
         if next.is_none() {
-            let decisions = store.decisions(&run_id).await?;
-            let mut table = out.table(&[
-                "DECISION",
-                "BY",
-                "NAMED BY",
-                "REQUESTED BY",
-                "SELF",
-                "TOOLS",
-                "DIGEST",
-            ]);
-            for d in &decisions {
-                table.row([
-                    Col::from(d.verdict.as_str()),
-                    Col::from(&d.decided_by),
-                    Col::from(d.decided_by_source.as_str()),
-                    Col::from(&d.requested_by),
-                    Col::from(if d.self_decided { "yes" } else { "no" }),
-                    Col::from(d.tools.join(", ")),
-                    Col::from(d.digest.to_string()),
-                ]);
-            }
-            say!("decision log of run {}:", run_id);
-            table.print();
+            print_decision_log(store, out, &run_id).await?;
         }
     }
+    Ok(())
+}
+
+/// Every decision taken on the run, voided ones included, as a table.
+async fn print_decision_log(store: &Store, out: Out, run_id: &str) -> Result<(), Failure> {
+    let decisions = store.decisions(run_id).await?;
+    let mut table = out.table(&[
+        "DECISION",
+        "BY",
+        "NAMED BY",
+        "REQUESTED BY",
+        "SELF",
+        "TOOLS",
+        "DIGEST",
+        "STANDS",
+    ]);
+    for d in &decisions {
+        table.row([
+            Col::from(d.verdict.as_str()),
+            Col::from(&d.decided_by),
+            Col::from(d.decided_by_source.as_str()),
+            Col::from(&d.requested_by),
+            Col::from(if d.self_decided { "yes" } else { "no" }),
+            Col::from(d.tools.join(", ")),
+            Col::from(d.digest.to_string()),
+            Col::from(
+                d.voided
+                    .as_deref()
+                    .map_or_else(|| "yes".to_owned(), |why| format!("voided: {why}")),
+            ),
+        ]);
+    }
+    say!("decision log of run {}:", run_id);
+    table.print();
     Ok(())
 }
 
