@@ -1,5 +1,10 @@
 //! The `toolgate` binary, driven as an operator would, against a temporary
 //! data directory and the real MCP test server.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -63,7 +68,20 @@ fn json(dir: &Path, args: &[&str]) -> Value {
 /// The one waiting run: (id, digest). The list names no digest — it is shown
 /// only beside the turn, so it is read from `runs show`.
 fn waiting_run(dir: &Path) -> (String, String) {
-    let runs = json(dir, &["runs", "list"]);
+    waiting_run_as(dir, &[])
+}
+
+/// The same, read with the store's key.
+fn waiting_run_with(dir: &Path, key_file: &Path) -> (String, String) {
+    let key = key_file.to_str().expect("the key path is UTF-8");
+    waiting_run_as(dir, &["--integrity-key-file", key])
+}
+
+fn waiting_run_as(dir: &Path, leading: &[&str]) -> (String, String) {
+    fn args<'a>(leading: &[&'a str], rest: &[&'a str]) -> Vec<&'a str> {
+        [leading, rest].concat()
+    }
+    let runs = json(dir, &args(leading, &["runs", "list"]));
     let Some([run]) = runs.as_array().map(Vec::as_slice) else {
         panic!("expected one waiting run: {runs}");
     };
@@ -71,21 +89,15 @@ fn waiting_run(dir: &Path) -> (String, String) {
         run.get("digest").is_none(),
         "the list shows no digest: {run}"
     );
-    let id = run["run"].as_str().unwrap_or_default().to_owned();
-    let shown = json(dir, &["runs", "show", &id]);
-    (id, shown["digest"].as_str().unwrap_or_default().to_owned())
-}
-
-/// The one waiting run's id and digest, read with the store's key.
-fn waiting_run_with(dir: &Path, key_file: &Path) -> (String, String) {
-    let key = key_file.to_str().unwrap_or_default();
-    let runs = json(dir, &["--integrity-key-file", key, "runs", "list"]);
-    let Some([run]) = runs.as_array().map(Vec::as_slice) else {
-        panic!("expected one waiting run: {runs}");
-    };
-    let id = run["run"].as_str().unwrap_or_default().to_owned();
-    let shown = json(dir, &["--integrity-key-file", key, "runs", "show", &id]);
-    (id, shown["digest"].as_str().unwrap_or_default().to_owned())
+    let id = run["run"]
+        .as_str()
+        .expect("the listing names its run")
+        .to_owned();
+    let shown = json(dir, &args(leading, &["runs", "show", &id]));
+    let digest = shown["digest"]
+        .as_str()
+        .expect("`runs show` shows the digest");
+    (id, digest.to_owned())
 }
 
 #[test]
@@ -481,7 +493,7 @@ fn runs_list_says_whether_the_store_is_authenticated() {
     let with_key = |args: &[&str]| {
         let mut all = vec![
             "--integrity-key-file",
-            key_file.to_str().unwrap_or_default(),
+            key_file.to_str().expect("the key path is UTF-8"),
         ];
         all.extend_from_slice(args);
         toolgate(dir, &all)
@@ -529,7 +541,7 @@ fn runs_list_says_whether_the_store_is_authenticated() {
         dir,
         &[
             "--integrity-key-file",
-            short_file.to_str().unwrap_or_default(),
+            short_file.to_str().expect("the key path is UTF-8"),
             "runs",
             "list",
         ],

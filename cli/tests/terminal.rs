@@ -2,6 +2,11 @@
 //! a terminal emulator (vt100), for a suspended run whose pending turn a
 //! hostile model filled with escape sequences, bidi controls and invisible
 //! characters (SPEC §7).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
 
 use std::num::NonZeroU16;
 use std::path::Path;

@@ -93,8 +93,7 @@ impl ErasedTool {
     pub fn new<T: Execute>(tool: T) -> Self {
         let facts = gate::facts(&tool);
         let input_schema = gate::input_schema(&tool);
-        let (_, server) = gate::origin_server(&tool);
-        let server = server.map(Box::from);
+        let server = gate::server(&tool).map(Box::from);
         let name = Box::from(tool.name());
         let parameters = tool.parameters();
         Self::assemble(

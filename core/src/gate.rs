@@ -307,11 +307,8 @@ pub(crate) fn input_schema<T: Tool>(tool: &T) -> Option<Schema> {
     <T::Gate as GateRule<T>>::input_schema(tool)
 }
 
-pub(crate) fn origin_server<T: Tool>(tool: &T) -> (Origin, Option<&str>) {
-    (
-        <T::Origin as OriginRule<T>>::ORIGIN,
-        <T::Origin as OriginRule<T>>::server(tool),
-    )
+pub(crate) fn server<T: Tool>(tool: &T) -> Option<&str> {
+    <T::Origin as OriginRule<T>>::server(tool)
 }
 
 fn base<T: Tool>() -> Facts {
