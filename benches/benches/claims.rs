@@ -1,4 +1,4 @@
-//! Decision claims under contention in one SQLite file: decisions per second
+//! Decisions recorded under contention in one SQLite file: decisions per second
 //! with 1, 4 and 16 concurrent deciders on distinct runs, and 16 deciders on
 //! one shared run, where exactly one must win every time.
 
@@ -9,12 +9,11 @@ use divan::counter::ItemsCount;
 use serde_json::{Map, Value, json};
 use toolgate::{
     Agent, Execute, Registry, Tool, ToolOutput,
-    audit::DecisionKind,
     run::{Outcome, Reply, RunRequest, ToolCall},
-    suspend::{AwaitingApproval, ResumeError, SuspendedRun},
+    suspend::SuspendedRun,
     testing::{MemoryLog, ScriptedModel},
 };
-use toolgate_store::{ClaimError, Claimed, DecideError, Store};
+use toolgate_store::{Answer, ClaimError, Store};
 
 fn main() {
     divan::main();
@@ -105,7 +104,7 @@ impl Fixture {
                 let Ok(run) = SuspendedRun::decode(&value.to_string()) else {
                     panic!("decodes");
                 };
-                assert!(self.store.save_suspended(&run).await.is_ok());
+                assert!(self.store.save_suspended(&run, "bench").await.is_ok());
                 runs.push((id, run.digest()));
             }
             runs
@@ -129,13 +128,7 @@ fn distinct_runs(bencher: divan::Bencher, deciders: usize) {
                         let store = Arc::clone(&fixture.store);
                         tokio::spawn(async move {
                             store
-                                .decide(
-                                    &run,
-                                    Some(&digest),
-                                    &operator(i),
-                                    DecisionKind::Approved,
-                                    claim_only,
-                                )
+                                .decide(&run, Some(&digest), &operator(i), Answer::Approve)
                                 .await
                                 .is_ok()
                         })
@@ -166,13 +159,7 @@ fn shared_run_16_deciders(bencher: divan::Bencher) {
                         let (run, digest) = (run.clone(), digest.clone());
                         tokio::spawn(async move {
                             store
-                                .decide(
-                                    &run,
-                                    Some(&digest),
-                                    &operator(i),
-                                    DecisionKind::Approved,
-                                    claim_only,
-                                )
+                                .decide(&run, Some(&digest), &operator(i), Answer::Approve)
                                 .await
                         })
                     })
@@ -180,19 +167,14 @@ fn shared_run_16_deciders(bencher: divan::Bencher) {
                 let mut winners = 0;
                 for task in tasks {
                     match task.await {
-                        Ok(Ok(())) => winners += 1,
-                        Ok(Err(DecideError::Claim(ClaimError::AlreadyDecided { .. }))) => {}
+                        Ok(Ok(_)) => winners += 1,
+                        Ok(Err(ClaimError::AlreadyDecided { .. })) => {}
                         other => panic!("unexpected {other:?}"),
                     }
                 }
                 assert_eq!(winners, 1, "exactly one winner");
             });
         });
-}
-
-/// The claim alone is measured: the winner resumes nothing.
-async fn claim_only(_: Claimed<AwaitingApproval>) -> Result<(), ResumeError<AwaitingApproval>> {
-    Ok(())
 }
 
 fn operator(i: usize) -> toolgate::identity::Operator {

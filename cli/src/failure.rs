@@ -4,7 +4,7 @@
 
 use toolgate::suspend::Refusal;
 use toolgate_mcp::ImportError;
-use toolgate_store::{ClaimError, DecideError, LoadError, StoreError};
+use toolgate_store::{ClaimError, LoadError, StoreError};
 
 /// A failure, with the exit code it maps to.
 #[derive(Debug)]
@@ -34,9 +34,10 @@ impl From<StoreError> for Failure {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::NoSuchServer(_) => Failure::NotFound(error.to_string()),
-            StoreError::ServerExists(_) | StoreError::InvalidServerId { .. } => {
-                Failure::Refused(error.to_string())
-            }
+            StoreError::ServerExists(_)
+            | StoreError::InvalidServerId { .. }
+            | StoreError::InvalidHostName { .. }
+            | StoreError::NotUnknown(_) => Failure::Refused(error.to_string()),
             other => Failure::Error(other.to_string()),
         }
     }
@@ -58,6 +59,7 @@ impl From<ClaimError> for Failure {
             ClaimError::NotFound(_) => Failure::NotFound(error.to_string()),
             ClaimError::AlreadyDecided { .. }
             | ClaimError::StaleDigest { .. }
+            | ClaimError::Refused { .. }
             | ClaimError::DoesNotFit { .. } => Failure::Refused(error.to_string()),
             ClaimError::Store(error) => error.into(),
             other => Failure::Error(other.to_string()),
@@ -69,19 +71,6 @@ impl From<ClaimError> for Failure {
 impl From<Refusal> for Failure {
     fn from(reason: Refusal) -> Self {
         Failure::Refused(reason.to_string())
-    }
-}
-
-/// A refused decision was released by the store and the run waits again; a
-/// failed one keeps its claim. Either way the operator reads why.
-impl<S> From<DecideError<S>> for Failure {
-    fn from(error: DecideError<S>) -> Self {
-        match error {
-            DecideError::Claim(error) => error.into(),
-            DecideError::Refused { reason, .. } => reason.into(),
-            DecideError::Resume(error) => Failure::Error(error.to_string()),
-            other => Failure::Error(other.to_string()),
-        }
     }
 }
 
@@ -126,13 +115,7 @@ mod tests {
                 3,
             ),
             (ClaimError::StaleDigest { run_id: "r".into() }.into(), 3),
-            (
-                DecideError::<toolgate::suspend::AwaitingApproval>::Claim(
-                    ClaimError::StaleDigest { run_id: "r".into() },
-                )
-                .into(),
-                3,
-            ),
+            (StoreError::NotUnknown("r".into()).into(), 3),
             (StoreError::UnreadableTransport("t".into()).into(), 1),
         ];
         for (failure, code) in codes {

@@ -15,6 +15,9 @@ use toolgate::{
 use toolgate_mcp::{Deadlines, McpProvider};
 use toolgate_store::Store;
 
+/// The host name the demo saves its runs under; `toolgate host` resumes them.
+pub(crate) const DEMO_HOST: &str = "demo";
+
 /// The server identifier the demo registers the test server under.
 pub(crate) const DEMO_SERVER: &str = "notes";
 

@@ -66,6 +66,9 @@ pub(crate) enum Command {
     Runs(RunsCommand),
     /// Run the demo: a scripted agent through the gate, end to end.
     Demo(DemoArgs),
+    /// Be the demo's host: resume the decided runs it owns, as they are
+    /// decided (`runs approve|deny|input` only record).
+    Host(HostArgs),
     /// Serve the built-in MCP test server over stdio (used by the demo).
     #[command(hide = true, name = "mcp-test-server")]
     McpTestServer {
@@ -149,18 +152,42 @@ fn parse_class(text: &str) -> Result<toolgate_store::DataClass, String> {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum RunsCommand {
-    /// List the runs waiting for a decision.
-    List,
-    /// Show a run's pending turn, its arguments and its digest.
+    /// List the runs that are not done: waiting for a decision, decided and
+    /// waiting for their host, executing, or with an outcome unknown.
+    List {
+        /// Every run, done ones included.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show a run: its pending turn and digest, its host and state, every
+    /// decision (voided ones too) and every call its host ran.
     Show {
         /// The run.
         run: String,
     },
-    /// Approve a run's pending turn.
+    /// Approve a run's pending turn (recorded; the run's host resumes it).
     Approve(DecideArgs),
-    /// Deny a run's pending turn.
+    /// Deny a run's pending turn (recorded; the run's host resumes it).
     Deny(DecideArgs),
-    /// Submit input for a run waiting for it.
+    /// Run again a call whose outcome is unknown (its host stopped while it
+    /// ran).
+    Rerun {
+        /// The run.
+        run: String,
+        /// Who chooses (as for `approve`).
+        #[arg(long = "as")]
+        operator: Option<String>,
+    },
+    /// Do not run again a call whose outcome is unknown; the model is told.
+    Skip {
+        /// The run.
+        run: String,
+        /// Who chooses (as for `approve`).
+        #[arg(long = "as")]
+        operator: Option<String>,
+    },
+    /// Submit input for a run waiting for it (recorded; the run's host
+    /// resumes it).
     Input {
         #[command(flatten)]
         decide: DecideArgs,
@@ -184,6 +211,23 @@ pub(crate) struct DecideArgs {
 }
 
 #[derive(clap::Args, Debug)]
+pub(crate) struct HostArgs {
+    /// The host's name: it resumes the runs saved under it.
+    #[arg(long, default_value = host::DEMO_HOST)]
+    pub(crate) name: String,
+    /// Resume what is decided now, then exit.
+    #[arg(long)]
+    pub(crate) once: bool,
+    /// How often to look for decided runs, in milliseconds.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..))]
+    pub(crate) poll_ms: u64,
+    /// How long a run this host claimed stays its own without a sign of
+    /// life, in milliseconds; another host picks it up after that.
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(10..))]
+    pub(crate) lease_ms: u64,
+}
+
+#[derive(clap::Args, Debug)]
 #[allow(
     clippy::struct_excessive_bools,
     reason = "one field per command-line switch"
@@ -198,7 +242,8 @@ pub(crate) struct DemoArgs {
     /// The input to submit without asking, as JSON.
     #[arg(long)]
     pub(crate) input: Option<String>,
-    /// Stop at the first pause and leave the run for `toolgate runs`.
+    /// Stop at the first pause and leave the run for `toolgate runs` and
+    /// `toolgate host`.
     #[arg(long)]
     pub(crate) detach: bool,
     /// Require approvals from someone other than the requester.

@@ -274,11 +274,15 @@ fn deciding_a_detached_run_stale_digest_then_right_digest_then_invalid_then_vali
         dir,
         &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
     );
-    assert!(approved.contains("write_file → ok"), "{approved}");
-    assert!(
-        approved.contains("notes.write_note ┆ approval"),
-        "{approved}"
+    assert_eq!(
+        approved.trim(),
+        "recorded: approved by bob (name from flag); host `demo` will resume it"
     );
+    let listed = json(dir, &["runs", "list"]);
+    assert_eq!(listed[0]["standing"], "decided; host `demo` will resume it");
+    let resumed = ok(dir, &["host", "--once"]);
+    assert!(resumed.contains("write_file → ok"), "{resumed}");
+    assert!(resumed.contains("notes.write_note ┆ approval"), "{resumed}");
     let again = toolgate(
         dir,
         &[
@@ -304,7 +308,8 @@ fn deciding_a_detached_run_stale_digest_then_right_digest_then_invalid_then_vali
     );
     assert_eq!(wrong_kind.status.code(), Some(3));
     assert!(
-        stderr(&wrong_kind).contains("awaits approval, not input"),
+        stderr(&wrong_kind)
+            .contains("awaits approval, and a decision `input submitted` does not fit it"),
         "{}",
         stderr(&wrong_kind)
     );
@@ -320,7 +325,12 @@ fn deciding_a_detached_run_stale_digest_then_right_digest_then_invalid_then_vali
             "bob",
         ],
     );
-    assert!(approved.contains("notes.write_note → ok"), "{approved}");
+    assert!(
+        approved.contains("host `demo` will resume it"),
+        "{approved}"
+    );
+    let resumed = ok(dir, &["host", "--once"]);
+    assert!(resumed.contains("notes.write_note → ok"), "{resumed}");
 
     let (_, input_digest) = waiting_run(dir);
     let invalid = toolgate(
@@ -373,13 +383,20 @@ fn deciding_a_detached_run_stale_digest_then_right_digest_then_invalid_then_vali
             r#"{"notes": "Ship it."}"#,
         ],
     );
+    assert!(done.contains("input submitted by alice"), "{done}");
+    let finished = ok(dir, &["host", "--once"]);
     assert!(
-        done.contains("finished: Release v0.2.0 prepared."),
-        "{done}"
+        finished.contains("finished: Release v0.2.0 prepared."),
+        "{finished}"
     );
-    assert!(done.contains("with notes: Ship it."), "{done}");
+    assert!(finished.contains("with notes: Ship it."), "{finished}");
     assert_eq!(json(dir, &["runs", "list"]), Value::Array(Vec::new()));
-    let gone = toolgate(dir, &["runs", "show", &run]);
+    // The whole story stays readable: every decision, every call the host ran.
+    let shown = json(dir, &["runs", "show", &run]);
+    assert_eq!(shown["standing"], "finished");
+    assert_eq!(shown["decisions"].as_array().map(Vec::len), Some(3));
+    assert_eq!(shown["calls"].as_array().map(Vec::len), Some(3), "{shown}");
+    let gone = toolgate(dir, &["runs", "show", "no-such-run"]);
     assert_eq!(gone.status.code(), Some(4));
 }
 
@@ -398,12 +415,15 @@ fn four_eyes_refuses_the_requesters_own_approval() {
     assert_eq!(own.status.code(), Some(3));
     assert_eq!(
         stderr(&own).trim(),
-        "error: `alice` started this run, and its approval must come from someone else"
+        format!(
+            "error: the decision on run `{run}` was refused, and the run waits as it was: `alice` started this run, and its approval must come from someone else"
+        )
     );
-    let denied_by_self = ok(
+    ok(
         dir,
         &["runs", "deny", &run, "--digest", &digest, "--as", "alice"],
     );
+    let denied_by_self = ok(dir, &["host", "--once"]);
     assert!(
         denied_by_self.contains("write_file → error: the operator (alice) denied this call"),
         "{denied_by_self}"

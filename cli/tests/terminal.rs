@@ -226,7 +226,7 @@ fn store_hostile_run(dir: &Path, run_id: &str, requested_by: &str) {
             Err(error) => panic!("{error}"),
         };
         if let Err(error) = store
-            .save_suspended(&SuspendedRun::AwaitingApproval(suspended))
+            .save_suspended(&SuspendedRun::AwaitingApproval(suspended), "demo")
             .await
         {
             panic!("{error}");

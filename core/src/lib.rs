@@ -103,6 +103,7 @@ pub mod gate;
 pub mod identity;
 mod input;
 pub mod integrity;
+pub mod journal;
 mod pause;
 mod persist;
 pub mod registry;

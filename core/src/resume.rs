@@ -9,13 +9,18 @@ use crate::audit::{DecisionKind, DecisionRecord};
 use crate::digest::TurnDigest;
 use crate::erased::BoxFuture;
 use crate::input;
+use crate::journal::{Action, Step, TurnPlan};
 use crate::pause::{
     Decision, InputSubmission, Refusal, Suspended, TakesInput, TakesVerdict, Verdict,
 };
 use crate::registry::Offered;
 use crate::run::{Agent, Outcome, RunError, not_offered};
 use crate::tool::ToolOutput;
-use crate::transcript::{Message, ToolCall};
+use crate::transcript::ToolCall;
+
+fn answer(output: ToolOutput) -> Action {
+    Action::Answer { output }
+}
 
 /// A resume did not end in an [`Outcome`].
 #[derive(Debug)]
@@ -125,27 +130,36 @@ impl<S> Suspended<S> {
             return Err(self.refuse(reason));
         }
         tracing::info!(run = %self.state.run_id, by = %decision.decided_by, verdict = verdict.as_str(), "turn decided");
-        let Suspended {
-            mut state, pending, ..
-        } = self;
-        for call in &pending {
-            let output = if approve {
-                match offered.get(&call.name) {
-                    None => not_offered(&offered, call),
-                    Some(tool) if tool.requires_input() => ToolOutput::error(format!(
-                        "tool `{}` requires user input that was not provided; the call was not executed",
-                        call.name
-                    )),
-                    Some(tool) => tool.execute(call.arguments.clone()).await,
-                }
-            } else {
-                ToolOutput::error(format!(
-                    "the operator ({}) denied this call; it was not executed",
-                    decision.decided_by
-                ))
-            };
-            state.transcript.push(Message::result(call, output));
-        }
+        let Suspended { state, pending, .. } = self;
+        let steps = pending
+            .into_iter()
+            .map(|call| {
+                let action = if approve {
+                    match offered.get(&call.name) {
+                        None => answer(not_offered(&offered, &call)),
+                        Some(tool) if tool.requires_input() => answer(ToolOutput::error(format!(
+                            "tool `{}` requires user input that was not provided; the call was not executed",
+                            call.name
+                        ))),
+                        Some(tool) => Action::Execute {
+                            arguments: call.arguments.clone(),
+                            effect: tool.effect(),
+                        },
+                    }
+                } else {
+                    answer(ToolOutput::error(format!(
+                        "the operator ({}) denied this call; it was not executed",
+                        decision.decided_by
+                    )))
+                };
+                Step { call, action }
+            })
+            .collect();
+        let plan = TurnPlan { run: state, steps };
+        let state = agent
+            .run_plan(&offered, plan)
+            .await
+            .map_err(ResumeError::Run)?;
         agent.drive(state).await.map_err(ResumeError::Run)
     }
 
@@ -243,28 +257,38 @@ impl<S> Suspended<S> {
         tracing::info!(run = %self.state.run_id, by = %submission.submitted_by, tool = %pause.tool, "input submitted");
         let schema = pause.schema.clone();
         let target = pause.call_index;
-        let Suspended {
-            mut state, pending, ..
-        } = self;
-        for (index, call) in pending.iter().enumerate() {
-            let output = match offered.get(&call.name) {
-                None => not_offered(&offered, call),
-                Some(tool) if tool.ruling().requires_approval() => ToolOutput::error(format!(
-                    "tool `{}` requires approval that was not given (an input submission is not an approval); the call was not executed",
-                    call.name
-                )),
-                Some(tool) if index == target => {
-                    let arguments = input::overlay(&schema, &call.arguments, &submission.data);
-                    tool.execute(arguments).await
-                }
-                Some(tool) if tool.requires_input() => ToolOutput::error(format!(
-                    "tool `{}` requires user input that was not provided (one call per turn can wait for input); the call was not executed",
-                    call.name
-                )),
-                Some(tool) => tool.execute(call.arguments.clone()).await,
-            };
-            state.transcript.push(Message::result(call, output));
-        }
+        let Suspended { state, pending, .. } = self;
+        let steps = pending
+            .into_iter()
+            .enumerate()
+            .map(|(index, call)| {
+                let action = match offered.get(&call.name) {
+                    None => answer(not_offered(&offered, &call)),
+                    Some(tool) if tool.ruling().requires_approval() => answer(ToolOutput::error(format!(
+                        "tool `{}` requires approval that was not given (an input submission is not an approval); the call was not executed",
+                        call.name
+                    ))),
+                    Some(tool) if index == target => Action::Execute {
+                        arguments: input::overlay(&schema, &call.arguments, &submission.data),
+                        effect: tool.effect(),
+                    },
+                    Some(tool) if tool.requires_input() => answer(ToolOutput::error(format!(
+                        "tool `{}` requires user input that was not provided (one call per turn can wait for input); the call was not executed",
+                        call.name
+                    ))),
+                    Some(tool) => Action::Execute {
+                        arguments: call.arguments.clone(),
+                        effect: tool.effect(),
+                    },
+                };
+                Step { call, action }
+            })
+            .collect();
+        let plan = TurnPlan { run: state, steps };
+        let state = agent
+            .run_plan(&offered, plan)
+            .await
+            .map_err(ResumeError::Run)?;
         agent.drive(state).await.map_err(ResumeError::Run)
     }
 }

@@ -15,6 +15,9 @@ use serde_json::Value;
 use crate::audit::DecisionLog;
 use crate::erased::{BoxFuture, ErasedTool};
 use crate::input::input_schema_problem;
+use crate::journal::{
+    Action, CallRecord, Journal, JournalError, OutcomeUnknown, Recovered, Step, TurnPlan, skipped,
+};
 use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::registry::{Offered, Registry};
 use crate::tool::ToolOutput;
@@ -165,6 +168,16 @@ pub enum RunError {
         /// The run, with the turn not answered.
         state: Box<RunState>,
     },
+    /// The execution journal could not record a step of a turn; nothing else
+    /// of the turn ran (see [`journal`](crate::journal)). The host that picks
+    /// the run up again reads what the journal has.
+    #[error("{error}; the run stopped before anything else of the turn ran")]
+    Journal {
+        /// The failure.
+        error: JournalError,
+        /// The run, with the results the turn got before the failure.
+        state: Box<RunState>,
+    },
     /// Two calls of the model's turn share an id, so results and decisions
     /// could not be told apart.
     #[error("the model's turn holds the call id `{id}` twice; nothing of it ran")]
@@ -229,6 +242,18 @@ pub(crate) fn not_offered(offered: &Offered, call: &ToolCall) -> ToolOutput {
     }
 }
 
+/// The run a journal failure stopped: the plan's run with the results the
+/// turn got so far.
+fn stopped(plan: TurnPlan, results: Vec<Message>, error: JournalError) -> RunError {
+    let TurnPlan { run: mut state, .. } = plan;
+    state.transcript.extend(results);
+    tracing::error!(run = %state.run_id, %error, "the journal could not record; the run stopped");
+    RunError::Journal {
+        error,
+        state: Box::new(state),
+    }
+}
+
 /// What [`Agent::process_turn`] did with a turn.
 #[derive(Debug)]
 pub enum TurnOutcome {
@@ -246,6 +271,7 @@ pub struct Agent<'a> {
     pub(crate) registry: &'a Registry,
     pub(crate) model: &'a dyn Model,
     pub(crate) log: &'a dyn DecisionLog,
+    pub(crate) journal: Option<&'a dyn Journal>,
 }
 
 impl<'a> Agent<'a> {
@@ -255,6 +281,119 @@ impl<'a> Agent<'a> {
             registry,
             model,
             log,
+            journal: None,
+        }
+    }
+
+    /// The same agent, recording every turn it runs in `journal` before any
+    /// of it runs (see [`journal`](crate::journal)).
+    #[must_use]
+    pub fn with_journal(mut self, journal: &'a dyn Journal) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Picks up a run whose host stopped mid-turn: `plan` is the last turn the
+    /// journal holds, `known` what it knows of each of its calls, in order (a
+    /// call it has nothing on is [`CallRecord::NotStarted`]).
+    ///
+    /// Nothing runs when a call started, never ended and is not safe to run
+    /// again (a `non_idempotent_write`, which every remote call counts as) and
+    /// no operator chose for it: the run is [`Recovered::OutcomeUnknown`].
+    /// Otherwise ended calls keep their recorded result, skipped ones get an
+    /// error result saying their outcome is unknown, and the rest run — each
+    /// journaled as in a first run — with the tools the registry offers now;
+    /// then the run is driven on.
+    pub async fn recover(
+        &self,
+        plan: TurnPlan,
+        known: &[CallRecord],
+    ) -> Result<Recovered, RunError> {
+        let unknown = plan.steps.iter().enumerate().find(|(index, step)| {
+            matches!(
+                (&step.action, known.get(*index)),
+                (Action::Execute { effect, .. }, Some(CallRecord::Started)) if !effect.is_safe_to_retry()
+            )
+        });
+        if let Some((index, step)) = unknown {
+            tracing::warn!(run = %plan.run.run_id, call = %step.call.id, tool = %step.call.name, "a call started and never ended, and is not safe to run again: its outcome is unknown");
+            return Ok(Recovered::OutcomeUnknown(OutcomeUnknown { plan, index }));
+        }
+        tracing::info!(run = %plan.run.run_id, turn = plan.turn(), "recovering a turn from its journal");
+        let offered = self.registry.offer(plan.run.options.allow.as_deref()).await;
+        let state = self.execute(&offered, plan, known).await?;
+        self.drive(state).await.map(Recovered::Outcome)
+    }
+
+    /// Journals a planned turn, then runs it; the run with every result.
+    pub(crate) async fn run_plan(
+        &self,
+        offered: &Offered,
+        plan: TurnPlan,
+    ) -> Result<RunState, RunError> {
+        if let Some(journal) = self.journal
+            && let Err(error) = journal.planned(&plan).await
+        {
+            return Err(RunError::Journal {
+                error,
+                state: Box::new(plan.run),
+            });
+        }
+        self.execute(offered, plan, &[]).await
+    }
+
+    /// Runs each step of a plan, journaling each call that runs.
+    async fn execute(
+        &self,
+        offered: &Offered,
+        plan: TurnPlan,
+        known: &[CallRecord],
+    ) -> Result<RunState, RunError> {
+        let mut results = Vec::with_capacity(plan.steps.len());
+        for (index, step) in plan.steps.iter().enumerate() {
+            let output = match (&step.action, known.get(index)) {
+                (Action::Answer { output }, _) => output.clone(),
+                (Action::Execute { .. }, Some(CallRecord::Ended(output))) => output.clone(),
+                (Action::Execute { .. }, Some(CallRecord::Skip { by })) => {
+                    let output = skipped(&step.call, by);
+                    if let Err(error) = self.journal_ended(&plan, index, &output).await {
+                        return Err(stopped(plan, results, error));
+                    }
+                    output
+                }
+                (Action::Execute { arguments, .. }, _) => {
+                    if let Some(journal) = self.journal
+                        && let Err(error) = journal.started(&plan, index).await
+                    {
+                        return Err(stopped(plan, results, error));
+                    }
+                    let output = match offered.get(&step.call.name) {
+                        Some(tool) => tool.execute(arguments.clone()).await,
+                        None => not_offered(offered, &step.call),
+                    };
+                    if let Err(error) = self.journal_ended(&plan, index, &output).await {
+                        results.push(Message::result(&step.call, output));
+                        return Err(stopped(plan, results, error));
+                    }
+                    output
+                }
+            };
+            results.push(Message::result(&step.call, output));
+        }
+        let TurnPlan { run: mut state, .. } = plan;
+        state.transcript.extend(results);
+        Ok(state)
+    }
+
+    async fn journal_ended(
+        &self,
+        plan: &TurnPlan,
+        index: usize,
+        output: &ToolOutput,
+    ) -> Result<(), JournalError> {
+        match self.journal {
+            Some(journal) => journal.ended(plan, index, output).await,
+            None => Ok(()),
         }
     }
 
@@ -353,7 +492,7 @@ impl<'a> Agent<'a> {
     async fn turn(
         &self,
         offered: &Offered,
-        mut state: RunState,
+        state: RunState,
         calls: Vec<ToolCall>,
     ) -> Result<TurnOutcome, RunError> {
         if calls.len() > state.options.max_calls_per_turn as usize {
@@ -397,14 +536,23 @@ impl<'a> Agent<'a> {
                 Ok(TurnOutcome::WaitingForInput(suspended))
             }
             TurnScan::Run => {
-                for call in &calls {
-                    let output = match offered.get(&call.name) {
-                        Some(tool) => tool.execute(call.arguments.clone()).await,
-                        None => not_offered(offered, call),
-                    };
-                    state.transcript.push(Message::result(call, output));
-                }
-                Ok(TurnOutcome::Ran(state))
+                let steps = calls
+                    .into_iter()
+                    .map(|call| {
+                        let action = match offered.get(&call.name) {
+                            Some(tool) => Action::Execute {
+                                arguments: call.arguments.clone(),
+                                effect: tool.effect(),
+                            },
+                            None => Action::Answer {
+                                output: not_offered(offered, &call),
+                            },
+                        };
+                        Step { call, action }
+                    })
+                    .collect();
+                let plan = TurnPlan { run: state, steps };
+                Ok(TurnOutcome::Ran(self.run_plan(offered, plan).await?))
             }
         }
     }

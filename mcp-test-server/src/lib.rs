@@ -8,7 +8,9 @@
 //!
 //! Usage: `toolgate-mcp-test-server [--http 127.0.0.1:0] [--page-size N]
 //! [--fillers N] [--drop NAME]... [--odd-names] [--hang-on-list]
-//! [--die-on-list] [--garbage]`
+//! [--die-on-list] [--garbage] [--ledger FILE]`; with `--ledger`, every
+//! `write_note` also appends its text as a line to FILE, so a test counts
+//! how often it ran across processes.
 //!
 //! Over stdio by default. With `--http`, serves streamable HTTP at `/mcp` and
 //! prints `listening on http://ADDR/mcp` once bound.
@@ -41,6 +43,7 @@ pub struct Options {
     pub hang_on_list: bool,
     pub die_on_list: bool,
     pub garbage: bool,
+    pub ledger: Option<std::path::PathBuf>,
 }
 
 /// Parses the command-line flags (without the program name).
@@ -70,6 +73,7 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
             "--hang-on-list" => options.hang_on_list = true,
             "--die-on-list" => options.die_on_list = true,
             "--garbage" => options.garbage = true,
+            "--ledger" => options.ledger = Some(value("--ledger")?.into()),
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -198,6 +202,11 @@ impl NotesServer {
                     .get("text")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
+                if let Some(ledger) = &self.options.ledger {
+                    append_line(ledger, note).map_err(|e| {
+                        ErrorData::internal_error(format!("cannot write the ledger: {e}"), None)
+                    })?;
+                }
                 notes.push(note.to_owned());
                 text(format!("wrote note {}", notes.len() - 1))
             }
@@ -329,4 +338,14 @@ pub async fn run(args: impl IntoIterator<Item = String>) -> Result<(), String> {
         None => serve_stdio(server).await,
         Some(address) => serve_http(server, address).await,
     }
+}
+
+/// Appends one line to a file, creating it.
+fn append_line(path: &std::path::Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(format!("{line}\n").as_bytes())
 }

@@ -29,6 +29,7 @@
 mod catalogue;
 mod class;
 mod flag;
+mod host;
 mod runs;
 mod servers;
 
@@ -46,7 +47,8 @@ use toolgate::integrity::IntegrityKey;
 pub use catalogue::{CatalogueChange, CatalogueRow, ImportedTool, LiveTool};
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::{StoredFlag, approval_from_stored};
-pub use runs::{ClaimError, Claimed, ClaimedLog, Decidable, DecideError, LoadError, OpenRun};
+pub use host::{Choice, Chosen, Ended, Host, Resumable, Resumed, host_name_problem};
+pub use runs::{Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory};
 pub use servers::{ImportState, NewServer, ServerRecord, Transport, server_id_problem};
 
 /// The schema history, embedded at build time.
@@ -122,6 +124,17 @@ pub enum StoreError {
         /// What is wrong.
         problem: &'static str,
     },
+    /// The run does not wait for a choice on a call whose outcome is unknown.
+    #[error("run `{0}` has no call whose outcome is unknown: nothing to rerun or skip")]
+    NotUnknown(String),
+    /// A host name is unusable.
+    #[error("unusable host name `{name}`: {problem}")]
+    InvalidHostName {
+        /// The name, with hidden characters made visible.
+        name: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
     /// A value could not be encoded.
     #[error("cannot encode {what}: {source}")]
     Encode {
@@ -159,6 +172,9 @@ pub struct Store {
     /// True when runs were saved under a key: a handle without one refuses
     /// them.
     keyed: bool,
+    /// Wakes this process's hosts when a decision is recorded through any
+    /// handle of it; hosts in other processes poll.
+    inbox: Arc<tokio::sync::Notify>,
 }
 
 impl Store {
@@ -202,6 +218,7 @@ impl Store {
             writer: Arc::new(tokio::sync::Mutex::new(())),
             key: None,
             keyed: false,
+            inbox: Arc::new(tokio::sync::Notify::new()),
         };
         store.migrate(to).await?;
         let mut store = store;

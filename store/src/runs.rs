@@ -9,8 +9,8 @@ use toolgate::{
     audit::{DecisionKind, DecisionLog, DecisionRecord, LogError},
     erased::BoxFuture,
     suspend::{
-        AwaitingApproval, CorruptState, Decision, InputSubmission, Refusal, ResumeError, Suspended,
-        SuspendedRun, SuspendedStatus, TurnDigest, Verdict, WaitingForInput,
+        CorruptState, Decision, InputSubmission, Refusal, SuspendedRun, SuspendedStatus,
+        TurnDigest, Verdict,
     },
 };
 
@@ -77,6 +77,15 @@ pub enum ClaimError {
         /// The decision offered.
         verdict: DecisionKind,
     },
+    /// The decision was refused by the run's own rules (four eyes, the
+    /// input schema, an unusable name); nothing was changed.
+    #[error("the decision on run `{run_id}` was refused, and the run waits as it was: {reason}")]
+    Refused {
+        /// The run.
+        run_id: String,
+        /// Why.
+        reason: Refusal,
+    },
     /// The stored document does not decode; nothing was changed.
     #[error("suspended run `{run_id}` is stored but unreadable, and was left untouched: {error}")]
     Corrupt {
@@ -103,173 +112,46 @@ fn waits_for(status: SuspendedStatus) -> &'static str {
     }
 }
 
-/// A decision on a stored run did not end in the caller's result. Each
-/// variant says where the claim stands (see [`Store::decide`]).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecideError<S> {
-    /// The claim was not granted; nothing changed.
-    #[error(transparent)]
-    Claim(#[from] ClaimError),
-    /// The decision was refused before anything of the turn ran; the claim
-    /// was released and the run waits again, as stored.
-    #[error("the decision on run `{}` was refused, and the run waits again: {reason}", run.run_id())]
-    Refused {
-        /// The run, handed back unchanged.
-        run: Suspended<S>,
-        /// Why.
-        reason: Refusal,
-    },
-    /// The resume failed otherwise — the decision was taken and the run
-    /// could not go on, or a failure this build does not know. Never
-    /// [`ResumeError::Refused`]. The claim stands.
-    #[error(transparent)]
-    Resume(ResumeError<S>),
-    /// The decision was refused, but the claim could not be given back: the
-    /// run stays decided, with its decision row, until an operator looks
-    /// into it.
-    #[error(
-        "the decision on run `{run_id}` was refused ({reason}), but its claim could not be released, so the run no longer waits: {error}"
-    )]
-    NotReleased {
-        /// The run.
-        run_id: String,
-        /// Why the decision was refused.
-        reason: Refusal,
-        /// Why the release failed.
-        error: StoreError,
-    },
+/// What an operator answers a waiting run: a verdict on a turn that awaits
+/// approval, or data for a call that waits for input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The turn may run.
+    Approve,
+    /// No call of the turn runs.
+    Deny,
+    /// The data the waiting call asked for.
+    Input(Value),
 }
 
-/// A kind of pause a decision can be claimed on: [`AwaitingApproval`] takes
-/// an approval or a denial, [`WaitingForInput`] takes input. Sealed: these two
-/// are all there are.
-pub trait Decidable: sealed::Sealed + Sized + Send + Sync + 'static {
-    /// Whether this kind of pause takes `verdict`.
-    fn takes(verdict: DecisionKind) -> bool;
-    /// The run, when it waits in this kind of pause.
-    fn from_run(run: SuspendedRun) -> Option<Suspended<Self>>;
-}
-
-mod sealed {
-    #[allow(
-        unreachable_pub,
-        reason = "sealed-trait pattern: public in a private module"
-    )]
-    pub trait Sealed {}
-    impl Sealed for toolgate::suspend::AwaitingApproval {}
-    impl Sealed for toolgate::suspend::WaitingForInput {}
-}
-
-impl Decidable for AwaitingApproval {
-    fn takes(verdict: DecisionKind) -> bool {
-        matches!(verdict, DecisionKind::Approved | DecisionKind::Denied)
-    }
-
-    fn from_run(run: SuspendedRun) -> Option<Suspended<Self>> {
-        match run {
-            SuspendedRun::AwaitingApproval(run) => Some(run),
-            SuspendedRun::WaitingForInput(_) => None,
+impl Answer {
+    /// The kind of decision this answer records.
+    pub fn kind(&self) -> DecisionKind {
+        match self {
+            Answer::Approve => DecisionKind::Approved,
+            Answer::Deny => DecisionKind::Denied,
+            Answer::Input(_) => DecisionKind::InputSubmitted,
         }
     }
 }
 
-impl Decidable for WaitingForInput {
-    fn takes(verdict: DecisionKind) -> bool {
-        verdict == DecisionKind::InputSubmitted
-    }
-
-    fn from_run(run: SuspendedRun) -> Option<Suspended<Self>> {
-        match run {
-            SuspendedRun::WaitingForInput(run) => Some(run),
-            SuspendedRun::AwaitingApproval(_) => None,
-        }
-    }
-}
-
-/// The run as the kind of pause `S`, when it waits in that kind and `S`
-/// takes `verdict`.
-fn fitting<S: Decidable>(
-    run_id: &str,
-    run: SuspendedRun,
-    verdict: DecisionKind,
-) -> Result<Suspended<S>, ClaimError> {
-    let status = run.status();
-    S::from_run(run)
-        .filter(|_| S::takes(verdict))
-        .ok_or_else(|| ClaimError::DoesNotFit {
-            run_id: run_id.to_owned(),
-            status,
-            verdict,
-        })
-}
-
-/// A won claim, as [`Store::decide`] hands it to the caller's resume: the
-/// run, typed by its kind of pause, and the decision row written with the
-/// claim.
-#[derive(Debug)]
-pub struct Claimed<S> {
-    /// The run, as stored; resume it with [`Claimed::log`] as the agent's
-    /// decision log.
-    pub run: Suspended<S>,
-    record: DecisionRecord,
-    suspension_id: i64,
-}
-
-impl<S> Claimed<S> {
-    /// A decision log that accepts exactly this claim's decision (already
-    /// written with the claim) and refuses any other.
-    pub fn log(&self) -> ClaimedLog {
-        ClaimedLog {
-            record: self.record.clone(),
-        }
-    }
-
-    /// The decision, as written with the claim.
-    pub fn record(&self) -> &DecisionRecord {
-        &self.record
-    }
-}
-
-impl Claimed<AwaitingApproval> {
-    /// The claimed decision, for [`Suspended::decide`]: the verdict, digest
-    /// and decider written with the claim, so the decision taken is the one
-    /// recorded.
-    pub fn decision(&self) -> Decision {
-        Decision {
-            // `AwaitingApproval` takes only approvals and denials.
-            verdict: if self.record.verdict == DecisionKind::Approved {
-                Verdict::Approve
-            } else {
-                Verdict::Deny
-            },
-            digest: Some(self.record.digest.clone()),
-            decided_by: self.record.decided_by.clone(),
-        }
-    }
-}
-
-impl Claimed<WaitingForInput> {
-    /// The claimed submission of `data`, for [`Suspended::submit_input`]:
-    /// the digest and submitter written with the claim.
-    pub fn submission(&self, data: Value) -> InputSubmission {
-        InputSubmission {
-            data,
-            digest: Some(self.record.digest.clone()),
-            submitted_by: self.record.decided_by.clone(),
-        }
-    }
-}
-
-/// The decision log for a claimed decision: the row was written in the
-/// claim's transaction, so recording checks that the decision taken is the
-/// one claimed.
+/// A decision, recorded: the owning host resumes the run.
 #[derive(Debug, Clone)]
-pub struct ClaimedLog {
-    record: DecisionRecord,
+pub struct Recorded {
+    /// The decision row, as written.
+    pub record: DecisionRecord,
+    /// The host that owns the run and will resume it.
+    pub owner: String,
 }
 
-impl DecisionLog for ClaimedLog {
+/// The decision log for a decision already recorded: recording checks that
+/// the decision taken at resume is the one recorded.
+#[derive(Debug, Clone)]
+pub(crate) struct RecordedLog {
+    pub(crate) record: DecisionRecord,
+}
+
+impl DecisionLog for RecordedLog {
     fn record<'a>(&'a self, record: &'a DecisionRecord) -> BoxFuture<'a, Result<(), LogError>> {
         let claimed = &self.record;
         let matches = record.run_id == claimed.run_id
@@ -281,7 +163,7 @@ impl DecisionLog for ClaimedLog {
                 Ok(())
             } else {
                 Err(LogError::new(format!(
-                    "the decision ({} by {}) is not the one claimed ({} by {})",
+                    "the decision ({} by {}) is not the one recorded ({} by {})",
                     record.verdict.as_str(),
                     record.decided_by,
                     claimed.verdict.as_str(),
@@ -292,7 +174,8 @@ impl DecisionLog for ClaimedLog {
     }
 }
 
-/// One open suspension, for listings.
+/// One suspension of a run, for listings: where its decision and its
+/// execution stand.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenRun {
     /// The suspension row.
@@ -309,6 +192,71 @@ pub struct OpenRun {
     pub created_at: i64,
     /// Why the stored document does not decode, if it does not.
     pub problem: Option<String>,
+    /// The host that owns the run and resumes it.
+    pub owner: String,
+    /// `open` (waiting for a decision) or `decided`.
+    pub state: String,
+    /// `pending`, `resuming`, `outcome_unknown` or `done`.
+    pub execution: String,
+    /// How the execution ended, in words, or why it waits.
+    pub outcome: Option<String>,
+    /// Who decided.
+    pub decided_by: Option<String>,
+    /// A call that started and has not ended (`id (tool)`), while resuming.
+    pub executing: Option<String>,
+    /// When the row last changed.
+    pub updated_at: Option<i64>,
+}
+
+impl OpenRun {
+    /// Where the run stands, in the words an operator reads.
+    pub fn standing(&self) -> String {
+        match (self.state.as_str(), self.execution.as_str()) {
+            ("open", _) if self.status == "waiting_for_input" => "waiting for input".into(),
+            ("open", _) => "awaiting approval".into(),
+            ("decided", "pending") => format!("decided; host `{}` will resume it", self.owner),
+            ("decided", "resuming") => match &self.executing {
+                Some(call) => format!("executing {call} (host `{}`)", self.owner),
+                None => format!("resuming (host `{}`)", self.owner),
+            },
+            ("decided", "outcome_unknown") => "outcome unknown".into(),
+            (_, "done") => self.outcome.clone().unwrap_or_else(|| "done".into()),
+            (state, execution) => format!("{state}, {execution}"),
+        }
+    }
+}
+
+/// One call a resumed run started, as its journal keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRow {
+    /// The model turn the call was part of.
+    pub turn: i64,
+    /// The call's id.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// The tool's effect when planned.
+    pub effect: String,
+    /// `started` or `ended`.
+    pub state: String,
+    /// How many times it was started.
+    pub attempts: i64,
+    /// The first line of its result, when it ended.
+    pub result: Option<String>,
+    /// The operator choices made for it (`rerun by dora`), oldest first.
+    pub choices: Vec<String>,
+}
+
+/// A run's whole record: its suspensions, every decision (voided ones
+/// included) and the calls its hosts ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunHistory {
+    /// The run's suspensions, oldest first.
+    pub suspensions: Vec<OpenRun>,
+    /// Every decision, oldest first.
+    pub decisions: Vec<DecisionRecord>,
+    /// The journaled calls, in order.
+    pub calls: Vec<CallRow>,
 }
 
 /// A verdict's stored spelling — the one mapping; reading inverts it.
@@ -335,27 +283,50 @@ fn verdict_from(text: &str) -> Result<DecisionKind, StoreError> {
 }
 
 impl Store {
-    /// Stores a suspended run as the open suspension of its run.
-    pub async fn save_suspended(&self, run: &SuspendedRun) -> Result<i64, StoreError> {
+    /// Stores a suspended run as the open suspension of its run, owned by
+    /// the host named `owner`: that host resumes it once it is decided.
+    pub async fn save_suspended(&self, run: &SuspendedRun, owner: &str) -> Result<i64, StoreError> {
+        if let Some(problem) = crate::host::host_name_problem(owner) {
+            return Err(StoreError::InvalidHostName {
+                name: toolgate::visible::visible(owner).into_owned(),
+                problem,
+            });
+        }
+        let (_writer, mut tx) = self.write().await?;
+        let id = self.insert_suspended(&mut tx, run, owner).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Inserts a suspension inside the caller's transaction.
+    pub(crate) async fn insert_suspended(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        run: &SuspendedRun,
+        owner: &str,
+    ) -> Result<i64, StoreError> {
         self.check_keyed()?;
         let document = run.encode_with(self.key())?;
         if self.key().is_some() {
             sqlx::query("INSERT OR IGNORE INTO integrity (id, since) VALUES (1, ?)")
                 .bind(now_ms())
-                .execute(&self.pool)
+                .execute(&mut **tx)
                 .await?;
         }
+        let now = now_ms();
         let result = sqlx::query(
-            "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
-             VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at, owner, execution, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
         )
         .bind(run.run_id())
         .bind(run.status().as_str())
         .bind(document)
         .bind(run.digest().as_str())
         .bind(&run.state().requested_by)
-        .bind(now_ms())
-        .execute(&self.pool)
+        .bind(now)
+        .bind(owner)
+        .bind(now)
+        .execute(&mut **tx)
         .await?;
         Ok(result.last_insert_rowid())
     }
@@ -385,7 +356,7 @@ impl Store {
     /// if it has one — and checks the columns kept beside it (run, status,
     /// digest, requester) against the document: a row whose columns and
     /// document disagree was written by something other than this store.
-    fn read_document(
+    pub(crate) fn read_document(
         &self,
         row: &SqliteRow,
     ) -> Result<Result<SuspendedRun, CorruptState>, sqlx::Error> {
@@ -435,14 +406,36 @@ impl Store {
         Ok(Ok(run))
     }
 
-    /// Every open suspension, oldest first, with any decoding problem named.
+    /// Every suspension that is not done — waiting for a decision, decided
+    /// and waiting for its host, resuming, or with an outcome unknown —
+    /// oldest first, with any decoding problem named.
     pub async fn open_runs(&self) -> Result<Vec<OpenRun>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, run_id, status, document, digest, requested_by, created_at
-             FROM suspended_run WHERE state = 'open' ORDER BY id",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        self.listed("WHERE s.state = 'open' OR s.execution != 'done'", None)
+            .await
+    }
+
+    /// Every suspension of every run, oldest first.
+    pub async fn all_runs(&self) -> Result<Vec<OpenRun>, StoreError> {
+        self.listed("", None).await
+    }
+
+    async fn listed(
+        &self,
+        filter: &'static str,
+        run_id: Option<&str>,
+    ) -> Result<Vec<OpenRun>, StoreError> {
+        let query = format!(
+            "SELECT s.*, (SELECT e.call_id || ' (' || e.tool || ')' FROM turn_plan p
+                          JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
+                          WHERE p.suspension_id = s.id ORDER BY p.turn DESC LIMIT 1) AS executing
+             FROM suspended_run s {filter} ORDER BY s.id"
+        );
+        // `filter` is one of this module's fixed clauses, never input.
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(query));
+        if let Some(run_id) = run_id {
+            query = query.bind(run_id);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
         let mut runs = Vec::with_capacity(rows.len());
         for row in rows {
             let problem = self.read_document(&row)?.err().map(|e| e.reason);
@@ -454,151 +447,142 @@ impl Store {
                 requested_by: row.try_get("requested_by")?,
                 created_at: row.try_get("created_at")?,
                 problem,
+                owner: row.try_get("owner")?,
+                state: row.try_get("state")?,
+                execution: row.try_get("execution")?,
+                outcome: row.try_get("outcome")?,
+                decided_by: row.try_get("decided_by")?,
+                executing: row.try_get("executing")?,
+                updated_at: row.try_get("updated_at")?,
             });
         }
         Ok(runs)
     }
 
-    /// Decides a stored run: claims its open suspension, hands the claimed
-    /// run to `resume`, and gives the claim back when — and only when —
-    /// `resume` ends in [`ResumeError::Refused`], so the run waits again.
+    /// A run's whole record: every suspension, every decision (voided ones
+    /// included) and every journaled call with the choices made for it.
+    pub async fn run_history(&self, run_id: &str) -> Result<RunHistory, StoreError> {
+        let suspensions = self.listed("WHERE s.run_id = ?", Some(run_id)).await?;
+        let decisions = self.decisions(run_id).await?;
+        let rows = sqlx::query(
+            "SELECT p.turn, e.plan_id, e.call_index, e.call_id, e.tool, e.effect, e.state, e.attempts, e.output
+             FROM call_execution e JOIN turn_plan p ON p.id = e.plan_id
+             JOIN suspended_run s ON s.id = p.suspension_id
+             WHERE s.run_id = ? ORDER BY p.suspension_id, p.turn, e.call_index",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut calls = Vec::with_capacity(rows.len());
+        for row in rows {
+            let output: Option<String> = row.try_get("output")?;
+            let result = output
+                .and_then(|text| serde_json::from_str::<toolgate::ToolOutput>(&text).ok())
+                .map(|o| {
+                    let first = o.content.lines().next().unwrap_or_default().to_owned();
+                    if o.is_error {
+                        format!("error: {first}")
+                    } else {
+                        first
+                    }
+                });
+            let choices = sqlx::query(
+                "SELECT choice, decided_by, attempt FROM execution_choice
+                 WHERE plan_id = ? AND call_index = ? ORDER BY id",
+            )
+            .bind(row.try_get::<i64, _>("plan_id")?)
+            .bind(row.try_get::<i64, _>("call_index")?)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|c| {
+                Ok(format!(
+                    "{} by {} (attempt {})",
+                    c.try_get::<String, _>("choice")?,
+                    c.try_get::<String, _>("decided_by")?,
+                    c.try_get::<i64, _>("attempt")?
+                ))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+            calls.push(CallRow {
+                turn: row.try_get("turn")?,
+                call_id: row.try_get("call_id")?,
+                tool: row.try_get("tool")?,
+                effect: row.try_get("effect")?,
+                state: row.try_get("state")?,
+                attempts: row.try_get("attempts")?,
+                result,
+                choices,
+            });
+        }
+        Ok(RunHistory {
+            suspensions,
+            decisions,
+            calls,
+        })
+    }
+
+    /// The newest suspension of a run, decoded fail-closed, whether it waits
+    /// or was decided: what the run last paused on.
+    pub async fn latest_suspended(&self, run_id: &str) -> Result<SuspendedRun, LoadError> {
+        let row = sqlx::query(
+            "SELECT run_id, status, document, digest, requested_by FROM suspended_run
+             WHERE run_id = ? ORDER BY id DESC LIMIT 1",
+        )
+        .bind(run_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(StoreError::from)?;
+        let Some(row) = row else {
+            return Err(LoadError::NotFound(run_id.to_owned()));
+        };
+        self.read_document(&row)
+            .map_err(StoreError::from)?
+            .map_err(|error| LoadError::Corrupt {
+                run_id: run_id.to_owned(),
+                error,
+            })
+    }
+
+    /// Records a decision on a stored run — and nothing else: the host that
+    /// owns the run resumes it ([`Host`](crate::Host)).
     ///
-    /// # The decision protocol
+    /// In one transaction the run's open suspension is read, the decision
+    /// checked against it — the digest names the pending turn, the answer
+    /// fits the kind of pause, four eyes holds, input data fits the full
+    /// input schema (the core's own checks) — and the suspension marked
+    /// decided beside its decision row. Of any number of concurrent deciders
+    /// exactly one wins ([`ClaimError::AlreadyDecided`] for the others); a
+    /// decision that fails a check changes nothing.
     ///
-    /// This is the one public way to decide a stored run, and the protocol is
-    /// written out here once, so that no host can leave a step out:
-    ///
-    /// 1. **Claim.** The run's open suspension is marked decided and the
-    ///    decision row written, in one transaction. Of any number of concurrent
-    ///    deciders exactly one wins; a missing or stale digest, a decision that
-    ///    does not fit the kind of pause, or a document that does not decode
-    ///    changes nothing ([`ClaimError`]).
-    /// 2. **Resume.** The caller's `resume` gets the claimed run ([`Claimed`]),
-    ///    typed by its kind of pause, and resumes it with the core's API and
-    ///    the claim's [`ClaimedLog`].
-    /// 3. **Release on refusal, and only then.** When `resume` ends in
-    ///    [`ResumeError::Refused`] — which the core returns only before
-    ///    anything of the turn ran — the claim is given back in one
-    ///    transaction: the decision row is deleted and the run waits again
-    ///    ([`DecideError::Refused`]).
-    ///
-    /// Every other ending keeps the claim: an outcome; a run error after the
-    /// turn ran ([`DecideError::Resume`]); a resume error of a kind this build
-    /// does not know; a panic inside `resume`; the returned future dropped
-    /// before `resume` finished; a release that fails
-    /// ([`DecideError::NotReleased`]). In each of those the turn may have run,
-    /// and a run that waited again could run a non-idempotent write twice. A
-    /// run left decided without having run is an operator's to look into — its
-    /// decision row names who claimed it — and is never executed a second time.
-    /// Claim and release are single transactions, so no ending leaves a run
-    /// decided without its decision row, or a decision row beside a waiting
-    /// run.
-    ///
-    /// The resume is a closure, not a guard the caller holds, because the
-    /// release is a write and `Drop` cannot await: a guard dropped on an early
-    /// `?` could only give the claim back blindly (wrong once the turn ran) or
-    /// keep it silently (the forgotten release this method exists to rule
-    /// out). Here the store reads the resume's own result.
-    ///
-    /// # The kind of pause
-    ///
-    /// `S` is the kind of pause the caller decides — [`AwaitingApproval`]
-    /// with [`DecisionKind::Approved`] or [`DecisionKind::Denied`],
-    /// [`WaitingForInput`] with [`DecisionKind::InputSubmitted`]; a run that
-    /// waits otherwise is refused with [`ClaimError::DoesNotFit`] before
-    /// anything changes.
+    /// Any process may decide: the command line, a library call, a web page.
+    /// None of them runs a tool.
     ///
     /// # Example
     ///
     /// ```no_run
     /// # async fn demo(
     /// #     store: &toolgate_store::Store,
-    /// #     registry: &toolgate::Registry,
-    /// #     model: &dyn toolgate::run::Model,
     /// #     digest: toolgate::suspend::TurnDigest,
     /// # ) -> Result<(), Box<dyn std::error::Error>> {
-    /// use toolgate::{Agent, audit::DecisionKind, identity::{IdentitySource, Operator}};
-    /// use toolgate::suspend::AwaitingApproval;
-    /// use toolgate_store::{Claimed, DecideError};
+    /// use toolgate::identity::{IdentitySource, Operator};
+    /// use toolgate_store::Answer;
     ///
     /// let bob = Operator::new("bob", IdentitySource::Flag)?;
-    /// let decided = store
-    ///     .decide(
-    ///         "run-1",
-    ///         Some(&digest),
-    ///         &bob,
-    ///         DecisionKind::Approved,
-    ///         |claimed: Claimed<AwaitingApproval>| async move {
-    ///             let log = claimed.log();
-    ///             let decision = claimed.decision();
-    ///             let agent = Agent::new(registry, model, &log);
-    ///             claimed.run.decide(&agent, decision).await
-    ///         },
-    ///     )
-    ///     .await;
-    /// match decided {
-    ///     Ok(outcome) => println!("decided: {outcome:?}"),
-    ///     // Released: the run waits for another decision.
-    ///     Err(DecideError::Refused { reason, .. }) => println!("refused: {reason}"),
-    ///     Err(other) => return Err(other.into()),
-    /// }
+    /// let recorded = store.decide("run-1", Some(&digest), &bob, Answer::Approve).await?;
+    /// println!("recorded; host `{}` will resume it", recorded.owner);
     /// # Ok(()) }
     /// ```
-    pub async fn decide<S, T, F, Fut>(
+    pub async fn decide(
         &self,
         run_id: &str,
         digest: Option<&TurnDigest>,
         decided_by: &Operator,
-        verdict: DecisionKind,
-        resume: F,
-    ) -> Result<T, DecideError<S>>
-    where
-        S: Decidable,
-        F: FnOnce(Claimed<S>) -> Fut,
-        Fut: Future<Output = Result<T, ResumeError<S>>>,
-    {
-        let claimed = self.claim::<S>(run_id, digest, decided_by, verdict).await?;
-        let suspension_id = claimed.suspension_id;
-        match resume(claimed).await {
-            Ok(value) => Ok(value),
-            Err(ResumeError::Refused { run, reason }) => match self
-                .release(suspension_id, &format!("refused at resume: {reason}"))
-                .await
-            {
-                Ok(()) => {
-                    tracing::info!(run = %run_id, %reason, "decision refused; claim released");
-                    Err(DecideError::Refused { run, reason })
-                }
-                Err(error) => {
-                    tracing::error!(run = %run_id, %reason, %error, "decision refused, but the claim could not be released");
-                    Err(DecideError::NotReleased {
-                        run_id: run_id.to_owned(),
-                        reason,
-                        error,
-                    })
-                }
-            },
-            Err(other) => Err(DecideError::Resume(other)),
-        }
-    }
-
-    /// Claims the decision on a run's open suspension — step 1 of the
-    /// protocol, only ever called by [`Store::decide`]. Of any number of
-    /// concurrent claims exactly one wins; the others get
-    /// [`ClaimError::AlreadyDecided`]. The decision row is written in the same
-    /// transaction as the claim. A missing or stale digest, a decision that
-    /// does not fit the run's kind of pause, or a stored document that does
-    /// not decode, changes nothing.
-    pub(crate) async fn claim<S: Decidable>(
-        &self,
-        run_id: &str,
-        digest: Option<&TurnDigest>,
-        decided_by: &Operator,
-        verdict: DecisionKind,
-    ) -> Result<Claimed<S>, ClaimError> {
+        answer: Answer,
+    ) -> Result<Recorded, ClaimError> {
         let (_writer, mut tx) = self.write().await?;
         let row = sqlx::query(
-            "SELECT id, run_id, status, document, digest, requested_by FROM suspended_run
+            "SELECT id, run_id, status, document, digest, requested_by, owner FROM suspended_run
              WHERE run_id = ? AND state = 'open'",
         )
         .bind(run_id)
@@ -620,6 +604,7 @@ impl Store {
             });
         };
         let suspension_id: i64 = row.try_get("id")?;
+        let owner: String = row.try_get("owner")?;
         let run = self
             .read_document(&row)?
             .map_err(|error| ClaimError::Corrupt {
@@ -633,13 +618,47 @@ impl Store {
             });
         }
         refuse_replay(&mut tx, run_id, &expected).await?;
-        let run = fitting::<S>(run_id, run, verdict)?;
+        let verdict = answer.kind();
+        let checked = match (&run, &answer) {
+            (SuspendedRun::AwaitingApproval(pending), Answer::Approve | Answer::Deny) => pending
+                .check_decision(&Decision {
+                    verdict: if answer == Answer::Approve {
+                        Verdict::Approve
+                    } else {
+                        Verdict::Deny
+                    },
+                    digest: Some(expected.clone()),
+                    decided_by: decided_by.name().to_owned(),
+                }),
+            (SuspendedRun::WaitingForInput(pending), Answer::Input(data)) => {
+                pending.check_input(&InputSubmission {
+                    data: data.clone(),
+                    digest: Some(expected.clone()),
+                    submitted_by: decided_by.name().to_owned(),
+                })
+            }
+            _ => {
+                return Err(ClaimError::DoesNotFit {
+                    run_id: run_id.to_owned(),
+                    status: run.status(),
+                    verdict,
+                });
+            }
+        };
+        if let Err(reason) = checked {
+            return Err(ClaimError::Refused {
+                run_id: run_id.to_owned(),
+                reason,
+            });
+        }
         let now = now_ms();
         let claimed = sqlx::query(
-            "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?
+            "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
+                    execution = 'pending', updated_at = ?
              WHERE id = ? AND state = 'open'",
         )
         .bind(decided_by.name())
+        .bind(now)
         .bind(now)
         .bind(suspension_id)
         .execute(&mut *tx)
@@ -663,16 +682,20 @@ impl Store {
             tools: run.pending().iter().map(|c| c.name.clone()).collect(),
             voided: None,
         };
+        let input = match &answer {
+            Answer::Input(data) => Some(data.to_string()),
+            Answer::Approve | Answer::Deny => None,
+        };
         let tools = serde_json::to_string(&record.tools).map_err(|source| StoreError::Encode {
             what: "the tool names",
             source,
         })?;
         let mac = self
             .key()
-            .map(|key| key.tag(&decision_bytes(suspension_id, &record)));
+            .map(|key| key.tag(&decision_bytes(suspension_id, &record, input.as_deref())));
         sqlx::query(
-            "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac, input)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(suspension_id)
         .bind(run_id)
@@ -685,88 +708,125 @@ impl Store {
         .bind(tools)
         .bind(now)
         .bind(mac)
+        .bind(input)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        tracing::info!(run = %run_id, by = %decided_by, source = %decided_by.source(), verdict = verdict.as_str(), "decision claimed");
-        Ok(Claimed {
-            run,
-            record,
-            suspension_id,
-        })
+        self.inbox.notify_waiters();
+        tracing::info!(run = %run_id, by = %decided_by, source = %decided_by.source(), verdict = verdict.as_str(), owner = %owner, "decision recorded");
+        Ok(Recorded { record, owner })
     }
 
-    /// Gives a claim back — step 3 of the protocol, only ever called by
-    /// [`Store::decide`] when the decision was refused after it was claimed —
-    /// so the run waits again and the decision row is gone, in one
-    /// transaction.
-    pub(crate) async fn release(&self, suspension_id: i64, why: &str) -> Result<(), StoreError> {
+    /// Gives a decision back when its resume was refused before anything of
+    /// the turn ran: the decision stays in the audit trail, voided with why,
+    /// and the run waits for a fresh decision — in one transaction.
+    pub(crate) async fn release(
+        &self,
+        suspension_id: i64,
+        instance: &str,
+        why: &str,
+    ) -> Result<(), StoreError> {
         let (_writer, mut tx) = self.write().await?;
-        // Audit rows are never deleted: the decision stays, voided, with why.
-        sqlx::query("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+        let released = sqlx::query(
+            "UPDATE suspended_run SET state = 'open', decided_by = NULL, decided_at = NULL,
+                    execution = 'pending', resumed_by = NULL, lease_until = NULL, updated_at = ?
+             WHERE id = ? AND state = 'decided' AND resumed_by = ?",
+        )
+        .bind(now_ms())
+        .bind(suspension_id)
+        .bind(instance)
+        .execute(&mut *tx)
+        .await?;
+        if released.rows_affected() == 1 {
+            // Audit rows are never deleted: the decision stays, voided, with why.
+            sqlx::query(
+                "UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL",
+            )
             .bind(why)
             .bind(suspension_id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(
-            "UPDATE suspended_run SET state = 'open', decided_by = NULL, decided_at = NULL
-             WHERE id = ? AND state = 'decided'",
-        )
-        .bind(suspension_id)
-        .execute(&mut *tx)
-        .await?;
+        }
         tx.commit().await?;
         Ok(())
     }
 
-    /// The decisions taken on a run, oldest first.
+    /// The decisions taken on a run, oldest first, voided ones included.
     pub async fn decisions(&self, run_id: &str) -> Result<Vec<DecisionRecord>, StoreError> {
         self.check_keyed()?;
         let rows = sqlx::query("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
             .bind(run_id)
             .fetch_all(&self.pool)
             .await?;
-        let mut records = Vec::with_capacity(rows.len());
-        for row in rows {
-            let verdict = verdict_from(&row.try_get::<String, _>("verdict")?)?;
-            let tools: String = row.try_get("tools")?;
-            let tools = serde_json::from_str(&tools).map_err(|e| StoreError::Unreadable {
-                what: "decision tool list",
-                reason: e.to_string(),
-            })?;
-            let record = DecisionRecord {
-                run_id: row.try_get("run_id")?,
-                decided_by: row.try_get("decided_by")?,
-                decided_by_source: IdentitySource::from_name(
-                    &row.try_get::<String, _>("decided_by_source")?,
-                ),
-                requested_by: row.try_get("requested_by")?,
-                self_decided: row.try_get::<i64, _>("self_decided")? == 1,
-                at_unix_ms: u64::try_from(row.try_get::<i64, _>("decided_at")?).unwrap_or(0),
-                verdict,
-                digest: TurnDigest::from_text(row.try_get::<String, _>("digest")?),
-                tools,
-                voided: row.try_get("voided")?,
-            };
-            if let Some(key) = self.key() {
-                let suspension_id: i64 = row.try_get("suspension_id")?;
-                let mac: Option<String> = row.try_get("mac")?;
-                let verified = mac
-                    .is_some_and(|mac| key.verify(&decision_bytes(suspension_id, &record), &mac));
-                if !verified {
-                    return Err(StoreError::Unreadable {
-                        what: "decision record",
-                        reason: format!(
-                            "the decision on run `{}` by `{}` does not verify under this store's integrity key: it was changed, or written without the key",
-                            toolgate::visible::visible(&record.run_id),
-                            toolgate::visible::visible(&record.decided_by)
-                        ),
-                    });
-                }
+        rows.iter()
+            .map(|row| self.decision_from(row).map(|(record, _)| record))
+            .collect()
+    }
+
+    /// The standing decision on a suspension, with the data an input
+    /// decision submitted.
+    pub(crate) async fn standing_decision(
+        &self,
+        suspension_id: i64,
+    ) -> Result<Option<(DecisionRecord, Option<Value>)>, StoreError> {
+        self.check_keyed()?;
+        let row = sqlx::query("SELECT * FROM decision WHERE suspension_id = ? AND voided IS NULL")
+            .bind(suspension_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| self.decision_from(&row)).transpose()
+    }
+
+    /// A decision row, verified under this store's key when it has one.
+    fn decision_from(
+        &self,
+        row: &SqliteRow,
+    ) -> Result<(DecisionRecord, Option<Value>), StoreError> {
+        let verdict = verdict_from(&row.try_get::<String, _>("verdict")?)?;
+        let tools: String = row.try_get("tools")?;
+        let tools = serde_json::from_str(&tools).map_err(|e| StoreError::Unreadable {
+            what: "decision tool list",
+            reason: e.to_string(),
+        })?;
+        let record = DecisionRecord {
+            run_id: row.try_get("run_id")?,
+            decided_by: row.try_get("decided_by")?,
+            decided_by_source: IdentitySource::from_name(
+                &row.try_get::<String, _>("decided_by_source")?,
+            ),
+            requested_by: row.try_get("requested_by")?,
+            self_decided: row.try_get::<i64, _>("self_decided")? == 1,
+            at_unix_ms: u64::try_from(row.try_get::<i64, _>("decided_at")?).unwrap_or(0),
+            verdict,
+            digest: TurnDigest::from_text(row.try_get::<String, _>("digest")?),
+            tools,
+            voided: row.try_get("voided")?,
+        };
+        let input: Option<String> = row.try_get("input")?;
+        if let Some(key) = self.key() {
+            let suspension_id: i64 = row.try_get("suspension_id")?;
+            let mac: Option<String> = row.try_get("mac")?;
+            let bytes = decision_bytes(suspension_id, &record, input.as_deref());
+            if !mac.is_some_and(|mac| key.verify(&bytes, &mac)) {
+                return Err(StoreError::Unreadable {
+                    what: "decision record",
+                    reason: format!(
+                        "the decision on run `{}` by `{}` does not verify under this store's integrity key: it was changed, or written without the key",
+                        toolgate::visible::visible(&record.run_id),
+                        toolgate::visible::visible(&record.decided_by)
+                    ),
+                });
             }
-            records.push(record);
         }
-        Ok(records)
+        let input = input
+            .map(|text| {
+                serde_json::from_str(&text).map_err(|e| StoreError::Unreadable {
+                    what: "decision input",
+                    reason: e.to_string(),
+                })
+            })
+            .transpose()?;
+        Ok((record, input))
     }
 }
 
@@ -796,7 +856,7 @@ async fn refuse_replay(
 
 /// What a decision row's tag covers: the suspension it decided, and every
 /// field of the record, in the record's own serialisation (fixed field order).
-fn decision_bytes(suspension_id: i64, record: &DecisionRecord) -> Vec<u8> {
+fn decision_bytes(suspension_id: i64, record: &DecisionRecord, input: Option<&str>) -> Vec<u8> {
     let mut bytes = format!("toolgate.decision.v1\n{suspension_id}\n").into_bytes();
     // What was decided is covered; whether it was voided later is not (a
     // voided decision keeps the tag it was written with).
@@ -806,6 +866,12 @@ fn decision_bytes(suspension_id: i64, record: &DecisionRecord) -> Vec<u8> {
     };
     // Serialising a record of plain fields to a Vec cannot fail.
     let _ = serde_json::to_writer(&mut bytes, &decided);
+    // The data an input decision submitted; rows without it keep the tag
+    // they were written with before input was stored.
+    if let Some(input) = input {
+        bytes.extend_from_slice(b"\ninput\n");
+        bytes.extend_from_slice(input.as_bytes());
+    }
     bytes
 }
 

@@ -9,6 +9,7 @@
 )]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Map, Value, json};
 use toolgate::identity::{IdentitySource, Operator};
@@ -16,13 +17,10 @@ use toolgate::{
     Agent, Execute, Registry, Tool, ToolOutput,
     audit::DecisionKind,
     run::{Outcome, Reply, RunOptions, RunRequest, ToolCall},
-    suspend::{
-        AwaitingApproval, Refusal, ResumeError, SuspendedRun, SuspendedStatus, TurnDigest,
-        WaitingForInput,
-    },
+    suspend::{Refusal, SuspendedRun, SuspendedStatus, TurnDigest},
     testing::{MemoryLog, ScriptedModel},
 };
-use toolgate_store::{ClaimError, Claimed, DecideError, LoadError, Store};
+use toolgate_store::{Answer, Choice, ClaimError, Ended, Host, LoadError, Store};
 
 /// Deletes a branch.
 #[derive(Tool)]
@@ -86,35 +84,6 @@ fn temp() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary directory")
 }
 
-/// The resume a host writes: the claimed decision, with the claimed log,
-/// through an agent whose model answers `replies`.
-async fn resume(
-    registry: &Registry,
-    replies: Vec<Reply>,
-    claimed: Claimed<AwaitingApproval>,
-) -> Result<Outcome, ResumeError<AwaitingApproval>> {
-    let model = ScriptedModel::new(replies);
-    let log = claimed.log();
-    let decision = claimed.decision();
-    let agent = Agent::new(registry, &model, &log);
-    claimed.run.decide(&agent, decision).await
-}
-
-/// A resume that claims and takes nothing further: for tests of the claim.
-async fn claim_only(_: Claimed<AwaitingApproval>) -> Result<(), ResumeError<AwaitingApproval>> {
-    Ok(())
-}
-
-/// A resume that must never be reached.
-async fn unreachable<S>(_: Claimed<S>) -> Result<(), ResumeError<S>> {
-    panic!("resume ran although the claim was not granted")
-}
-
-/// A resume that fails after the claim, the way a host's bug would.
-async fn panics(_: Claimed<AwaitingApproval>) -> Result<(), ResumeError<AwaitingApproval>> {
-    panic!("the host failed mid-resume")
-}
-
 /// True when the run waits, has no standing decision, and loads. Voided
 /// decisions stay in the audit trail, each saying why.
 async fn waits(store: &Store, run_id: &str) -> bool {
@@ -143,7 +112,7 @@ async fn a_saved_run_loads_with_its_status_and_a_second_open_row_is_refused() {
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     let loaded = store.load_suspended(run.run_id()).await.unwrap();
     assert_eq!(loaded, run);
     let listed = store.open_runs().await.unwrap();
@@ -153,7 +122,7 @@ async fn a_saved_run_loads_with_its_status_and_a_second_open_row_is_refused() {
     assert_eq!(listed[0].requested_by, "alice");
     assert_eq!(listed[0].problem, None);
     assert!(
-        store.save_suspended(&run).await.is_err(),
+        store.save_suspended(&run, "host").await.is_err(),
         "one open suspension per run"
     );
     assert!(matches!(
@@ -168,7 +137,7 @@ async fn a_corrupt_document_is_left_untouched_for_an_operator() {
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     sqlx::query(
         "UPDATE suspended_run SET document = replace(document, 'delete_branch', 'delete_branches')",
     )
@@ -192,12 +161,11 @@ async fn a_corrupt_document_is_left_untouched_for_an_operator() {
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            DecisionKind::Approved,
-            unreachable::<AwaitingApproval>,
+            Answer::Approve,
         )
         .await
     {
-        Err(DecideError::Claim(ClaimError::Corrupt { .. })) => {}
+        Err(ClaimError::Corrupt { .. }) => {}
         other => panic!("expected the claim to refuse a corrupt run, got {other:?}"),
     }
     let listed = store.open_runs().await.unwrap();
@@ -219,19 +187,18 @@ async fn a_stale_digest_or_a_decision_that_does_not_fit_changes_nothing() {
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     for digest in [None, Some(TurnDigest::from_text("sha256:00"))] {
         match store
             .decide(
                 run.run_id(),
                 digest.as_ref(),
                 &operator("bob"),
-                DecisionKind::Approved,
-                unreachable::<AwaitingApproval>,
+                Answer::Approve,
             )
             .await
         {
-            Err(DecideError::Claim(error @ ClaimError::StaleDigest { .. })) => {
+            Err(error @ ClaimError::StaleDigest { .. }) => {
                 let text = error.to_string();
                 assert!(
                     !text.contains("sha256:"),
@@ -248,8 +215,7 @@ async fn a_stale_digest_or_a_decision_that_does_not_fit_changes_nothing() {
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            DecisionKind::InputSubmitted,
-            unreachable::<WaitingForInput>,
+            Answer::Input(json!({})),
         )
         .await;
     let as_approval = store
@@ -257,13 +223,12 @@ async fn a_stale_digest_or_a_decision_that_does_not_fit_changes_nothing() {
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            DecisionKind::InputSubmitted,
-            unreachable::<AwaitingApproval>,
+            Answer::Input(json!({})),
         )
         .await;
     for refused in [
-        as_input.map_err(|e| e.to_string()),
-        as_approval.map_err(|e| e.to_string()),
+        as_input.map(drop).map_err(|e| e.to_string()),
+        as_approval.map(drop).map_err(|e| e.to_string()),
     ] {
         assert_eq!(
             refused,
@@ -273,64 +238,70 @@ async fn a_stale_digest_or_a_decision_that_does_not_fit_changes_nothing() {
             ))
         );
     }
-    // An approval decided as an approval of input: the right verdict, the
-    // wrong kind of pause.
-    match store
-        .decide(
-            run.run_id(),
-            Some(&digest),
-            &operator("bob"),
-            DecisionKind::Approved,
-            unreachable::<WaitingForInput>,
-        )
-        .await
-    {
-        Err(DecideError::Claim(ClaimError::DoesNotFit {
-            status: SuspendedStatus::AwaitingApproval,
-            verdict: DecisionKind::Approved,
-            ..
-        })) => {}
-        other => panic!("expected the decision not to fit, got {other:?}"),
-    }
     assert!(waits(&store, run.run_id()).await);
 }
 
-/// A decision taken through the gate: resume runs the turn once, the
-/// decision row stays, and the run waits no more.
+/// Deciding only records; the host that owns the run resumes it — once. A
+/// host of another name never sees it.
 #[tokio::test]
-async fn a_taken_decision_keeps_the_claim() {
+async fn a_recorded_decision_is_resumed_once_by_its_host() {
     let dir = temp();
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "worker").await.unwrap();
     let digest = run.digest();
-    let outcome = store
+    let recorded = store
         .decide(
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            DecisionKind::Approved,
-            |claimed| resume(&registry, vec![Reply::Text("done".into())], claimed),
+            Answer::Approve,
         )
-        .await;
-    match outcome {
-        Ok(Outcome::Finished { answer, state }) => {
-            assert_eq!(answer, "done");
-            assert!(
-                state
-                    .transcript
-                    .iter()
-                    .any(|m| matches!(m, toolgate::run::Message::Tool { content, .. } if content.starts_with("deleted"))),
-                "the approved call ran"
-            );
-        }
-        other => panic!("expected the run to finish, got {other:?}"),
-    }
+        .await
+        .unwrap();
+    assert_eq!(recorded.owner, "worker");
+    assert_eq!(recorded.record.decided_by, "bob");
+    // Recorded, nothing ran: the run is decided and waits for its host.
+    let listed = store.open_runs().await.unwrap();
+    assert_eq!(
+        (listed[0].state.as_str(), listed[0].execution.as_str()),
+        ("decided", "pending")
+    );
+    assert_eq!(
+        listed[0].standing(),
+        "decided; host `worker` will resume it"
+    );
+    let elsewhere = Host::new(store.clone(), "elsewhere").unwrap();
+    assert!(elsewhere.next().await.unwrap().is_none());
+
+    let host = Host::new(store.clone(), "worker").unwrap();
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let resumed = host.resume_all(&registry, &model).await.unwrap();
+    assert_eq!(resumed.len(), 1);
+    assert!(
+        matches!(&resumed[0].ended, Ended::Finished { answer } if answer == "done"),
+        "{resumed:?}"
+    );
+    let state = resumed[0].state.as_ref().unwrap();
+    let ran = state
+        .transcript
+        .iter()
+        .filter(|m| matches!(m, toolgate::run::Message::Tool { content, .. } if content.starts_with("deleted")))
+        .count();
+    assert_eq!(ran, 1, "the approved call ran once");
+    assert!(host.next().await.unwrap().is_none(), "resumed exactly once");
     assert!(
         !waits(&store, run.run_id()).await,
         "decided runs do not wait"
     );
+    assert!(
+        store.open_runs().await.unwrap().is_empty(),
+        "the run is done"
+    );
+    let all = store.all_runs().await.unwrap();
+    assert_eq!(all[0].outcome.as_deref(), Some("finished"));
+
     let decisions = store.decisions(run.run_id()).await.unwrap();
     assert_eq!(decisions.len(), 1);
     assert_eq!(decisions[0].verdict, DecisionKind::Approved);
@@ -343,24 +314,24 @@ async fn a_taken_decision_keeps_the_claim() {
             run.run_id(),
             Some(&digest),
             &operator("carol"),
-            DecisionKind::Approved,
-            unreachable::<AwaitingApproval>,
+            Answer::Approve,
         )
         .await
     {
-        Err(DecideError::Claim(ClaimError::AlreadyDecided { by, .. })) => {
-            assert_eq!(by.as_deref(), Some("bob"));
-        }
+        Err(ClaimError::AlreadyDecided { by, .. }) => assert_eq!(by.as_deref(), Some("bob")),
         other => panic!("expected the run to be decided already, got {other:?}"),
     }
+    let history = store.run_history(run.run_id()).await.unwrap();
+    assert_eq!(history.calls.len(), 1);
+    assert_eq!(history.calls[0].state, "ended");
+    assert_eq!(history.calls[0].effect, "non_idempotent_write");
 }
 
-/// A decision the core refuses after the claim — here the requester's own
-/// approval of a four-eyes run, which the claim does not judge — gives the
-/// claim back: the run waits again, with no decision row, and someone else
-/// can decide it.
+/// Four eyes is judged when the decision is recorded, by the core's own
+/// check: the requester's approval changes nothing, and someone else's is
+/// recorded.
 #[tokio::test]
-async fn a_refused_resume_releases_the_claim_and_the_run_waits_again() {
+async fn a_self_approval_under_four_eyes_is_refused_when_recorded() {
     let dir = temp();
     let store = open(&dir).await;
     let registry = registry();
@@ -369,48 +340,80 @@ async fn a_refused_resume_releases_the_claim_and_the_run_waits_again() {
         ..RunOptions::default()
     };
     let run = suspended_with(&registry, "alice", four_eyes).await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     let digest = run.digest();
-    let refused = store
+    match store
         .decide(
             run.run_id(),
             Some(&digest),
             &operator("alice"),
-            DecisionKind::Approved,
-            |claimed| resume(&registry, vec![Reply::Text("done".into())], claimed),
+            Answer::Approve,
         )
-        .await;
-    match refused {
-        Err(DecideError::Refused {
-            run: handed_back,
+        .await
+    {
+        Err(ClaimError::Refused {
             reason: Refusal::SelfApproval { who },
-        }) => {
-            assert_eq!(who, "alice");
-            assert_eq!(SuspendedRun::AwaitingApproval(handed_back), run);
-        }
+            ..
+        }) => assert_eq!(who, "alice"),
         other => panic!("expected a refusal, got {other:?}"),
     }
-    assert!(
-        waits(&store, run.run_id()).await,
-        "released runs wait again"
-    );
-    assert_eq!(store.load_suspended(run.run_id()).await.unwrap(), run);
-
-    let taken = store
+    assert!(waits(&store, run.run_id()).await);
+    assert!(store.decisions(run.run_id()).await.unwrap().is_empty());
+    store
         .decide(
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            DecisionKind::Approved,
-            |claimed| resume(&registry, vec![Reply::Text("done".into())], claimed),
+            Answer::Approve,
         )
-        .await;
-    assert!(matches!(taken, Ok(Outcome::Finished { .. })), "{taken:?}");
-    // The refused decision stays in the audit trail, voided with why; the
-    // one that was taken stands.
+        .await
+        .unwrap();
+}
+
+/// A decision changed in the database after it was recorded — here its
+/// decider set to the requester of a four-eyes run — is refused at resume by
+/// the core's check: it stays in the audit trail, voided with why, and the
+/// run waits again for a fresh decision. Nothing ran.
+#[tokio::test]
+async fn a_decision_refused_at_resume_is_voided_and_the_run_waits_again() {
+    let dir = temp();
+    let store = open(&dir).await;
+    let registry = registry();
+    let four_eyes = RunOptions {
+        four_eyes: true,
+        ..RunOptions::default()
+    };
+    let run = suspended_with(&registry, "alice", four_eyes).await;
+    store.save_suspended(&run, "host").await.unwrap();
+    let digest = run.digest();
+    store
+        .decide(
+            run.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    sqlx::query("UPDATE decision SET decided_by = 'alice'")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let host = Host::new(store.clone(), "host").unwrap();
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let resumed = host.resume_all(&registry, &model).await.unwrap();
+    assert!(
+        matches!(
+            &resumed[0].ended,
+            Ended::Refused {
+                reason: Refusal::SelfApproval { .. }
+            }
+        ),
+        "{resumed:?}"
+    );
+    assert!(waits(&store, run.run_id()).await, "the run waits again");
+    assert_eq!(store.load_suspended(run.run_id()).await.unwrap(), run);
     let decisions = store.decisions(run.run_id()).await.unwrap();
-    assert_eq!(decisions.len(), 2, "{decisions:?}");
-    assert_eq!(decisions[0].decided_by, "alice");
     assert!(
         decisions[0]
             .voided
@@ -418,178 +421,269 @@ async fn a_refused_resume_releases_the_claim_and_the_run_waits_again() {
             .is_some_and(|why| why.contains("must come from someone else")),
         "{decisions:?}"
     );
-    assert_eq!(decisions[1].decided_by, "bob");
-    assert_eq!(decisions[1].voided, None);
+    assert!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .calls
+            .is_empty(),
+        "nothing ran"
+    );
 }
 
-/// Resuming with a decision other than the claimed one is refused by the
-/// claimed log when the turn would run a write — and so released.
+/// The turn runs, then the run cannot go on (the model fails): the failure
+/// is the run's stored outcome; nothing waits and nothing runs again.
 #[tokio::test]
-async fn a_decision_other_than_the_claimed_one_is_refused_and_released() {
+async fn a_run_error_after_the_turn_ran_is_the_runs_outcome() {
     let dir = temp();
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     let digest = run.digest();
-    let refused = store
+    store
         .decide(
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            DecisionKind::Denied,
-            |claimed: Claimed<AwaitingApproval>| async {
-                let model = ScriptedModel::new([Reply::Text("done".into())]);
-                let log = claimed.log();
-                let agent = Agent::new(&registry, &model, &log);
-                claimed
-                    .run
-                    .approve(&agent, "bob", Some(digest.clone()))
-                    .await
-            },
+            Answer::Approve,
         )
-        .await;
-    match refused {
-        Err(DecideError::Refused { reason, .. }) => assert!(
-            reason.to_string().contains("is not the one claimed"),
-            "{reason}"
-        ),
-        other => panic!("expected the mismatched decision to be refused, got {other:?}"),
+        .await
+        .unwrap();
+    let host = Host::new(store.clone(), "host").unwrap();
+    // No reply left: the model fails after the approved call ran.
+    let resumed = host
+        .resume_all(&registry, &ScriptedModel::new([]))
+        .await
+        .unwrap();
+    match &resumed[0].ended {
+        Ended::Failed { error } => assert!(error.contains("no more replies"), "{error}"),
+        other => panic!("expected a failure, got {other:?}"),
     }
-    assert!(waits(&store, run.run_id()).await);
-}
-
-/// The decision is taken and the turn runs, then the run cannot go on (the
-/// model fails): the claim stands, since the write ran.
-#[tokio::test]
-async fn a_run_error_after_the_turn_ran_keeps_the_claim() {
-    let dir = temp();
-    let store = open(&dir).await;
-    let registry = registry();
-    let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
-    let digest = run.digest();
-    let failed = store
-        .decide(
-            run.run_id(),
-            Some(&digest),
-            &operator("bob"),
-            DecisionKind::Approved,
-            // No reply left: the model fails after the approved call ran.
-            |claimed| resume(&registry, Vec::new(), claimed),
-        )
-        .await;
-    match failed {
-        Err(DecideError::Resume(ResumeError::Run(error))) => {
-            assert!(error.to_string().contains("no more replies"), "{error}");
-        }
-        other => panic!("expected a run error, got {other:?}"),
-    }
-    assert!(!waits(&store, run.run_id()).await, "the claim stands");
+    assert!(host.next().await.unwrap().is_none());
+    assert!(store.open_runs().await.unwrap().is_empty());
+    let all = store.all_runs().await.unwrap();
+    assert!(
+        all[0]
+            .outcome
+            .as_deref()
+            .is_some_and(|o| o.starts_with("failed:"))
+    );
     assert_eq!(store.decisions(run.run_id()).await.unwrap().len(), 1);
 }
 
-/// A panic inside resume may come after the turn ran: the claim stands,
-/// whole — the run decided and its decision row written, neither without the
-/// other — and the panic reaches the caller.
-#[tokio::test]
-async fn a_panic_inside_resume_keeps_the_claim_whole() {
-    let dir = temp();
-    let store = Arc::new(open(&dir).await);
-    let registry = registry();
-    let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
-    let (run_id, digest) = (run.run_id().to_owned(), run.digest());
-    let task = tokio::spawn({
-        let store = Arc::clone(&store);
-        async move {
+/// Charges a card: counts its calls, and the first one hangs, the way a call
+/// does when its host dies under it.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+struct Charge(Arc<AtomicUsize>);
+
+impl Execute for Charge {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        }
+        ToolOutput::text("charged")
+    }
+}
+
+/// A host that stops mid-call leaves the call started. Once its lease runs
+/// out another host of the name picks the run up, and does not run the
+/// `non_idempotent_write` again: the run is "outcome unknown", visibly, until
+/// an operator chooses. `rerun` runs it once more; `skip` tells the model its
+/// outcome is unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_chooses() {
+    for choice in [Choice::Rerun, Choice::Skip] {
+        let dir = temp();
+        let store = open(&dir).await;
+        let charges = Arc::new(AtomicUsize::new(0));
+        let registry = Registry::builder()
+            .builtin(Charge(Arc::clone(&charges)))
+            .build()
+            .unwrap();
+        let model = ScriptedModel::new([Reply::Calls {
+            content: None,
+            calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "charge".into(),
+                arguments: json!({"cents": 500}),
+            }],
+        }]);
+        let log = MemoryLog::new();
+        let run = match Agent::new(&registry, &model, &log)
+            .start(RunRequest::new("alice", "pay"))
+            .await
+        {
+            Ok(Outcome::AwaitingApproval(run)) => SuspendedRun::AwaitingApproval(run),
+            other => panic!("expected an approval pause, got {other:?}"),
+        };
+        let run_id = run.run_id().to_owned();
+        store.save_suspended(&run, "payments").await.unwrap();
+        store
+            .decide(
+                &run_id,
+                Some(&run.digest()),
+                &operator("bob"),
+                Answer::Approve,
+            )
+            .await
+            .unwrap();
+
+        let lease = std::time::Duration::from_millis(100);
+        let first = Host::new(store.clone(), "payments")
+            .unwrap()
+            .with_lease(lease);
+        let task = first.next().await.unwrap().unwrap();
+        let dies = {
+            let registry = &registry;
+            let model = ScriptedModel::new([Reply::Text("paid".into())]);
+            async move { first.resume(task, registry, &model).await }
+        };
+        // The host dies while the charge runs.
+        tokio::select! {
+            ended = dies => panic!("the hanging call ended: {ended:?}"),
+            () = async { while charges.load(Ordering::SeqCst) == 0 { tokio::task::yield_now().await } } => {}
+        }
+        let listed = store.open_runs().await.unwrap();
+        assert!(
+            listed[0].standing().starts_with("executing c1 (charge)"),
+            "{}",
+            listed[0].standing()
+        );
+        tokio::time::sleep(lease * 2).await;
+
+        let second = Host::new(store.clone(), "payments")
+            .unwrap()
+            .with_lease(lease);
+        let task = second
+            .next()
+            .await
+            .unwrap()
+            .expect("the stale run is picked up");
+        assert!(task.is_recovery());
+        let resumed = second
+            .resume(task, &registry, &ScriptedModel::new([]))
+            .await
+            .unwrap();
+        assert!(
+            matches!(&resumed.ended, Ended::OutcomeUnknown { call_id, tool } if call_id == "c1" && tool == "charge"),
+            "{resumed:?}"
+        );
+        assert_eq!(
+            charges.load(Ordering::SeqCst),
+            1,
+            "not run again on its own"
+        );
+        let listed = store.open_runs().await.unwrap();
+        assert_eq!(listed[0].standing(), "outcome unknown");
+        assert!(
+            listed[0]
+                .outcome
+                .as_deref()
+                .is_some_and(|o| o.contains("call `c1` (charge)"))
+        );
+        assert!(
+            second.next().await.unwrap().is_none(),
+            "it waits for an operator"
+        );
+
+        let chosen = store
+            .choose(&run_id, &operator("carol"), choice)
+            .await
+            .unwrap();
+        assert_eq!(
+            (chosen.call_id.as_str(), chosen.owner.as_str()),
+            ("c1", "payments")
+        );
+        let model = ScriptedModel::new([Reply::Text("paid".into())]);
+        let resumed = second.resume_all(&registry, &model).await.unwrap();
+        assert!(
+            matches!(&resumed[0].ended, Ended::Finished { .. }),
+            "{resumed:?}"
+        );
+        let result = resumed[0]
+            .state
+            .as_ref()
+            .unwrap()
+            .transcript
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                toolgate::run::Message::Tool { content, .. } => Some(content.clone()),
+                _ => None,
+            });
+        let history = store.run_history(&run_id).await.unwrap();
+        match choice {
+            Choice::Rerun => {
+                assert_eq!(charges.load(Ordering::SeqCst), 2, "run once more");
+                assert_eq!(result.as_deref(), Some("charged"));
+                assert_eq!(history.calls[0].attempts, 2);
+            }
+            Choice::Skip => {
+                assert_eq!(charges.load(Ordering::SeqCst), 1, "never run again");
+                assert!(result.is_some_and(|r| {
+                    r.contains("its outcome is unknown, and carol chose not to run it again")
+                }));
+            }
+        }
+        assert_eq!(
+            history.calls[0].choices,
+            [format!("{} by carol (attempt 1)", choice.as_str())]
+        );
+        assert!(
             store
+                .choose(&run_id, &operator("carol"), choice)
+                .await
+                .is_err(),
+            "nothing left to choose"
+        );
+    }
+}
+
+/// Several processes of one host — separate store handles on one file —
+/// reach for one decided run at once, 200 times: exactly one gets it.
+#[test]
+fn hosts_of_one_name_resume_a_decided_run_exactly_once() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = temp();
+        let registry = registry();
+        let mut stores = Vec::new();
+        for _ in 0..4 {
+            stores.push(open(&dir).await);
+        }
+        for round in 0..200 {
+            let run = suspended(&registry, "alice").await;
+            stores[0].save_suspended(&run, "worker").await.unwrap();
+            stores[round % 4]
                 .decide(
-                    &run_id,
-                    Some(&digest),
+                    run.run_id(),
+                    Some(&run.digest()),
                     &operator("bob"),
-                    DecisionKind::Approved,
-                    panics,
+                    Answer::Approve,
                 )
                 .await
+                .unwrap();
+            let tasks: Vec<_> = (0..8)
+                .map(|i| {
+                    let host = Host::new(stores[i % 4].clone(), "worker").unwrap();
+                    tokio::spawn(async move { host.next().await.map(|t| t.is_some()) })
+                })
+                .collect();
+            let mut claimed = 0;
+            for task in tasks {
+                claimed += usize::from(task.await.unwrap().unwrap());
+            }
+            assert_eq!(claimed, 1, "round {round}");
         }
     });
-    let joined = task.await;
-    assert!(
-        joined.is_err_and(|e| e.is_panic()),
-        "the panic is not swallowed"
-    );
-    assert!(!waits(&store, run.run_id()).await, "the claim stands");
-    assert_eq!(store.decisions(run.run_id()).await.unwrap().len(), 1);
-}
-
-/// The same when the caller drops the decision while resume is under way.
-#[tokio::test]
-async fn a_decision_dropped_mid_resume_keeps_the_claim_whole() {
-    let dir = temp();
-    let store = open(&dir).await;
-    let registry = registry();
-    let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
-    let digest = run.digest();
-    let (claimed_tx, claimed_rx) = tokio::sync::oneshot::channel();
-    let bob = operator("bob");
-    let decision = store.decide(
-        run.run_id(),
-        Some(&digest),
-        &bob,
-        DecisionKind::Approved,
-        |_: Claimed<AwaitingApproval>| async move {
-            let _ = claimed_tx.send(());
-            std::future::pending::<Result<(), ResumeError<AwaitingApproval>>>().await
-        },
-    );
-    tokio::select! {
-        biased;
-        decided = decision => panic!("a pending resume ended: {decided:?}"),
-        claimed = claimed_rx => claimed.expect("resume began"),
-    }
-    assert!(!waits(&store, run.run_id()).await, "the claim stands");
-}
-
-/// A refused decision whose release fails (the store closed under it) leaves
-/// the claim as it was, whole, and says so.
-#[tokio::test]
-async fn a_release_that_fails_leaves_the_claim_whole_and_says_so() {
-    let dir = temp();
-    let store = open(&dir).await;
-    let registry = registry();
-    let four_eyes = RunOptions {
-        four_eyes: true,
-        ..RunOptions::default()
-    };
-    let run = suspended_with(&registry, "alice", four_eyes).await;
-    store.save_suspended(&run).await.unwrap();
-    let digest = run.digest();
-    let refused = store
-        .decide(
-            run.run_id(),
-            Some(&digest),
-            &operator("alice"),
-            DecisionKind::Approved,
-            |claimed| async {
-                store.close().await;
-                resume(&registry, Vec::new(), claimed).await
-            },
-        )
-        .await;
-    match refused {
-        Err(error @ DecideError::NotReleased { .. }) => assert!(
-            error
-                .to_string()
-                .contains("its claim could not be released, so the run no longer waits"),
-            "{error}"
-        ),
-        other => panic!("expected the release to fail, got {other:?}"),
-    }
-    let reopened = open(&dir).await;
-    assert!(!waits(&reopened, run.run_id()).await, "the claim stands");
-    assert_eq!(reopened.decisions(run.run_id()).await.unwrap().len(), 1);
 }
 
 /// `deciders` concurrent decisions on one run, spread over `stores`, each
@@ -606,8 +700,7 @@ async fn race(stores: &[Arc<Store>], run_id: &str, digest: &TurnDigest, deciders
                         &run_id,
                         Some(&digest),
                         &operator(&format!("op-{decider}")),
-                        DecisionKind::Approved,
-                        claim_only,
+                        Answer::Approve,
                     )
                     .await
             })
@@ -616,8 +709,8 @@ async fn race(stores: &[Arc<Store>], run_id: &str, digest: &TurnDigest, deciders
     let mut winners = 0;
     for task in tasks {
         match task.await {
-            Ok(Ok(())) => winners += 1,
-            Ok(Err(DecideError::Claim(ClaimError::AlreadyDecided { .. }))) => {}
+            Ok(Ok(_)) => winners += 1,
+            Ok(Err(ClaimError::AlreadyDecided { .. })) => {}
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -643,7 +736,7 @@ fn deciders_on_separate_handles_exactly_one_wins() {
         let registry = registry();
         for round in 0..50 {
             let run = suspended(&registry, "alice").await;
-            handles[0].save_suspended(&run).await.unwrap();
+            handles[0].save_suspended(&run, "host").await.unwrap();
             let digest = run.digest();
             let winners = race(&handles, run.run_id(), &digest, 8).await;
             assert_eq!(winners, 1, "round {round}");
@@ -680,7 +773,7 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
             let body = value["body"].to_string();
             value["checksum"] = json!(toolgate::suspend::body_checksum(&body));
             let run = SuspendedRun::decode(&value.to_string()).unwrap();
-            store.save_suspended(&run).await.unwrap();
+            store.save_suspended(&run, "host").await.unwrap();
             // The digest names this run: each round's is its own.
             let digest = run.digest();
             let winners = race(&[Arc::clone(&store)], &run_id, &digest, 16).await;
@@ -704,16 +797,10 @@ async fn an_unreadable_decision_row_is_an_error_not_a_guess() {
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     let digest = run.digest();
     store
-        .decide(
-            run.run_id(),
-            Some(&digest),
-            &operator("bob"),
-            DecisionKind::Denied,
-            claim_only,
-        )
+        .decide(run.run_id(), Some(&digest), &operator("bob"), Answer::Deny)
         .await
         .unwrap();
     assert_eq!(
@@ -795,7 +882,7 @@ async fn with_a_key_a_re_sealed_change_in_the_database_is_refused_at_load() {
         assert!(store.is_authenticated());
         let registry = registry();
         let run = suspended(&registry, "alice").await;
-        store.save_suspended(&run).await.unwrap();
+        store.save_suspended(&run, "host").await.unwrap();
         store.load_suspended(run.run_id()).await.unwrap();
         tamper(&store, run.run_id(), pointer, value.clone()).await;
         match store.load_suspended(run.run_id()).await {
@@ -816,18 +903,17 @@ async fn with_a_key_a_re_sealed_change_in_the_database_is_refused_at_load() {
                     run.run_id(),
                     Some(&digest),
                     &operator("bob"),
-                    DecisionKind::Approved,
-                    unreachable::<AwaitingApproval>,
+                    Answer::Approve,
                 )
                 .await,
-            Err(DecideError::Claim(ClaimError::Corrupt { .. }))
+            Err(ClaimError::Corrupt { .. })
         ));
 
         // Without a key, the same change is accepted.
         let dir = temp();
         let plain = open(&dir).await;
         assert!(!plain.is_authenticated());
-        plain.save_suspended(&run).await.unwrap();
+        plain.save_suspended(&run, "host").await.unwrap();
         tamper(&plain, run.run_id(), pointer, value).await;
         assert!(
             plain.load_suspended(run.run_id()).await.is_ok(),
@@ -844,7 +930,7 @@ async fn columns_that_disagree_with_the_document_are_refused() {
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     for (column, value) in [
         ("requested_by", "bob"),
         ("digest", "sha256:00"),
@@ -886,17 +972,11 @@ async fn decision_rows_keep_the_identity_source_and_verify_under_the_key() {
     let store = open(&dir).await.with_integrity_key(key());
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     let digest = run.digest();
     let env_bob = Operator::new(" Ｂｏｂ ", IdentitySource::Environment).expect("normalises");
     store
-        .decide(
-            run.run_id(),
-            Some(&digest),
-            &env_bob,
-            DecisionKind::Approved,
-            claim_only,
-        )
+        .decide(run.run_id(), Some(&digest), &env_bob, Answer::Approve)
         .await
         .unwrap();
     let records = store.decisions(run.run_id()).await.unwrap();
@@ -924,20 +1004,18 @@ async fn self_decided_is_judged_on_normalised_names() {
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     let digest = run.digest();
     let record = store
         .decide(
             run.run_id(),
             Some(&digest),
             &operator("ＡＬＩＣＥ "),
-            DecisionKind::Approved,
-            |claimed: Claimed<AwaitingApproval>| async move {
-                Ok::<_, ResumeError<AwaitingApproval>>(claimed.record().clone())
-            },
+            Answer::Approve,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .record;
     assert!(record.self_decided);
     assert_eq!(record.decided_by, "ALICE");
     assert!(Operator::new(" ", IdentitySource::Flag).is_err());
@@ -952,15 +1030,14 @@ async fn a_decided_turn_copied_into_a_new_open_row_is_refused_as_a_replay() {
     let store = open(&dir).await.with_integrity_key(key());
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    store.save_suspended(&run).await.unwrap();
+    store.save_suspended(&run, "host").await.unwrap();
     let digest = run.digest();
     let first = store
         .decide(
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            DecisionKind::Approved,
-            claim_only,
+            Answer::Approve,
         )
         .await;
     assert!(first.is_ok(), "{first:?}");
@@ -978,12 +1055,11 @@ async fn a_decided_turn_copied_into_a_new_open_row_is_refused_as_a_replay() {
             run.run_id(),
             Some(&digest),
             &operator("bob"),
-            DecisionKind::Approved,
-            unreachable::<AwaitingApproval>,
+            Answer::Approve,
         )
         .await;
     match again {
-        Err(DecideError::Claim(ClaimError::AlreadyDecided { by, .. })) => {
+        Err(ClaimError::AlreadyDecided { by, .. }) => {
             assert_eq!(by.as_deref(), Some("bob"));
         }
         other => panic!("expected the replay to be refused, got {other:?}"),
@@ -1014,13 +1090,7 @@ async fn a_version_1_row_with_its_old_digest_column_can_still_be_decided() {
     assert_eq!(listed[0].problem, None);
     let digest = run.digest();
     let decided = store
-        .decide(
-            run.run_id(),
-            Some(&digest),
-            &operator("bob"),
-            DecisionKind::Denied,
-            claim_only,
-        )
+        .decide(run.run_id(), Some(&digest), &operator("bob"), Answer::Deny)
         .await;
     assert!(decided.is_ok(), "{decided:?}");
 }
@@ -1035,7 +1105,7 @@ async fn a_keyed_store_reopened_without_its_key_reads_no_run() {
     assert!(!keyed.requires_key());
     let registry = registry();
     let run = suspended(&registry, "alice").await;
-    keyed.save_suspended(&run).await.unwrap();
+    keyed.save_suspended(&run, "host").await.unwrap();
     keyed.close().await;
     let keyless = open(&dir).await;
     assert!(keyless.requires_key());
@@ -1049,7 +1119,7 @@ async fn a_keyed_store_reopened_without_its_key_reads_no_run() {
     }
     let other = suspended(&registry, "carol").await;
     assert!(matches!(
-        keyless.save_suspended(&other).await,
+        keyless.save_suspended(&other, "host").await,
         Err(toolgate_store::StoreError::KeyRequired)
     ));
     assert!(matches!(

@@ -1,175 +1,92 @@
-//! `toolgate runs approve|deny|input`: a decision on a stored run, taken
-//! through the store's protocol (`Store::decide`), and where the run stands
-//! after it.
+//! `toolgate runs approve|deny|input|rerun|skip`: a decision recorded in the
+//! store — nothing runs here. The host that owns the run resumes it
+//! (`toolgate host` for the demo's runs); how a resume ended is printed by
+//! that host (`report_resumed`).
 
-use serde_json::{Value, json};
-use toolgate::identity::Operator;
-use toolgate::{
-    Agent, Registry,
-    audit::DecisionKind,
-    run::Outcome,
-    suspend::{
-        AwaitingApproval, Decision, InputSubmission, SuspendedRun, TurnDigest, Verdict,
-        WaitingForInput,
-    },
-};
-use toolgate_store::{Claimed, Store};
+use serde_json::json;
+use toolgate::run::{Message, RunState};
+use toolgate::suspend::TurnDigest;
+use toolgate::{Registry, identity::Operator};
+use toolgate_store::{Answer, Choice, Ended, Recorded, Resumed, Store};
 
 use super::identity::operator_identity;
-use super::runs::{load, show};
-use crate::host::{self, DemoModel, Workspace};
+use super::runs::show;
 use crate::output::{Out, say};
 use crate::{DecideArgs, Failure};
 
-pub(super) enum Act {
-    Approve,
-    Deny,
-    Input(Value),
-}
-
+/// Records a decision, and says which host will act on it.
 pub(super) async fn command(
     store: &Store,
-    workspace: &Workspace,
     out: Out,
     args: DecideArgs,
-    act: Act,
+    answer: Answer,
 ) -> Result<(), Failure> {
-    let (registry, provider) = host::registry(store, workspace).map_err(Failure::Error)?;
+    let operator = operator_identity(args.operator.as_deref())?;
     let digest = args.digest.map(TurnDigest::from_text);
-    let result = match operator_identity(args.operator.as_deref()) {
-        Ok(operator) => {
-            let verdict = match &act {
-                Act::Approve => "approved",
-                Act::Deny => "denied",
-                Act::Input(_) => "input submitted",
-            };
-            let outcome = decide(store, &registry, &args.run, act, digest, &operator).await;
-            if outcome.is_ok() && !out.json {
-                say!(
-                    "recorded: {} by {} (name from {})",
-                    verdict,
-                    operator.name(),
-                    operator.source().as_str()
-                );
-            }
-            outcome
-        }
-        Err(failure) => Err(failure),
-    };
-    let result = match result {
-        Ok(outcome) => report_outcome(store, &registry, out, outcome)
-            .await
-            .map(drop),
-        Err(failure) => Err(failure),
-    };
-    provider.close().await;
-    result
+    let recorded = store
+        .decide(&args.run, digest.as_ref(), &operator, answer)
+        .await?;
+    report_recorded(out, &recorded, &operator)
 }
 
-/// Checks, then decides through the store — which claims the run, resumes
-/// it, and releases the claim if the decision is refused; the outcome's next
-/// pause, if any, is saved by the caller.
-pub(super) async fn decide(
-    store: &Store,
-    registry: &Registry,
-    run_id: &str,
-    act: Act,
-    digest: Option<TurnDigest>,
-    decider: &Operator,
-) -> Result<Outcome, Failure> {
-    let operator = decider.name();
-    let run = load(store, run_id).await?;
-    let verdict = match (&run, &act) {
-        (SuspendedRun::AwaitingApproval(pending), Act::Approve | Act::Deny) => {
-            let decision = approval(&act, digest.clone(), operator);
-            pending.check_decision(&decision)?;
-            if matches!(act, Act::Approve) {
-                DecisionKind::Approved
-            } else {
-                DecisionKind::Denied
-            }
-        }
-        (SuspendedRun::WaitingForInput(pending), Act::Input(data)) => {
-            let submission = InputSubmission {
-                data: data.clone(),
-                digest: digest.clone(),
-                submitted_by: operator.to_owned(),
-            };
-            pending.check_input(&submission)?;
-            DecisionKind::InputSubmitted
-        }
-        (SuspendedRun::AwaitingApproval(_), Act::Input(_)) => {
-            return Err(Failure::Refused(format!(
-                "run `{run_id}` awaits approval, not input: use `toolgate runs approve` or `deny`"
-            )));
-        }
-        (SuspendedRun::WaitingForInput(_), _) => {
-            return Err(Failure::Refused(format!(
-                "run `{run_id}` waits for input, not approval: use `toolgate runs input`"
-            )));
-        }
-    };
-    let digest = digest.as_ref();
-    let outcome = match act {
-        Act::Approve | Act::Deny => {
-            store
-                .decide(
-                    run_id,
-                    digest,
-                    decider,
-                    verdict,
-                    |claimed: Claimed<AwaitingApproval>| async move {
-                        let log = claimed.log();
-                        let decision = claimed.decision();
-                        let agent = Agent::new(registry, &DemoModel, &log);
-                        claimed.run.decide(&agent, decision).await
-                    },
-                )
-                .await?
-        }
-        Act::Input(data) => {
-            store
-                .decide(
-                    run_id,
-                    digest,
-                    decider,
-                    verdict,
-                    |claimed: Claimed<WaitingForInput>| async move {
-                        let log = claimed.log();
-                        let submission = claimed.submission(data);
-                        let agent = Agent::new(registry, &DemoModel, &log);
-                        claimed.run.submit_input(&agent, submission).await
-                    },
-                )
-                .await?
-        }
-    };
-    Ok(outcome)
-}
-
-fn approval(act: &Act, digest: Option<TurnDigest>, operator: &str) -> Decision {
-    Decision {
-        verdict: if matches!(act, Act::Approve) {
-            Verdict::Approve
-        } else {
-            Verdict::Deny
-        },
-        digest,
-        decided_by: operator.to_owned(),
-    }
-}
-
-/// The results a run got that have not been shown yet.
-fn print_results(out: Out, state: &toolgate::run::RunState) {
+pub(super) fn report_recorded(
+    out: Out,
+    recorded: &Recorded,
+    operator: &Operator,
+) -> Result<(), Failure> {
+    let record = &recorded.record;
     if out.json {
-        return;
+        return out.json(&json!({
+            "run": record.run_id, "recorded": record.verdict.as_str(),
+            "by": record.decided_by, "named_by": operator.source().as_str(),
+            "owner": recorded.owner,
+        }));
     }
+    say!(
+        "recorded: {} by {} (name from {}); host `{}` will resume it",
+        record.verdict.as_str(),
+        operator.name(),
+        operator.source().as_str(),
+        recorded.owner
+    );
+    Ok(())
+}
+
+/// Records an operator's choice for a call whose outcome is unknown.
+pub(super) async fn choose(
+    store: &Store,
+    out: Out,
+    run: &str,
+    operator: Option<&str>,
+    choice: Choice,
+) -> Result<(), Failure> {
+    let operator = operator_identity(operator)?;
+    let chosen = store.choose(run, &operator, choice).await?;
+    if out.json {
+        return out.json(&json!({
+            "run": run, "call": chosen.call_id, "tool": chosen.tool,
+            "choice": choice.as_str(), "by": operator.name(), "owner": chosen.owner,
+        }));
+    }
+    say!(
+        "recorded: {} call {} ({}) by {}; host `{}` will resume the run",
+        choice.as_str(),
+        chosen.call_id,
+        chosen.tool,
+        operator.name(),
+        chosen.owner
+    );
+    Ok(())
+}
+
+/// The results of the run's last turns that have not been shown yet.
+pub(super) fn print_results(state: &RunState) {
     // Results since the last assistant turn before the newest one.
     let turns: Vec<usize> = state
         .transcript
         .iter()
         .enumerate()
-        .filter(|(_, m)| matches!(m, toolgate::run::Message::Assistant { .. }))
+        .filter(|(_, m)| matches!(m, Message::Assistant { .. }))
         .map(|(i, _)| i)
         .collect();
     let from = match turns.len() {
@@ -177,7 +94,7 @@ fn print_results(out: Out, state: &toolgate::run::RunState) {
         n => turns[n - 2],
     };
     for message in &state.transcript[from..] {
-        if let toolgate::run::Message::Tool {
+        if let Message::Tool {
             name,
             content,
             is_error,
@@ -195,40 +112,59 @@ fn print_results(out: Out, state: &toolgate::run::RunState) {
     }
 }
 
-/// Prints where a run stands, saving its next pause. Returns the run id of a
-/// pause, if there is one.
-pub(super) async fn report_outcome(
+/// Prints where a resumed run stands. Returns the run id when it paused
+/// again (its pause is saved by the host and shown here).
+pub(super) async fn report_resumed(
     store: &Store,
     registry: &Registry,
     out: Out,
-    outcome: Outcome,
+    resumed: &Resumed,
 ) -> Result<Option<String>, Failure> {
-    match &outcome {
-        Outcome::Finished { state, .. } | Outcome::LimitReached(state) => print_results(out, state),
-        Outcome::AwaitingApproval(run) => print_results(out, run.state()),
-        Outcome::WaitingForInput(run) => print_results(out, run.state()),
+    let run = &resumed.run_id;
+    if let Some(state) = resumed.state.as_ref().filter(|_| !out.json) {
+        print_results(state);
     }
-    let paused = match outcome {
-        Outcome::Finished { answer, state } => {
-            if out.json {
-                out.json(&json!({"run": state.run_id, "status": "finished", "answer": answer}))?;
-            } else {
-                say!("run {} finished: {}", state.run_id, answer);
-            }
-            return Ok(None);
-        }
-        Outcome::LimitReached(state) => {
-            say!(
-                "run {} stopped at its limit of {} model requests",
-                state.run_id,
-                state.options.max_iterations
-            );
-            return Ok(None);
-        }
-        Outcome::AwaitingApproval(run) => SuspendedRun::AwaitingApproval(run),
-        Outcome::WaitingForInput(run) => SuspendedRun::WaitingForInput(run),
+    let (status, detail) = match &resumed.ended {
+        Ended::Finished { answer } => ("finished", answer.clone()),
+        Ended::LimitReached => (
+            "limit_reached",
+            "stopped at its limit of model requests".into(),
+        ),
+        Ended::Suspended { status } => (status.as_str(), String::new()),
+        Ended::OutcomeUnknown { call_id, tool } => (
+            "outcome_unknown",
+            format!(
+                "call {call_id} ({tool}) started and never ended when a host stopped; decide with `toolgate runs rerun {run}` or `toolgate runs skip {run}`"
+            ),
+        ),
+        Ended::Refused { reason } => (
+            "refused",
+            format!("the decision was refused at resume and voided; the run waits again: {reason}"),
+        ),
+        Ended::Failed { error } => ("failed", error.clone()),
+        Ended::Interrupted { error } => (
+            "interrupted",
+            format!("{error}; a host picks the run up from its journal once the lease runs out"),
+        ),
+        Ended::Lost => (
+            "lost",
+            "another host took the run over; this one stored nothing".into(),
+        ),
+        _ => ("unknown", String::new()),
     };
-    store.save_suspended(&paused).await?;
-    show(registry, out, &paused).await?;
-    Ok(Some(paused.run_id().to_owned()))
+    if let Ended::Suspended { .. } = resumed.ended {
+        let paused = store.load_suspended(run).await?;
+        if out.json {
+            out.json(&json!({"run": run, "status": status}))?;
+        } else {
+            show(registry, out, &paused).await?;
+        }
+        return Ok(Some(run.clone()));
+    }
+    if out.json {
+        out.json(&json!({"run": run, "status": status, "detail": detail}))?;
+    } else {
+        say!("run {} {}: {}", run, status.replace('_', " "), detail);
+    }
+    Ok(None)
 }

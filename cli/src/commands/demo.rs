@@ -7,18 +7,18 @@ use serde_json::{Value, json};
 use toolgate::identity::{IdentitySource, Operator};
 use toolgate::{
     Agent, Registry,
-    run::{RunOptions, RunRequest},
+    run::{Outcome, RunOptions, RunRequest},
     suspend::SuspendedRun,
     testing::MemoryLog,
 };
 use toolgate_mcp::Deadlines;
-use toolgate_store::{DataClass, NewServer, Store, StoreError, Transport};
+use toolgate_store::{Answer, DataClass, Host, NewServer, Store, StoreError, Transport};
 
-use super::decide::{Act, decide, report_outcome};
+use super::decide::{print_results, report_recorded, report_resumed};
 use super::identity::operator_identity;
 use super::import::import;
-use super::runs::load;
-use crate::host::{self, DEMO_SERVER, DemoModel, Workspace};
+use super::runs::{load, show};
+use crate::host::{self, DEMO_HOST, DEMO_SERVER, DemoModel, Workspace};
 use crate::output::{Col, Out, ask, say};
 use crate::{DemoArgs, Failure};
 
@@ -78,8 +78,12 @@ async fn demo_run(
     }
     let log = MemoryLog::new();
     let agent = Agent::new(registry, &DemoModel, &log);
-    // The demo is its own host: without `--as` or `TOOLGATE_OPERATOR` its
-    // operator is the name it gives, `operator`.
+    // The interactive demo is both: it decides, and as host `demo` it resumes
+    // what it decided — through the same store records as `runs approve` and
+    // `toolgate host`.
+    let host = Host::new(store.clone(), DEMO_HOST)?;
+    // Without `--as` or `TOOLGATE_OPERATOR` its operator is the name it
+    // gives, `operator`.
     let decider = match (&args.operator, std::env::var("TOOLGATE_OPERATOR")) {
         (None, Err(_)) => Operator::new("operator", IdentitySource::Given)
             .map_err(|e| Failure::Error(e.to_string()))?,
@@ -102,18 +106,18 @@ async fn demo_run(
         .start(request)
         .await
         .map_err(|e| Failure::Error(e.to_string()))?;
-    let mut next = report_outcome(store, registry, out, outcome).await?;
-    while let Some(run_id) = next {
+    let mut next = first_pause(&host, registry, out, outcome).await?;
+    while let Some(run_id) = next.take() {
         if args.detach {
             say!(
-                "left waiting; decide with `toolgate runs approve|deny|input {} --digest … --as …`",
+                "left waiting; decide with `toolgate runs approve|deny|input {} --digest … --as …`, and `toolgate host` resumes it",
                 run_id
             );
             return Ok(());
         }
         let run = load(store, &run_id).await?;
-        let digest = Some(run.digest());
-        let act = match &run {
+        let digest = run.digest();
+        let answer = match &run {
             SuspendedRun::AwaitingApproval(_) => {
                 let approve = if args.yes {
                     true
@@ -127,7 +131,11 @@ async fn demo_run(
                     decider.name(),
                     if approve { "approves" } else { "denies" }
                 );
-                if approve { Act::Approve } else { Act::Deny }
+                if approve {
+                    Answer::Approve
+                } else {
+                    Answer::Deny
+                }
             }
             SuspendedRun::WaitingForInput(_) => {
                 let data = match &args.input {
@@ -137,16 +145,59 @@ async fn demo_run(
                     None => json!({"notes": "Faster gate, clearer errors."}),
                 };
                 say!("→ {} submits {}", decider.name(), data);
-                Act::Input(data)
+                Answer::Input(data)
             }
         };
-        let outcome = decide(store, registry, &run_id, act, digest, &decider).await?;
-        next = report_outcome(store, registry, out, outcome).await?;
+        let recorded = store
+            .decide(&run_id, Some(&digest), &decider, answer)
+            .await?;
+        report_recorded(out, &recorded, &decider)?;
+        // Acting as the host: resume what is decided, this run among them.
+        while let Some(task) = host.next().await? {
+            let resumed = host.resume(task, registry, &DemoModel).await?;
+            let paused = report_resumed(store, registry, out, &resumed).await?;
+            if resumed.run_id == run_id {
+                next = paused;
+            }
+        }
         if next.is_none() {
             print_decision_log(store, out, &run_id).await?;
         }
     }
     Ok(())
+}
+
+/// Prints how the run's first stretch went, and saves its pause for the
+/// demo host.
+async fn first_pause(
+    host: &Host,
+    registry: &Registry,
+    out: Out,
+    outcome: Outcome,
+) -> Result<Option<String>, Failure> {
+    let paused = match outcome {
+        Outcome::Finished { answer, state } => {
+            print_results(&state);
+            say!("run {} finished: {}", state.run_id, answer);
+            return Ok(None);
+        }
+        Outcome::LimitReached(state) => {
+            print_results(&state);
+            say!(
+                "run {} stopped at its limit of model requests",
+                state.run_id
+            );
+            return Ok(None);
+        }
+        Outcome::AwaitingApproval(run) => SuspendedRun::AwaitingApproval(run),
+        Outcome::WaitingForInput(run) => SuspendedRun::WaitingForInput(run),
+    };
+    if !out.json {
+        print_results(paused.state());
+    }
+    host.save(&paused).await?;
+    show(registry, out, &paused).await?;
+    Ok(Some(paused.run_id().to_owned()))
 }
 
 /// Every decision taken on the run, voided ones included, as a table.

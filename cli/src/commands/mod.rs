@@ -1,6 +1,7 @@
 //! The commands, one module per group: `servers`, `import`, `tools`, `runs`
-//! (listing and showing), `decide` (approve, deny, input — and where a run
-//! stands after), `demo`; `identity` holds who decides and the integrity key.
+//! (listing and showing), `decide` (approve, deny, input, rerun, skip — all
+//! only recorded — and where a resumed run stands), `serve` (the demo's
+//! host, which resumes), `demo`; `identity` holds who decides and the integrity key.
 //! Every failure converts to [`Failure`] in one place (`crate::failure`), so
 //! the commands use `?`.
 
@@ -9,6 +10,7 @@ mod demo;
 mod identity;
 mod import;
 mod runs;
+mod serve;
 mod servers;
 mod tools;
 
@@ -62,6 +64,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Tools => tools::tools(&store, &workspace, out).await,
         Command::Runs(command) => runs::runs(&store, &workspace, out, command).await,
         Command::Demo(args) => demo::demo(&store, &workspace, out, args).await,
+        Command::Host(args) => serve::host(&store, &workspace, out, args).await,
         Command::McpTestServer { .. } => Ok(()),
     };
     store.close().await;

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 use toolgate::{Registry, suspend::SuspendedRun};
-use toolgate_store::Store;
+use toolgate_store::{Answer, Choice, Store};
 
-use super::decide::{self, Act};
+use super::decide;
 use crate::host::{self, Workspace};
 use crate::output::{Col, Out, say, timestamp};
 use crate::{Failure, RunsCommand};
@@ -17,69 +17,183 @@ pub(super) async fn runs(
     command: RunsCommand,
 ) -> Result<(), Failure> {
     match command {
-        RunsCommand::List => {
-            let open = store.open_runs().await?;
-            if out.json {
-                // No digest here: it is shown only beside the turn itself
-                // (`runs show`), so nobody decides a turn they were not shown.
-                return out.json(
-                    &open
-                        .iter()
-                        .map(|r| {
-                            json!({
-                                "run": r.run_id, "status": r.status, "requested_by": r.requested_by,
-                                "since": timestamp(r.created_at), "problem": r.problem,
-                                "authenticated": store.is_authenticated(),
-                            })
-                        })
-                        .collect::<Vec<_>>(),
-                );
-            }
-            let mut table = out.table(&["RUN", "STATUS", "REQUESTED BY", "SINCE", "PROBLEM"]);
-            for r in &open {
-                table.row([
-                    Col::from(&r.run_id),
-                    Col::Gate(if r.status == "waiting_for_input" {
-                        "input"
-                    } else {
-                        "approval"
-                    }),
-                    Col::from(&r.requested_by),
-                    Col::from(timestamp(r.created_at)),
-                    Col::from(r.problem.as_deref().unwrap_or("-")),
-                ]);
-            }
-            table.print();
-            if store.requires_key() && !store.is_authenticated() {
-                say!(
-                    "note: this store authenticates its runs and {}; open it with its key (TOOLGATE_INTEGRITY_KEY_FILE)",
-                    "this command has none, so it reads none of them"
-                );
-            } else if !store.is_authenticated() {
-                say!(
-                    "note: this store is unauthenticated: anyone who can write {} can change a stored run (four eyes, requester, arguments) and recompute its checksum; set TOOLGATE_INTEGRITY_KEY_FILE to authenticate runs and decisions",
-                    "the database file"
-                );
-            }
-            Ok(())
-        }
+        RunsCommand::List { all } => list(store, out, all).await,
         RunsCommand::Show { run } => {
-            let suspended = load(store, &run).await?;
             let (registry, provider) = host::registry(store, workspace).map_err(Failure::Error)?;
-            show(&registry, out, &suspended).await?;
+            let result = show_run(store, &registry, out, &run).await;
             provider.close().await;
-            Ok(())
+            result
         }
-        RunsCommand::Approve(args) => {
-            decide::command(store, workspace, out, args, Act::Approve).await
-        }
-        RunsCommand::Deny(args) => decide::command(store, workspace, out, args, Act::Deny).await,
+        RunsCommand::Approve(args) => decide::command(store, out, args, Answer::Approve).await,
+        RunsCommand::Deny(args) => decide::command(store, out, args, Answer::Deny).await,
         RunsCommand::Input { decide, data } => {
             let data: Value = serde_json::from_str(&data)
                 .map_err(|e| Failure::Refused(format!("the input is not JSON: {e}")))?;
-            decide::command(store, workspace, out, decide, Act::Input(data)).await
+            decide::command(store, out, decide, Answer::Input(data)).await
+        }
+        RunsCommand::Rerun { run, operator } => {
+            decide::choose(store, out, &run, operator.as_deref(), Choice::Rerun).await
+        }
+        RunsCommand::Skip { run, operator } => {
+            decide::choose(store, out, &run, operator.as_deref(), Choice::Skip).await
         }
     }
+}
+
+async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
+    let runs = if all {
+        store.all_runs().await?
+    } else {
+        store.open_runs().await?
+    };
+    if out.json {
+        // No digest here: it is shown only beside the turn itself
+        // (`runs show`), so nobody decides a turn they were not shown.
+        return out.json(
+            &runs
+                .iter()
+                .map(|r| {
+                    json!({
+                        "run": r.run_id, "status": r.status, "requested_by": r.requested_by,
+                        "owner": r.owner, "state": r.state, "execution": r.execution,
+                        "standing": r.standing(), "executing": r.executing,
+                        "decided_by": r.decided_by,
+                        "since": timestamp(r.created_at), "problem": r.problem,
+                        "authenticated": store.is_authenticated(),
+                    })
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    let mut table = out.table(&[
+        "RUN",
+        "PAUSE",
+        "HOST",
+        "STATE",
+        "REQUESTED BY",
+        "DECIDED BY",
+        "SINCE",
+        "PROBLEM",
+    ]);
+    for r in &runs {
+        table.row([
+            Col::from(&r.run_id),
+            Col::Gate(if r.status == "waiting_for_input" {
+                "input"
+            } else {
+                "approval"
+            }),
+            Col::from(&r.owner),
+            Col::from(r.standing()),
+            Col::from(&r.requested_by),
+            Col::from(r.decided_by.as_deref().unwrap_or("-")),
+            Col::from(timestamp(r.created_at)),
+            Col::from(r.problem.as_deref().unwrap_or("-")),
+        ]);
+    }
+    table.print();
+    if store.requires_key() && !store.is_authenticated() {
+        say!(
+            "note: this store authenticates its runs and {}; open it with its key (TOOLGATE_INTEGRITY_KEY_FILE)",
+            "this command has none, so it reads none of them"
+        );
+    } else if !store.is_authenticated() {
+        say!(
+            "note: this store is unauthenticated: anyone who can write {} can change a stored run (four eyes, requester, arguments) and recompute its checksum; set TOOLGATE_INTEGRITY_KEY_FILE to authenticate runs and decisions",
+            "the database file"
+        );
+    }
+    Ok(())
+}
+
+/// A run: its newest pause (the turn, and its digest while it waits), where
+/// it stands, every decision (voided ones included) and every call its hosts
+/// ran.
+async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Result<(), Failure> {
+    let history = store.run_history(run).await?;
+    let Some(latest) = history.suspensions.last() else {
+        return Err(Failure::NotFound(format!("no run `{run}` is stored")));
+    };
+    let paused = store.latest_suspended(run).await?;
+    if out.json {
+        let waiting = latest.state == "open";
+        return out.json(&json!({
+            "run": paused.run_id(), "status": paused.status().as_str(),
+            "requested_by": paused.state().requested_by,
+            "owner": latest.owner, "state": latest.state, "execution": latest.execution,
+            "standing": latest.standing(), "outcome": latest.outcome,
+            "digest": waiting.then(|| paused.digest().as_str().to_owned()),
+            "pending": paused.pending(),
+            "decisions": history.decisions.iter().map(|d| json!({
+                "verdict": d.verdict.as_str(), "by": d.decided_by,
+                "named_by": d.decided_by_source.as_str(), "self_decided": d.self_decided,
+                "tools": d.tools, "voided": d.voided,
+            })).collect::<Vec<_>>(),
+            "calls": history.calls.iter().map(|c| json!({
+                "turn": c.turn, "call": c.call_id, "tool": c.tool, "effect": c.effect,
+                "state": c.state, "attempts": c.attempts, "result": c.result,
+                "choices": c.choices,
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    if latest.state == "open" {
+        show(registry, out, &paused).await?;
+    } else {
+        say!(
+            "run {} — last paused for {} — requested by {}",
+            paused.run_id(),
+            paused.status().as_str().replace('_', " "),
+            paused.state().requested_by
+        );
+    }
+    say!("host: {}; state: {}", latest.owner, latest.standing());
+    if !history.decisions.is_empty() {
+        let mut table = out.table(&["DECISION", "BY", "NAMED BY", "SELF", "TOOLS", "STANDS"]);
+        for d in &history.decisions {
+            table.row([
+                Col::from(d.verdict.as_str()),
+                Col::from(&d.decided_by),
+                Col::from(d.decided_by_source.as_str()),
+                Col::from(if d.self_decided { "yes" } else { "no" }),
+                Col::from(d.tools.join(", ")),
+                Col::from(
+                    d.voided
+                        .as_deref()
+                        .map_or_else(|| "yes".to_owned(), |why| format!("voided: {why}")),
+                ),
+            ]);
+        }
+        say!("decisions:");
+        table.print();
+    }
+    if !history.calls.is_empty() {
+        let mut table = out.table(&[
+            "TURN", "CALL", "TOOL", "EFFECT", "STATE", "ATTEMPTS", "RESULT", "CHOICES",
+        ]);
+        for c in &history.calls {
+            table.row([
+                Col::from(c.turn.to_string()),
+                Col::from(&c.call_id),
+                Col::from(&c.tool),
+                Col::from(&c.effect),
+                Col::from(if c.state == "started" {
+                    "executing or outcome unknown"
+                } else {
+                    "ended"
+                }),
+                Col::from(c.attempts.to_string()),
+                Col::from(c.result.as_deref().unwrap_or("-")),
+                Col::from(if c.choices.is_empty() {
+                    "-".to_owned()
+                } else {
+                    c.choices.join("; ")
+                }),
+            ]);
+        }
+        say!("calls run by the host:");
+        table.print();
+    }
+    Ok(())
 }
 
 pub(super) async fn load(store: &Store, run: &str) -> Result<SuspendedRun, Failure> {

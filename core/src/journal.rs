@@ -1,0 +1,171 @@
+//! Crash-safe execution: what a turn will do is written down before any of it
+//! runs, and each call is recorded as started before it runs and as ended
+//! after, so a host that dies mid-turn can be followed by one that knows
+//! exactly what ran.
+//!
+//! An [`Agent`](crate::Agent) given a [`Journal`] (with
+//! [`Agent::with_journal`](crate::Agent::with_journal)) hands it, for every
+//! turn it runs — the decided turn of a resume and every unpaused turn after
+//! it:
+//!
+//! 1. the [`TurnPlan`]: the run as it stood, and for each call either the
+//!    exact arguments it will run with (the model's, or with a user's input
+//!    laid over them) and the tool's effect, or the result it gets without
+//!    running (denied, not offered, waiting for input it did not get);
+//! 2. for each call that runs, [`Journal::started`] before the tool is
+//!    called and [`Journal::ended`] with its result after.
+//!
+//! A journal that cannot record stops the run before the next call: a call
+//! whose start was not recorded never runs. The host that picks the run up
+//! again hands [`Agent::recover`](crate::Agent::recover) the last plan and
+//! what the journal knows of each call ([`CallRecord`]): ended calls keep
+//! their recorded result and are not run again; a call that started and never
+//! ended is run again only when its effect is safe to retry
+//! ([`Effect::is_safe_to_retry`]) — a `non_idempotent_write`, which every
+//! remote call counts as, makes the run [`Recovered::OutcomeUnknown`] until an
+//! operator chooses to run it again or to skip it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::effect::Effect;
+use crate::erased::BoxFuture;
+use crate::tool::ToolOutput;
+use crate::transcript::{RunState, ToolCall};
+
+crate::error::message_error!(
+    /// A journal could not record a step of a turn; the run stopped before
+    /// anything else of it ran. Carries the journal's own error as its source
+    /// when there is one.
+    JournalError,
+    "the execution journal failed: "
+);
+
+/// What a turn will do, written down before any of it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnPlan {
+    /// The run as it stood before the turn's first result: its transcript
+    /// ends with the turn's assistant message, and `iterations` is the turn's
+    /// number.
+    pub run: RunState,
+    /// One step per call of the turn, in the model's order.
+    pub steps: Vec<Step>,
+}
+
+impl TurnPlan {
+    /// The turn's number in its run (`run.iterations`).
+    pub fn turn(&self) -> u32 {
+        self.run.iterations
+    }
+}
+
+/// One call of a planned turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// The call, as the model made it.
+    pub call: ToolCall,
+    /// What happens to it.
+    pub action: Action,
+}
+
+/// What happens to one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// The tool runs with these arguments.
+    Execute {
+        /// The arguments it runs with: the model's, or with the user's input
+        /// laid over them.
+        arguments: Value,
+        /// The tool's effect when the turn was planned (every remote tool
+        /// counts as `non_idempotent_write`): whether running it again after
+        /// an unclear ending is safe.
+        effect: Effect,
+    },
+    /// The call gets this result without running.
+    Answer {
+        /// The result.
+        output: ToolOutput,
+    },
+}
+
+/// What the journal knows of one planned call, for
+/// [`Agent::recover`](crate::Agent::recover).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallRecord {
+    /// Never started: it runs.
+    NotStarted,
+    /// Started and never ended: the host stopped while it ran.
+    Started,
+    /// Ended with this result: it is not run again.
+    Ended(ToolOutput),
+    /// Started, never ended, and an operator chose to run it again.
+    Rerun {
+        /// Who chose.
+        by: String,
+    },
+    /// Started, never ended, and an operator chose not to run it again.
+    Skip {
+        /// Who chose.
+        by: String,
+    },
+}
+
+/// Where a recovery stopped when it could not go on alone.
+#[derive(Debug)]
+pub struct OutcomeUnknown {
+    /// The plan of the turn, unchanged.
+    pub plan: TurnPlan,
+    /// The call that started and never ended, whose effect makes running it
+    /// again unsafe.
+    pub index: usize,
+}
+
+impl OutcomeUnknown {
+    /// The call whose outcome is unknown.
+    pub fn call(&self) -> Option<&ToolCall> {
+        self.plan.steps.get(self.index).map(|s| &s.call)
+    }
+}
+
+/// What [`Agent::recover`](crate::Agent::recover) ended in.
+#[derive(Debug)]
+pub enum Recovered {
+    /// The turn was completed and the run driven on.
+    Outcome(crate::run::Outcome),
+    /// A call started and never ended, and is not safe to run again: an
+    /// operator chooses ([`CallRecord::Rerun`] or [`CallRecord::Skip`]).
+    /// Nothing ran.
+    OutcomeUnknown(OutcomeUnknown),
+}
+
+/// The result a skipped call gets: the model reads that its outcome is
+/// unknown.
+pub(crate) fn skipped(call: &ToolCall, by: &str) -> ToolOutput {
+    ToolOutput::error(format!(
+        "the call `{}` ({}) was started, but the host stopped before it ended; its outcome is unknown, and {by} chose not to run it again",
+        call.id, call.name
+    ))
+}
+
+/// Records a turn's plan and each call's start and end, before and after it
+/// runs. Implemented by a host's store; see the module documentation.
+pub trait Journal: Send + Sync {
+    /// The turn's plan, before any of it runs.
+    fn planned<'a>(&'a self, plan: &'a TurnPlan) -> BoxFuture<'a, Result<(), JournalError>>;
+
+    /// Call `index` of `plan` is about to run.
+    fn started<'a>(
+        &'a self,
+        plan: &'a TurnPlan,
+        index: usize,
+    ) -> BoxFuture<'a, Result<(), JournalError>>;
+
+    /// Call `index` of `plan` ran, with this result.
+    fn ended<'a>(
+        &'a self,
+        plan: &'a TurnPlan,
+        index: usize,
+        output: &'a ToolOutput,
+    ) -> BoxFuture<'a, Result<(), JournalError>>;
+}
