@@ -352,8 +352,8 @@ impl<'a> Agent<'a> {
         let mut results = Vec::with_capacity(plan.steps.len());
         for (index, step) in plan.steps.iter().enumerate() {
             let output = match (&step.action, known.get(index)) {
-                (Action::Answer { output }, _) => output.clone(),
-                (Action::Execute { .. }, Some(CallRecord::Ended(output))) => output.clone(),
+                (Action::Answer { output }, _)
+                | (Action::Execute { .. }, Some(CallRecord::Ended(output))) => output.clone(),
                 (Action::Execute { .. }, Some(CallRecord::Skip { by })) => {
                     let output = skipped(&step.call, by);
                     if let Err(error) = self.journal_ended(&plan, index, &output).await {

@@ -65,7 +65,7 @@ pub struct Resumable {
 enum Work {
     /// The decision was never acted on: resume with it.
     Fresh {
-        run: SuspendedRun,
+        run: Box<SuspendedRun>,
         record: DecisionRecord,
         input: Option<Value>,
     },
@@ -324,7 +324,11 @@ impl Host {
             .await
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("run `{run_id}` is decided, but holds no standing decision"))?;
-        Ok(Work::Fresh { run, record, input })
+        Ok(Work::Fresh {
+            run: Box::new(run),
+            record,
+            input,
+        })
     }
 
     /// Resumes a claimed run with this host's registry and model, journaling
@@ -357,7 +361,7 @@ impl Host {
                     record: record.clone(),
                 };
                 let agent = Agent::new(registry, model, &log).with_journal(&journal);
-                self.fresh(&agent, run, &record, input).await
+                self.fresh(&agent, *run, &record, input).await
             }
             Work::Recover { plan, known } => {
                 let log = NoDecisions;

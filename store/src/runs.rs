@@ -589,19 +589,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {
-            let by: Option<Option<String>> = sqlx::query_scalar(
-                "SELECT decided_by FROM suspended_run WHERE run_id = ? ORDER BY id DESC LIMIT 1",
-            )
-            .bind(run_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            return Err(match by {
-                Some(by) => ClaimError::AlreadyDecided {
-                    run_id: run_id.to_owned(),
-                    by,
-                },
-                None => ClaimError::NotFound(run_id.to_owned()),
-            });
+            return Err(not_waiting(&mut tx, run_id).await);
         };
         let suspension_id: i64 = row.try_get("id")?;
         let owner: String = row.try_get("owner")?;
@@ -619,38 +607,7 @@ impl Store {
         }
         refuse_replay(&mut tx, run_id, &expected).await?;
         let verdict = answer.kind();
-        let checked = match (&run, &answer) {
-            (SuspendedRun::AwaitingApproval(pending), Answer::Approve | Answer::Deny) => pending
-                .check_decision(&Decision {
-                    verdict: if answer == Answer::Approve {
-                        Verdict::Approve
-                    } else {
-                        Verdict::Deny
-                    },
-                    digest: Some(expected.clone()),
-                    decided_by: decided_by.name().to_owned(),
-                }),
-            (SuspendedRun::WaitingForInput(pending), Answer::Input(data)) => {
-                pending.check_input(&InputSubmission {
-                    data: data.clone(),
-                    digest: Some(expected.clone()),
-                    submitted_by: decided_by.name().to_owned(),
-                })
-            }
-            _ => {
-                return Err(ClaimError::DoesNotFit {
-                    run_id: run_id.to_owned(),
-                    status: run.status(),
-                    verdict,
-                });
-            }
-        };
-        if let Err(reason) = checked {
-            return Err(ClaimError::Refused {
-                run_id: run_id.to_owned(),
-                reason,
-            });
-        }
+        check_answer(run_id, &run, &expected, decided_by, &answer)?;
         let now = now_ms();
         let claimed = sqlx::query(
             "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
@@ -828,6 +785,70 @@ impl Store {
             .transpose()?;
         Ok((record, input))
     }
+}
+
+/// Why a run has no open suspension: decided already (and by whom), or
+/// unknown.
+async fn not_waiting(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    run_id: &str,
+) -> ClaimError {
+    let by: Result<Option<Option<String>>, sqlx::Error> = sqlx::query_scalar(
+        "SELECT decided_by FROM suspended_run WHERE run_id = ? ORDER BY id DESC LIMIT 1",
+    )
+    .bind(run_id)
+    .fetch_optional(&mut **tx)
+    .await;
+    match by {
+        Ok(Some(by)) => ClaimError::AlreadyDecided {
+            run_id: run_id.to_owned(),
+            by,
+        },
+        Ok(None) => ClaimError::NotFound(run_id.to_owned()),
+        Err(error) => error.into(),
+    }
+}
+
+/// The run's own rules for an answer — it fits the kind of pause, four eyes
+/// holds, input data fits the full input schema — judged by the core's
+/// checks, the same ones a resume runs.
+fn check_answer(
+    run_id: &str,
+    run: &SuspendedRun,
+    digest: &TurnDigest,
+    decided_by: &Operator,
+    answer: &Answer,
+) -> Result<(), ClaimError> {
+    let checked = match (run, answer) {
+        (SuspendedRun::AwaitingApproval(pending), Answer::Approve | Answer::Deny) => pending
+            .check_decision(&Decision {
+                verdict: if *answer == Answer::Approve {
+                    Verdict::Approve
+                } else {
+                    Verdict::Deny
+                },
+                digest: Some(digest.clone()),
+                decided_by: decided_by.name().to_owned(),
+            }),
+        (SuspendedRun::WaitingForInput(pending), Answer::Input(data)) => {
+            pending.check_input(&InputSubmission {
+                data: data.clone(),
+                digest: Some(digest.clone()),
+                submitted_by: decided_by.name().to_owned(),
+            })
+        }
+        _ => {
+            return Err(ClaimError::DoesNotFit {
+                run_id: run_id.to_owned(),
+                status: run.status(),
+                verdict: answer.kind(),
+            });
+        }
+    };
+    checked.map(drop).map_err(|reason| ClaimError::Refused {
+        run_id: run_id.to_owned(),
+        reason,
+    })
 }
 
 /// A digest names one suspension of one run: a decision already taken on it

@@ -17,7 +17,7 @@ use toolgate::{
     Agent, Execute, Registry, Tool, ToolOutput,
     audit::DecisionKind,
     run::{Outcome, Reply, RunOptions, RunRequest, ToolCall},
-    suspend::{Refusal, SuspendedRun, SuspendedStatus, TurnDigest},
+    suspend::{Refusal, SuspendedRun, TurnDigest},
     testing::{MemoryLog, ScriptedModel},
 };
 use toolgate_store::{Answer, Choice, ClaimError, Ended, Host, LoadError, Store};
@@ -483,7 +483,7 @@ impl Execute for Charge {
     type Args = Map<String, Value>;
     async fn execute(&self, _: Self::Args) -> ToolOutput {
         if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
-            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+            tokio::time::sleep(std::time::Duration::from_hours(1)).await;
         }
         ToolOutput::text("charged")
     }
@@ -495,6 +495,7 @@ impl Execute for Charge {
 /// an operator chooses. `rerun` runs it once more; `skip` tells the model its
 /// outcome is unknown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one story, step by step, for each choice")]
 async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_chooses() {
     for choice in [Choice::Rerun, Choice::Skip] {
         let dir = temp();
