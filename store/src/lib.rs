@@ -3,10 +3,12 @@
 //! through versioned, checksummed migrations.
 //!
 //! A tool author's build never pulls this crate in; hosts that run remote
-//! tools or keep suspended runs across processes do. Such a host decides a
-//! stored run with [`Store::decide`], which claims it for exactly one
-//! decider, resumes it with the host's agent, and gives the claim back when
-//! the decision is refused.
+//! tools or keep suspended runs across processes do. Deciding a stored run
+//! only records ([`Store::decide`]: exactly one of any number of concurrent
+//! deciders wins, and none runs a tool). The run's owner, a [`Host`], claims
+//! each decided run for exactly one of its processes and resumes it with its
+//! own registry and model, journaling every call (see [`Host`] and
+//! [`toolgate::journal`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), toolgate_store::StoreError> {
