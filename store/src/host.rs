@@ -252,6 +252,21 @@ impl Host {
     }
 
     async fn claim(&self) -> Result<Option<(i64, String)>, StoreError> {
+        // The poll: one indexed read, no write lock, while nothing is decided.
+        let now = now_ms();
+        let waiting: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM suspended_run
+             WHERE owner = ? AND state = 'decided'
+               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))
+             LIMIT 1",
+        )
+        .bind(&self.name)
+        .bind(now)
+        .fetch_optional(&self.store.pool)
+        .await?;
+        if waiting.is_none() {
+            return Ok(None);
+        }
         let (_writer, mut tx) = self.store.write().await?;
         let now = now_ms();
         let row = sqlx::query(

@@ -495,7 +495,10 @@ impl Execute for Charge {
 /// an operator chooses. `rerun` runs it once more; `skip` tells the model its
 /// outcome is unknown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[allow(clippy::too_many_lines, reason = "one story, step by step, for each choice")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one story, step by step, for each choice"
+)]
 async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_chooses() {
     for choice in [Choice::Rerun, Choice::Skip] {
         let dir = temp();
