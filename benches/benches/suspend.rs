@@ -62,6 +62,7 @@ fn transcript() -> Vec<Message> {
 
 fn state() -> RunState {
     RunState {
+        denied: Vec::new(),
         run_id: "8f0c2d3e-bench".into(),
         requested_by: "alice".into(),
         transcript: transcript(),

@@ -10,6 +10,7 @@ use toolgate_store::{ClaimError, LoadError, StoreError};
 #[derive(Debug)]
 pub(crate) enum Failure {
     Error(String),
+    Usage(String),
     Refused(String),
     NotFound(String),
 }
@@ -18,6 +19,7 @@ impl Failure {
     pub(crate) fn code(&self) -> u8 {
         match self {
             Failure::Error(_) => 1,
+            Failure::Usage(_) => 2,
             Failure::Refused(_) => 3,
             Failure::NotFound(_) => 4,
         }
@@ -25,7 +27,7 @@ impl Failure {
 
     pub(crate) fn message(&self) -> &str {
         match self {
-            Failure::Error(m) | Failure::Refused(m) | Failure::NotFound(m) => m,
+            Failure::Error(m) | Failure::Usage(m) | Failure::Refused(m) | Failure::NotFound(m) => m,
         }
     }
 }
@@ -60,6 +62,9 @@ impl From<ClaimError> for Failure {
             ClaimError::AlreadyDecided { .. }
             | ClaimError::StaleDigest { .. }
             | ClaimError::Refused { .. }
+            | ClaimError::AlreadyApproved { .. }
+            | ClaimError::DiffersFromPending { .. }
+            | ClaimError::NotExpired { .. }
             | ClaimError::DoesNotFit { .. } => Failure::Refused(error.to_string()),
             ClaimError::Store(error) => error.into(),
             other => Failure::Error(other.to_string()),

@@ -214,11 +214,21 @@ impl Model for DemoModel {
             .count();
         let reply = match answered {
             0 => turn("call_1", "read_file", json!({"path": "Cargo.toml"})),
-            1 => turn(
-                "call_2",
-                "write_file",
-                json!({"path": "Cargo.toml", "content": "[package]\nname = \"demo\"\nversion = \"0.2.0\"\n"}),
-            ),
+            1 => Reply::Calls {
+                content: None,
+                calls: vec![
+                    ToolCall {
+                        id: "call_2".into(),
+                        name: "write_file".into(),
+                        arguments: json!({"path": "Cargo.toml", "content": "[package]\nname = \"demo\"\nversion = \"0.2.0\"\n"}),
+                    },
+                    ToolCall {
+                        id: "call_2b".into(),
+                        name: "write_file".into(),
+                        arguments: json!({"path": "CHANGELOG.md", "content": "## 0.2.0\n- (the model's summary)\n"}),
+                    },
+                ],
+            },
             2 => turn(
                 "call_3",
                 &format!("{DEMO_SERVER}.write_note"),

@@ -165,10 +165,33 @@ pub(crate) enum RunsCommand {
         /// The run.
         run: String,
     },
-    /// Approve a run's pending turn (recorded; the run's host resumes it).
-    Approve(DecideArgs),
-    /// Deny a run's pending turn (recorded; the run's host resumes it).
-    Deny(DecideArgs),
+    /// Approve a run's pending turn — every call, or call by call with
+    /// `--call`, `--deny` and `--edit` (recorded; the run's host resumes it).
+    Approve(ApproveArgs),
+    /// Deny a run's pending turn — every call, or those named with `--call`
+    /// (recorded; the run's host resumes it).
+    Deny(DenyArgs),
+    /// Approve a run's pending turn with one call's arguments edited; the
+    /// edit is checked against the tool's parameter schema first.
+    Edit {
+        #[command(flatten)]
+        decide: DecideArgs,
+        /// The call whose arguments change.
+        call: String,
+        /// The arguments to run it with: JSON, `@FILE`, or `-` for standard
+        /// input.
+        #[arg(long)]
+        args: String,
+    },
+    /// Ask an expired turn again: its time limit starts over, with a new
+    /// digest.
+    AskAgain {
+        /// The run.
+        run: String,
+        /// Who asks (as for `approve`).
+        #[arg(long = "as")]
+        operator: Option<String>,
+    },
     /// Run again a call whose outcome is unknown (its host stopped while it
     /// ran).
     Rerun {
@@ -195,6 +218,37 @@ pub(crate) enum RunsCommand {
         #[arg(long)]
         data: String,
     },
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct ApproveArgs {
+    #[command(flatten)]
+    pub(crate) decide: DecideArgs,
+    /// Approve this call (by its id); repeat for more. Without `--call`,
+    /// `--deny` or `--edit`, every call is approved.
+    #[arg(long = "call", value_name = "ID")]
+    pub(crate) calls: Vec<String>,
+    /// Deny this call, with the reason the model reads: `ID` or
+    /// `ID=REASON`; repeat for more.
+    #[arg(long = "deny", value_name = "ID[=REASON]")]
+    pub(crate) denials: Vec<String>,
+    /// Approve this call with other arguments: `ID=JSON` or `ID=@FILE`;
+    /// repeat for more.
+    #[arg(long = "edit", value_name = "ID=JSON")]
+    pub(crate) edits: Vec<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct DenyArgs {
+    #[command(flatten)]
+    pub(crate) decide: DecideArgs,
+    /// Deny only this call (by its id); repeat for more. Without it, every
+    /// call is denied.
+    #[arg(long = "call", value_name = "ID")]
+    pub(crate) calls: Vec<String>,
+    /// Why, for the model.
+    #[arg(long)]
+    pub(crate) reason: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -249,6 +303,13 @@ pub(crate) struct DemoArgs {
     /// Require approvals from someone other than the requester.
     #[arg(long)]
     pub(crate) four_eyes: bool,
+    /// How many distinct people must approve each turn that needs approval.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub(crate) approvals: u32,
+    /// How long, in seconds, a paused turn may be approved; after that it
+    /// can only be denied or asked again.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) decision_ttl: Option<u64>,
     /// Who starts the run (and, without four eyes, decides in the demo).
     /// Without it: `TOOLGATE_OPERATOR`, else `operator`.
     #[arg(long = "as")]

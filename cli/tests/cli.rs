@@ -395,7 +395,7 @@ fn deciding_a_detached_run_stale_digest_then_right_digest_then_invalid_then_vali
     let shown = json(dir, &["runs", "show", &run]);
     assert_eq!(shown["standing"], "finished");
     assert_eq!(shown["decisions"].as_array().map(Vec::len), Some(3));
-    assert_eq!(shown["calls"].as_array().map(Vec::len), Some(3), "{shown}");
+    assert_eq!(shown["calls"].as_array().map(Vec::len), Some(4), "{shown}");
     let gone = toolgate(dir, &["runs", "show", "no-such-run"]);
     assert_eq!(gone.status.code(), Some(4));
 }

@@ -72,6 +72,7 @@ async fn turning_approval_on_mid_loop_suspends_the_hosts_next_turn() {
     let log = MemoryLog::new();
     let agent = Agent::new(&registry, &model, &log);
     let mut state = RunState {
+        denied: Vec::new(),
         run_id: "host-loop".into(),
         requested_by: "host".into(),
         transcript: Vec::new(),

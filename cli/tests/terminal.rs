@@ -206,6 +206,7 @@ fn store_hostile_run(dir: &Path, run_id: &str, requested_by: &str) {
         let agent = Agent::new(&registry, &model, &log);
         let calls = hostile_calls();
         let state = RunState {
+            denied: Vec::new(),
             run_id: run_id.into(),
             requested_by: requested_by.into(),
             transcript: vec![
@@ -334,9 +335,14 @@ fn a_hostile_pending_turn_reads_on_a_terminal_exactly_as_it_is() {
         } else {
             "not offered"
         };
+        let state = if gate == "approval" {
+            "needs a verdict"
+        } else {
+            "-"
+        };
         assert_eq!(
             row,
-            [id.as_ref(), name.as_ref(), gate, arguments.as_str()],
+            [id.as_ref(), name.as_ref(), gate, arguments.as_str(), state],
             "\n{contents}"
         );
     }
@@ -358,7 +364,8 @@ fn a_hostile_pending_turn_reads_on_a_terminal_exactly_as_it_is() {
             "call_1",
             "write_file",
             "approval",
-            r#"{"content":"version = \"0.2.0\"\n","path":"Cargo.toml"}"#
+            r#"{"content":"version = \"0.2.0\"\n","path":"Cargo.toml"}"#,
+            "needs a verdict"
         ]),
         "\n{contents}"
     );

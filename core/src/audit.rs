@@ -4,6 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::digest::TurnDigest;
 use crate::erased::BoxFuture;
@@ -29,6 +30,64 @@ impl DecisionKind {
             DecisionKind::InputSubmitted => "input submitted",
         }
     }
+}
+
+/// A human's verdict on one call of a paused turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CallVerdict {
+    /// Run the call as the model made it.
+    Approve,
+    /// Do not run it; the model reads the reason.
+    Deny {
+        /// Why, for the model (may be empty).
+        reason: String,
+    },
+    /// Run the call with these arguments instead of the model's; they are
+    /// checked against the tool's parameter schema as the reviewer saw it.
+    Edit {
+        /// The arguments to run with.
+        arguments: Value,
+    },
+}
+
+impl CallVerdict {
+    /// True for an approval, edited or not.
+    pub fn approves(&self) -> bool {
+        !matches!(self, CallVerdict::Deny { .. })
+    }
+
+    /// The word an operator reads.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CallVerdict::Approve => "approve",
+            CallVerdict::Deny { .. } => "deny",
+            CallVerdict::Edit { .. } => "approve with edited arguments",
+        }
+    }
+}
+
+/// One call of a decided turn, as the audit trail keeps it: the model's
+/// arguments as reviewed, the verdict (with edited arguments, if any) and
+/// the definition of the tool the reviewer saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditedCall {
+    /// The call's id.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// The verdict; `None` for a call that needed no approval and got no
+    /// verdict (it runs as the model made it).
+    pub verdict: Option<CallVerdict>,
+    /// The model's arguments, as reviewed.
+    pub arguments: Value,
+    /// The digest of those arguments.
+    pub arguments_digest: String,
+    /// The digest of the tool's definition as the reviewer saw it; `None`
+    /// when the turn was paused before reviews were kept, or the tool was not
+    /// offered.
+    pub definition: Option<String>,
 }
 
 /// One decision, as the audit trail keeps it.
@@ -59,6 +118,11 @@ pub struct DecisionRecord {
     /// stands. Voided decisions stay in the audit trail.
     #[serde(default)]
     pub voided: Option<String>,
+    /// The turn call by call: each call's verdict, the model's arguments and
+    /// the tool definition reviewed. Empty in records written before
+    /// decisions were kept per call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<AuditedCall>,
 }
 
 pub(crate) fn now_unix_ms() -> u64 {

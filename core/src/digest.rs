@@ -166,6 +166,96 @@ pub fn turn_digest(
 /// rule that binds run and suspension from the first rule, which did not.
 const DIGEST_DOMAIN: &str = "toolgate.turn.v2";
 
+/// The rule that also binds what the reviewer was shown of each call's tool.
+const REVIEWED_DOMAIN: &str = "toolgate.turn.v3";
+
+/// The digest of a turn whose review was kept (see [`Review`]): the turn as
+/// [`turn_digest`] binds it, and for each call the definition of its tool
+/// as shown, whether it needed approval, and when the turn paused — so a turn
+/// paused again after a tool changed, or asked again after it expired, has a
+/// digest of its own.
+pub fn reviewed_turn_digest(
+    run_id: &str,
+    suspension: u32,
+    calls: &[ToolCall],
+    input: Option<(&str, usize, &Schema)>,
+    review: &Review,
+) -> TurnDigest {
+    let turn = turn_digest(run_id, suspension, calls, input);
+    let tools = review
+        .tools
+        .iter()
+        .map(|tool| {
+            tool.as_ref().map_or(Value::Null, |t| {
+                Value::Array(vec![
+                    Value::String(t.definition_digest()),
+                    Value::Bool(t.needs_approval),
+                ])
+            })
+        })
+        .collect();
+    let encoded = Value::Array(vec![
+        Value::String(REVIEWED_DOMAIN.to_owned()),
+        Value::String(turn.0),
+        Value::Array(tools),
+        Value::from(review.paused_at_ms),
+    ]);
+    TurnDigest(sha256_of(&encoded))
+}
+
+/// The digest of a tool's definition — its name, description and parameter
+/// schema — the one rule for the definition a reviewer was shown and the one
+/// a host runs.
+pub fn tool_definition_digest(name: &str, description: &str, parameters: &Value) -> String {
+    let encoded = Value::Array(vec![
+        Value::String("toolgate.tool.v1".to_owned()),
+        Value::String(name.to_owned()),
+        Value::String(description.to_owned()),
+        parameters.clone(),
+    ]);
+    sha256_of(&encoded)
+}
+
+/// The digest of a call's arguments, as denials are remembered and receipts
+/// bind them.
+pub fn arguments_digest(arguments: &Value) -> String {
+    sha256_of(arguments)
+}
+
+/// What the reviewer of a paused turn was shown of each call's tool, kept
+/// with the turn (document version 3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Review {
+    /// When the turn paused, in milliseconds since the Unix epoch.
+    pub paused_at_ms: u64,
+    /// One entry per pending call: its tool as offered when the turn paused,
+    /// or `None` when it was not offered. Empty for turns paused before
+    /// reviews were kept.
+    pub tools: Vec<Option<ReviewedTool>>,
+}
+
+/// One pending call's tool, as the reviewer was shown it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewedTool {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its parameter schema: an edited call is validated against it.
+    pub parameters: Value,
+    /// Whether the call needed approval when the turn paused.
+    pub needs_approval: bool,
+}
+
+impl ReviewedTool {
+    /// The digest of the definition shown ([`tool_definition_digest`]).
+    pub fn definition_digest(&self) -> String {
+        tool_definition_digest(&self.name, &self.description, &self.parameters)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

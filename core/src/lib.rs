@@ -113,11 +113,15 @@ mod sealed;
 /// Runs that wait (SPEC §6, §7): the typed pauses, a human's decision or
 /// data, the turn digest that binds it, and the persisted document.
 pub mod suspend {
-    pub use crate::digest::{TurnDigest, turn_digest};
+    pub use crate::audit::CallVerdict;
+    pub use crate::digest::{
+        Review, ReviewedTool, TurnDigest, arguments_digest, reviewed_turn_digest,
+        tool_definition_digest, turn_digest,
+    };
     pub use crate::input::{InputError, input_schema_problem};
     pub use crate::pause::{
-        AwaitingApproval, Decision, InputSubmission, Refusal, Suspended, TakesInput, TakesVerdict,
-        Verdict, WaitingForInput,
+        AwaitingApproval, CallDecisions, Decision, InputSubmission, Refusal, Suspended, TakesInput,
+        TakesVerdict, Verdict, WaitingForInput,
     };
     pub use crate::persist::{
         CorruptState, EncodeError, SuspendedRun, SuspendedStatus, body_checksum,

@@ -5,8 +5,8 @@ use schemars::Schema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::audit::{DecisionKind, DecisionRecord, LogError, now_unix_ms};
-use crate::digest::{TurnDigest, turn_digest};
+use crate::audit::{AuditedCall, CallVerdict, DecisionKind, DecisionRecord, LogError, now_unix_ms};
+use crate::digest::{Review, TurnDigest, reviewed_turn_digest, turn_digest};
 use crate::identity::{self, IdentityError, IdentitySource, Operator};
 use crate::input::{self, InputError};
 use crate::sealed::{PauseBinding, Sealed};
@@ -21,6 +21,7 @@ pub struct Suspended<S> {
     pub(crate) state: RunState,
     pub(crate) pending: Vec<ToolCall>,
     pub(crate) pause: S,
+    pub(crate) review: Review,
 }
 
 /// The pause of a turn that waits for a human's verdict.
@@ -92,18 +93,70 @@ impl<S> Suspended<S> {
     pub fn pending(&self) -> &[ToolCall] {
         &self.pending
     }
+
+    /// What the reviewer is shown of each pending call's tool, and when the
+    /// turn paused; empty for turns paused before reviews were kept.
+    pub fn review(&self) -> &Review {
+        &self.review
+    }
+
+    /// Whether call `index` of the turn needs a verdict: it needed approval
+    /// when the turn paused (every call of a turn paused before reviews were
+    /// kept does).
+    pub fn needs_verdict(&self, index: usize) -> bool {
+        if self.review.tools.is_empty() {
+            return true;
+        }
+        self.review
+            .tools
+            .get(index)
+            .is_some_and(|t| t.as_ref().is_some_and(|t| t.needs_approval))
+    }
+
+    /// When approving the turn stops being possible (milliseconds since the
+    /// Unix epoch), when the run has a decision time limit.
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        self.state
+            .options
+            .decision_ttl_ms
+            .map(|ttl| self.review.paused_at_ms.saturating_add(ttl))
+    }
+
+    /// True when the run's decision time limit has passed: the turn can be
+    /// denied or asked again, never approved.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expires_at_ms().is_some_and(|at| now_ms > at)
+    }
+
+    /// The same turn asked again: paused now, so its time limit starts over
+    /// and its digest is new.
+    #[must_use]
+    pub fn asked_again(mut self) -> Self {
+        self.review.paused_at_ms = now_unix_ms();
+        self
+    }
 }
 
 impl<S: PauseBinding> Suspended<S> {
     /// The digest a decider must carry back: see [`turn_digest`]. Show it
     /// beside the turn itself, and nowhere else.
     pub fn digest(&self) -> TurnDigest {
-        turn_digest(
-            &self.state.run_id,
-            self.state.iterations,
-            &self.pending,
-            self.pause.input_binding(),
-        )
+        if self.review.tools.is_empty() {
+            turn_digest(
+                &self.state.run_id,
+                self.state.iterations,
+                &self.pending,
+                self.pause.input_binding(),
+            )
+        } else {
+            reviewed_turn_digest(
+                &self.state.run_id,
+                self.state.iterations,
+                &self.pending,
+                self.pause.input_binding(),
+                &self.review,
+            )
+        }
     }
 
     /// The digest check of SPEC §7: a missing digest and a wrong one are the
@@ -124,6 +177,7 @@ impl<S: PauseBinding> Suspended<S> {
         decided_by: &str,
         verdict: DecisionKind,
         digest: TurnDigest,
+        verdicts: Option<&CallDecisions>,
     ) -> DecisionRecord {
         // The checks ran before: the name normalises. Recorded as normalised.
         let decided_by = Operator::new(decided_by, IdentitySource::Given)
@@ -139,16 +193,41 @@ impl<S: PauseBinding> Suspended<S> {
             digest,
             tools: self.pending.iter().map(|c| c.name.clone()).collect(),
             voided: None,
+            calls: verdicts.map(|v| self.audited(v)).unwrap_or_default(),
         }
+    }
+
+    /// The turn call by call, as the audit trail keeps a decision on it.
+    pub fn audited(&self, verdicts: &CallDecisions) -> Vec<AuditedCall> {
+        self.pending
+            .iter()
+            .enumerate()
+            .map(|(index, call)| AuditedCall {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                verdict: verdicts.calls.get(&call.id).cloned(),
+                arguments: call.arguments.clone(),
+                arguments_digest: crate::digest::arguments_digest(&call.arguments),
+                definition: self.review.tools.get(index).and_then(|t| {
+                    t.as_ref()
+                        .map(crate::digest::ReviewedTool::definition_digest)
+                }),
+            })
+            .collect()
     }
 }
 
 impl Suspended<AwaitingApproval> {
-    pub(crate) fn awaiting_approval(state: RunState, pending: Vec<ToolCall>) -> Self {
+    pub(crate) fn awaiting_approval(
+        state: RunState,
+        pending: Vec<ToolCall>,
+        review: Review,
+    ) -> Self {
         Self {
             state,
             pending,
             pause: AwaitingApproval { _seal: () },
+            review,
         }
     }
 }
@@ -160,6 +239,7 @@ impl Suspended<WaitingForInput> {
         tool: String,
         call_index: usize,
         schema: Schema,
+        review: Review,
     ) -> Self {
         Self {
             state,
@@ -169,6 +249,7 @@ impl Suspended<WaitingForInput> {
                 call_index,
                 schema,
             },
+            review,
         }
     }
 
@@ -208,6 +289,53 @@ pub struct Decision {
     pub digest: Option<TurnDigest>,
     /// Who decided.
     pub decided_by: String,
+}
+
+impl Decision {
+    /// The same decision, call by call: approving the turn approves every
+    /// call; denying it denies every call.
+    pub fn per_call(&self, pending: &[ToolCall]) -> CallDecisions {
+        self.clone().into_calls(pending)
+    }
+
+    /// [`Decision::per_call`], consuming the decision.
+    pub fn into_calls(self, pending: &[ToolCall]) -> CallDecisions {
+        let verdict = match self.verdict {
+            Verdict::Approve => CallVerdict::Approve,
+            Verdict::Deny => CallVerdict::Deny {
+                reason: String::new(),
+            },
+        };
+        CallDecisions {
+            calls: pending
+                .iter()
+                .map(|c| (c.id.clone(), verdict.clone()))
+                .collect(),
+            digest: self.digest,
+            decided_by: self.decided_by,
+        }
+    }
+}
+
+/// A human's decision on a paused turn, call by call — keyed by call id,
+/// never by position. Every call that needs approval must have a verdict; a
+/// call that does not need one may be given one (to deny it, say), and runs
+/// otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallDecisions {
+    /// The verdicts, by call id.
+    pub calls: std::collections::BTreeMap<String, CallVerdict>,
+    /// The digest of the turn the decider saw.
+    pub digest: Option<TurnDigest>,
+    /// Who decided.
+    pub decided_by: String,
+}
+
+impl CallDecisions {
+    /// True when any call is approved.
+    pub fn approves_any(&self) -> bool {
+        self.calls.values().any(CallVerdict::approves)
+    }
 }
 
 /// A user's data for a turn that waits for input.
@@ -253,6 +381,68 @@ pub enum Refusal {
     /// The input does not fit the schema.
     #[error("the input does not fit the schema: {}", join(.0))]
     InvalidInput(Vec<InputError>),
+    /// Calls that need approval have no verdict.
+    #[error("the decision leaves calls that need approval without a verdict: {}; decide each (or approve or deny them all)", .0.join(", "))]
+    Uncovered(Vec<String>),
+    /// Verdicts name calls that are not in the turn.
+    #[error("the decision names calls that are not in the pending turn: {}", .0.join(", "))]
+    UnknownCalls(Vec<String>),
+    /// Edited arguments do not fit the tool's parameter schema.
+    #[error(
+        "the edited arguments of call `{call}` do not fit the parameter schema of `{tool}`: {}",
+        join(errors)
+    )]
+    InvalidEdit {
+        /// The call.
+        call: String,
+        /// Its tool.
+        tool: String,
+        /// What is wrong, with field paths.
+        errors: Vec<InputError>,
+    },
+    /// The run's decision time limit passed: the turn can be denied or
+    /// asked again, never approved.
+    #[error(
+        "the turn expired at {at_ms} ms after the epoch: it can be denied or asked again, not approved"
+    )]
+    Expired {
+        /// When it expired.
+        at_ms: u64,
+    },
+    /// A tool changed after the reviewer saw it: the decision is void, and
+    /// the turn must be reviewed again as it is now.
+    #[error(
+        "tool `{tool}` (call `{call}`) is not the one the reviewer saw: its definition changed since the turn paused; review the turn again"
+    )]
+    ToolChanged {
+        /// The call.
+        call: String,
+        /// The tool.
+        tool: String,
+    },
+    /// A call that needed no approval when the turn paused needs it now (an
+    /// operator tightened the policy), and the decision has no verdict for
+    /// it: the decision is void, and the turn must be reviewed again.
+    #[error(
+        "call `{call}` ({tool}) needed no approval when the turn paused and needs it now; review the turn again"
+    )]
+    PolicyTightened {
+        /// The call.
+        call: String,
+        /// The tool.
+        tool: String,
+    },
+}
+
+impl Refusal {
+    /// True when the turn must be reviewed again as it is now (a tool or the
+    /// policy changed since it paused): the host pauses it afresh.
+    pub fn needs_fresh_review(&self) -> bool {
+        matches!(
+            self,
+            Refusal::ToolChanged { .. } | Refusal::PolicyTightened { .. }
+        )
+    }
 }
 
 fn join(errors: &[InputError]) -> String {
@@ -273,18 +463,85 @@ impl<S> Suspended<S> {
     where
         S: TakesVerdict,
     {
+        self.check_calls(&decision.per_call(&self.pending))
+    }
+
+    /// The checks a call-by-call decision must pass that need nothing but
+    /// the run: the digest; the decider's name; every verdict names a call of
+    /// the turn, and every call that needs approval has one; edited arguments
+    /// fit the tool's parameter schema as the reviewer saw it; four eyes; and
+    /// the run's decision time limit (an expired turn can only be denied).
+    pub fn check_calls(&self, decision: &CallDecisions) -> Result<TurnDigest, Refusal>
+    where
+        S: TakesVerdict,
+    {
         let digest = self.check_digest(decision.digest.as_ref())?;
         let decider = Operator::new(&decision.decided_by, IdentitySource::Given)
             .map_err(Refusal::InvalidIdentity)?;
-        if decision.verdict == Verdict::Approve
-            && self.state.options.four_eyes
-            && identity::same_person(decider.name(), &self.state.requested_by)
-        {
-            return Err(Refusal::SelfApproval {
-                who: decider.name().to_owned(),
-            });
+        let unknown: Vec<String> = decision
+            .calls
+            .keys()
+            .filter(|id| !self.pending.iter().any(|c| &c.id == *id))
+            .map(|id| format!("`{id}`"))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(Refusal::UnknownCalls(unknown));
+        }
+        let uncovered: Vec<String> = self
+            .pending
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| self.needs_verdict(*i) && !decision.calls.contains_key(&c.id))
+            .map(|(_, c)| format!("`{}` ({})", c.id, c.name))
+            .collect();
+        if !uncovered.is_empty() {
+            return Err(Refusal::Uncovered(uncovered));
+        }
+        for (index, call) in self.pending.iter().enumerate() {
+            if let Some(CallVerdict::Edit { arguments }) = decision.calls.get(&call.id) {
+                self.check_edit(index, call, arguments)?;
+            }
+        }
+        if decision.approves_any() {
+            if self.state.options.four_eyes
+                && identity::same_person(decider.name(), &self.state.requested_by)
+            {
+                return Err(Refusal::SelfApproval {
+                    who: decider.name().to_owned(),
+                });
+            }
+            if let Some(at_ms) = self.expires_at_ms().filter(|at| now_unix_ms() > *at) {
+                return Err(Refusal::Expired { at_ms });
+            }
         }
         Ok(digest)
+    }
+
+    /// Edited arguments fit the parameter schema the reviewer saw.
+    fn check_edit(&self, index: usize, call: &ToolCall, arguments: &Value) -> Result<(), Refusal> {
+        let refuse = |message: &str| Refusal::InvalidEdit {
+            call: call.id.clone(),
+            tool: call.name.clone(),
+            errors: vec![InputError {
+                path: String::new(),
+                message: message.to_owned(),
+            }],
+        };
+        let Some(tool) = self.review.tools.get(index) else {
+            return Err(refuse(
+                "the turn was paused before reviews were kept, so the parameter schema it was shown with is unknown; approve or deny it",
+            ));
+        };
+        let Some(tool) = tool else {
+            return Err(refuse("the tool was not offered when the turn paused"));
+        };
+        let schema = Schema::try_from(tool.parameters.clone())
+            .map_err(|_| refuse("the tool's parameter schema is not a schema"))?;
+        input::validate(&schema, arguments).map_err(|errors| Refusal::InvalidEdit {
+            call: call.id.clone(),
+            tool: call.name.clone(),
+            errors,
+        })
     }
 
     /// The checks an input submission must pass that need nothing but the

@@ -25,7 +25,13 @@
 //!
 //! Version 2 added `max_calls_per_turn` to the options. A version-1 document
 //! still decodes (the cap takes its default), and its turn digest is the
-//! current rule's; it is written back as version 2.
+//! second rule's. Version 3 adds `"review"` to the body — when the turn
+//! paused, and for each pending call the tool as the reviewer is shown it
+//! (name, description, parameter schema) and whether it needs approval —
+//! which the turn digest then binds too; it may add the run options
+//! `approvals_required`, `decision_ttl_ms` and `denied_repeats`, and the
+//! run's `denied` calls. Documents of versions 1 and 2 decode with no review
+//! (their digest stays the second rule's) and are written back as version 3.
 //! Decoding is fail-closed: anything unexpected is a [`CorruptState`] with a
 //! reason — an unknown version, status or field, a missing or ill-typed field,
 //! an input pause without a usable schema, a pending call that does not
@@ -37,18 +43,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::digest::sha256_hex;
+use crate::digest::{Review, sha256_hex};
 use crate::input::input_schema_problem;
 use crate::integrity::{IntegrityKey, MAC_PREFIX};
 use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::transcript::{RunState, ToolCall};
 
 const FORMAT: &str = "toolgate/suspended-run";
-const VERSION: u64 = 2;
+const VERSION: u64 = 3;
 /// The versions this build reads.
-const READS: [u64; 2] = [1, 2];
+const READS: [u64; 3] = [1, 2, 3];
 const FIELDS: [&str; 5] = ["format", "version", "status", "checksum", "body"];
-const BODY_FIELDS: [&str; 3] = ["run", "pending", "input"];
+const BODY_FIELDS: [&str; 4] = ["run", "pending", "input", "review"];
 
 /// A stored run could not be read. The reason says what is wrong; the source,
 /// where there is one, is the parser's own error.
@@ -186,6 +192,34 @@ impl SuspendedRun {
         }
     }
 
+    /// The same turn asked again: see [`Suspended::asked_again`].
+    #[must_use]
+    pub fn asked_again(self) -> Self {
+        match self {
+            SuspendedRun::AwaitingApproval(run) => {
+                SuspendedRun::AwaitingApproval(run.asked_again())
+            }
+            SuspendedRun::WaitingForInput(run) => SuspendedRun::WaitingForInput(run.asked_again()),
+        }
+    }
+
+    /// When approving stops being possible, if the run has a decision time
+    /// limit.
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        match self {
+            SuspendedRun::AwaitingApproval(run) => run.expires_at_ms(),
+            SuspendedRun::WaitingForInput(run) => run.expires_at_ms(),
+        }
+    }
+
+    /// What the reviewer is shown of each pending call's tool.
+    pub fn review(&self) -> &Review {
+        match self {
+            SuspendedRun::AwaitingApproval(run) => run.review(),
+            SuspendedRun::WaitingForInput(run) => run.review(),
+        }
+    }
+
     /// The digest of the turn that waits.
     pub fn digest(&self) -> crate::digest::TurnDigest {
         match self {
@@ -222,6 +256,17 @@ struct BodyOut<'a> {
     pending: &'a [ToolCall],
     #[serde(skip_serializing_if = "Option::is_none")]
     input: Option<InputOut<'a>>,
+    #[serde(skip_serializing_if = "is_unkept")]
+    review: &'a Review,
+}
+
+/// A turn paused before reviews were kept is written without one.
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference to the field"
+)]
+fn is_unkept(review: &&Review) -> bool {
+    review.tools.is_empty() && review.paused_at_ms == 0
 }
 
 #[derive(Serialize)]
@@ -256,6 +301,7 @@ impl Suspended<AwaitingApproval> {
             run: &self.state,
             pending: &self.pending,
             input: None,
+            review: &self.review,
         };
         seal(SuspendedStatus::AwaitingApproval, &body, key)
     }
@@ -294,6 +340,7 @@ impl Suspended<WaitingForInput> {
                 call_index: self.pause.call_index,
                 schema: self.pause.schema.as_value(),
             }),
+            review: &self.review,
         };
         seal(SuspendedStatus::WaitingForInput, &body, key)
     }
@@ -348,10 +395,33 @@ fn decode(text: &str, key: Option<&IntegrityKey>) -> Result<SuspendedRun, Corrup
     // A body that reads straight into its types needs no field-by-field
     // pass; one that does not is read again field by field, to name what is
     // wrong with it.
-    let (state, pending, input) = match serde_json::from_str::<FastBody<'_>>(body_text) {
-        Ok(fast) => (fast.run, decode_pending(Some(fast.pending))?, fast.input),
+    let (state, pending, input, review) = match serde_json::from_str::<FastBody<'_>>(body_text) {
+        Ok(fast) => (
+            fast.run,
+            decode_pending(Some(fast.pending))?,
+            fast.input,
+            fast.review,
+        ),
         Err(_) => slow_body(body_text)?,
     };
+    let review = review.unwrap_or_default();
+    if !review.tools.is_empty() && review.tools.len() != pending.len() {
+        return corrupt(format!(
+            "`review.tools` holds {} entries for {} pending calls",
+            review.tools.len(),
+            pending.len()
+        ));
+    }
+    if let Some((call, tool)) = pending
+        .iter()
+        .zip(&review.tools)
+        .find_map(|(c, t)| t.as_ref().filter(|t| t.name != c.name).map(|t| (c, t)))
+    {
+        return corrupt(format!(
+            "`review.tools` names `{}` for call `{}` to `{}`",
+            tool.name, call.id, call.name
+        ));
+    }
     if state.iterations > state.options.max_iterations {
         return corrupt(format!(
             "`run.iterations` ({}) exceeds `run.options.max_iterations` ({})",
@@ -365,7 +435,7 @@ fn decode(text: &str, key: Option<&IntegrityKey>) -> Result<SuspendedRun, Corrup
             state.options.max_calls_per_turn
         ));
     }
-    suspension(status, state, pending, input)
+    suspension(status, state, pending, input, review)
 }
 
 #[derive(Deserialize)]
@@ -376,9 +446,16 @@ struct FastBody<'a> {
     pending: &'a RawValue,
     #[serde(borrow, default)]
     input: Option<&'a RawValue>,
+    #[serde(default)]
+    review: Option<Review>,
 }
 
-type Parts<'a> = (RunState, Vec<ToolCall>, Option<&'a RawValue>);
+type Parts<'a> = (
+    RunState,
+    Vec<ToolCall>,
+    Option<&'a RawValue>,
+    Option<Review>,
+);
 
 /// The body read field by field, naming the first thing wrong with it.
 fn slow_body(text: &str) -> Result<Parts<'_>, CorruptState> {
@@ -392,7 +469,14 @@ fn slow_body(text: &str) -> Result<Parts<'_>, CorruptState> {
             .or_else(|error| corrupt(format!("`run` is ill-formed: {error}")))?,
     };
     let pending = decode_pending(body.get("pending").copied())?;
-    Ok((state, pending, body.get("input").copied()))
+    let review = body
+        .get("review")
+        .map(|review| {
+            serde_json::from_str(review.get())
+                .or_else(|error| corrupt(format!("`review` is ill-formed: {error}")))
+        })
+        .transpose()?;
+    Ok((state, pending, body.get("input").copied(), review))
 }
 
 /// The suspension a decoded body describes, by its status.
@@ -401,10 +485,11 @@ fn suspension(
     state: RunState,
     pending: Vec<ToolCall>,
     input: Option<&RawValue>,
+    review: Review,
 ) -> Result<SuspendedRun, CorruptState> {
     match (status, input) {
         (SuspendedStatus::AwaitingApproval, None) => Ok(SuspendedRun::AwaitingApproval(
-            Suspended::awaiting_approval(state, pending),
+            Suspended::awaiting_approval(state, pending, review),
         )),
         (SuspendedStatus::AwaitingApproval, Some(_)) => {
             corrupt("a run awaiting approval carries no `input`; is the status wrong?")
@@ -439,6 +524,7 @@ fn suspension(
                 input.tool,
                 input.call_index,
                 schema,
+                review,
             )))
         }
     }
@@ -650,6 +736,7 @@ mod tests {
                             four_eyes,
                             ..RunOptions::default()
                         },
+                        denied: Vec::new(),
                     }
                 },
             )
@@ -673,10 +760,19 @@ mod tests {
                     }))
                     .unwrap_or_default();
                     SuspendedRun::WaitingForInput(Suspended::waiting_for_input(
-                        state, pending, tool, call_index, schema,
+                        state,
+                        pending,
+                        tool,
+                        call_index,
+                        schema,
+                        Review::default(),
                     ))
                 } else {
-                    SuspendedRun::AwaitingApproval(Suspended::awaiting_approval(state, pending))
+                    SuspendedRun::AwaitingApproval(Suspended::awaiting_approval(
+                        state,
+                        pending,
+                        Review::default(),
+                    ))
                 }
             })
     }

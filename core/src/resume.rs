@@ -5,25 +5,57 @@
 
 use std::fmt;
 
+use crate::audit::CallVerdict;
 use crate::audit::{DecisionKind, DecisionRecord};
 use crate::digest::TurnDigest;
+use crate::digest::{arguments_digest, tool_definition_digest};
 use crate::erased::BoxFuture;
 use crate::input;
 use crate::journal::{Action, Step, TurnPlan};
 use crate::pause::{
-    Decision, InputSubmission, Refusal, Suspended, TakesInput, TakesVerdict, Verdict,
+    CallDecisions, Decision, InputSubmission, Refusal, Suspended, TakesInput, TakesVerdict, Verdict,
 };
 use crate::registry::Offered;
 use crate::run::{Agent, Outcome, RunError, not_offered};
 use crate::tool::ToolOutput;
+use crate::transcript::DeniedCall;
 use crate::transcript::ToolCall;
 
 fn answer(output: ToolOutput) -> Action {
     Action::Answer { output }
 }
 
+/// What the model reads for a denied call.
+pub(crate) fn denied_text(by: &str, reason: &str) -> String {
+    if reason.trim().is_empty() {
+        format!("the operator ({by}) denied this call; it was not executed")
+    } else {
+        format!("the operator ({by}) denied this call: {reason}; it was not executed")
+    }
+}
+
+/// The step for an approved call: it runs with `arguments`, unless its tool
+/// is no longer offered or waits for input the approval does not carry.
+fn runnable(offered: &Offered, call: &ToolCall, arguments: &serde_json::Value) -> Action {
+    match offered.get(&call.name) {
+        None => answer(not_offered(offered, call)),
+        Some(tool) if tool.requires_input() => answer(ToolOutput::error(format!(
+            "tool `{}` requires user input that was not provided; the call was not executed",
+            call.name
+        ))),
+        Some(tool) => Action::Execute {
+            arguments: arguments.clone(),
+            effect: tool.effect(),
+        },
+    }
+}
+
 /// A resume did not end in an [`Outcome`].
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a refusal hands the whole run back by value, as it was; it is the rare path"
+)]
 #[non_exhaustive]
 pub enum ResumeError<S> {
     /// The decision was refused; the run is handed back unchanged, still
@@ -83,14 +115,9 @@ impl<S> Suspended<S> {
         }
     }
 
-    /// Approves or denies the whole pending turn, then drives the run on.
-    ///
-    /// Refused, with the run handed back unchanged, when the digest is missing
-    /// or stale, when a four-eyes run is approved by its requester, or when the
-    /// record cannot be written and the turn would run a write. On approval,
-    /// each call runs unless its tool is no longer offered (the offer is
-    /// recomputed now) or requires input (the approval path carries none). On
-    /// denial, every call gets an error result saying so.
+    /// Approves or denies the whole pending turn, then drives the run on:
+    /// [`Suspended::decide_calls`] with the same verdict for every call
+    /// ([`Decision::per_call`]).
     pub fn decide<'a>(
         self,
         agent: &'a Agent<'a>,
@@ -99,58 +126,94 @@ impl<S> Suspended<S> {
     where
         S: TakesVerdict,
     {
-        Box::pin(self.decide_now(agent, decision))
+        let decisions = decision.into_calls(&self.pending);
+        Box::pin(self.decide_now(agent, decisions))
+    }
+
+    /// Decides the pending turn call by call — keyed by call id — then drives
+    /// the run on.
+    ///
+    /// Refused, with the run handed back unchanged, when
+    /// [`Suspended::check_calls`] refuses (digest, coverage, edits, four
+    /// eyes, expiry), when the record cannot be written and the turn would
+    /// run a write, or when the receipt no longer holds: a tool to run is not
+    /// the one the reviewer saw ([`Refusal::ToolChanged`]), or a call without
+    /// a verdict needs approval now ([`Refusal::PolicyTightened`]) — then the
+    /// turn must be paused and reviewed afresh
+    /// ([`Suspended::reviewed_again`]).
+    ///
+    /// Otherwise an approved call runs with the model's arguments, an edited
+    /// one with the edited arguments, a call without a verdict runs as the
+    /// model made it (it needed no approval), and a denied call gets an
+    /// error result with the reason — and is remembered, so the model asking
+    /// for it again is answered with the denial ([`RunOptions::denied_repeats`](crate::run::RunOptions::denied_repeats)).
+    /// Calls whose tool is no longer offered, or requires input, do not run.
+    pub fn decide_calls<'a>(
+        self,
+        agent: &'a Agent<'a>,
+        decisions: CallDecisions,
+    ) -> BoxFuture<'a, Result<Outcome, ResumeError<S>>>
+    where
+        S: TakesVerdict,
+    {
+        Box::pin(self.decide_now(agent, decisions))
     }
 
     async fn decide_now(
         self,
         agent: &Agent<'_>,
-        decision: Decision,
+        decision: CallDecisions,
     ) -> Result<Outcome, ResumeError<S>>
     where
         S: TakesVerdict,
     {
-        let digest = match self.check_decision(&decision) {
+        let digest = match self.check_calls(&decision) {
             Ok(digest) => digest,
             Err(reason) => return Err(self.refuse(reason)),
         };
-        let approve = decision.verdict == Verdict::Approve;
         let offered = agent
             .registry
             .offer(self.state.options.allow.as_deref())
             .await;
+        if let Err(reason) = self.check_receipt(&offered, &decision) {
+            return Err(self.refuse(reason));
+        }
+        let approve = decision.approves_any();
         let verdict = if approve {
             DecisionKind::Approved
         } else {
             DecisionKind::Denied
         };
-        let record = self.record(&decision.decided_by, verdict, digest);
-        let blocks = approve && runs_a_write(&offered, &self.pending);
+        let record = self.record(&decision.decided_by, verdict, digest, Some(&decision));
+        let runs = self
+            .pending
+            .iter()
+            .filter(|c| decision.calls.get(&c.id).is_none_or(CallVerdict::approves));
+        let blocks = approve && runs_a_write(&offered, runs);
         if let Err(reason) = self.write_record(agent, &record, blocks).await {
             return Err(self.refuse(reason));
         }
         tracing::info!(run = %self.state.run_id, by = %decision.decided_by, verdict = verdict.as_str(), "turn decided");
-        let Suspended { state, pending, .. } = self;
+        let Suspended {
+            mut state, pending, ..
+        } = self;
+        let by = record.decided_by;
         let steps = pending
             .into_iter()
             .map(|call| {
-                let action = if approve {
-                    match offered.get(&call.name) {
-                        None => answer(not_offered(&offered, &call)),
-                        Some(tool) if tool.requires_input() => answer(ToolOutput::error(format!(
-                            "tool `{}` requires user input that was not provided; the call was not executed",
-                            call.name
-                        ))),
-                        Some(tool) => Action::Execute {
-                            arguments: call.arguments.clone(),
-                            effect: tool.effect(),
-                        },
+                let action = match decision.calls.get(&call.id) {
+                    Some(CallVerdict::Deny { reason }) => {
+                        state.denied.push(DeniedCall {
+                            tool: call.name.clone(),
+                            arguments: arguments_digest(&call.arguments),
+                            by: by.clone(),
+                            reason: reason.clone(),
+                            repeats: 0,
+                        });
+                        answer(ToolOutput::error(denied_text(&by, reason)))
                     }
-                } else {
-                    answer(ToolOutput::error(format!(
-                        "the operator ({}) denied this call; it was not executed",
-                        decision.decided_by
-                    )))
+                    Some(CallVerdict::Edit { arguments }) => runnable(&offered, &call, arguments),
+                    Some(CallVerdict::Approve) | None => runnable(&offered, &call, &call.arguments),
                 };
                 Step { call, action }
             })
@@ -161,6 +224,52 @@ impl<S> Suspended<S> {
             .await
             .map_err(ResumeError::Run)?;
         agent.drive(state).await.map_err(ResumeError::Run)
+    }
+
+    /// The receipt: every call that would run runs as reviewed — its tool's
+    /// definition is the one the reviewer saw, and a call that got no verdict
+    /// still needs none. Turns paused before reviews were kept carry no
+    /// receipt.
+    fn check_receipt(&self, offered: &Offered, decision: &CallDecisions) -> Result<(), Refusal> {
+        if self.review.tools.is_empty() {
+            return Ok(());
+        }
+        for (call, reviewed) in self.pending.iter().zip(&self.review.tools) {
+            let verdict = decision.calls.get(&call.id);
+            if verdict.is_some_and(|v| !v.approves()) {
+                continue;
+            }
+            let Some(now) = offered.gated(&call.name) else {
+                // Not offered now: it gets an error result and does not run.
+                continue;
+            };
+            let changed = || Refusal::ToolChanged {
+                call: call.id.clone(),
+                tool: call.name.clone(),
+            };
+            match reviewed {
+                Some(reviewed) => {
+                    let definition = tool_definition_digest(
+                        now.tool.name(),
+                        now.tool.description(),
+                        now.tool.parameters().as_value(),
+                    );
+                    if definition != reviewed.definition_digest() {
+                        return Err(changed());
+                    }
+                }
+                // Offered now, not when the reviewer looked.
+                None if verdict.is_some() => return Err(changed()),
+                None => {}
+            }
+            if verdict.is_none() && now.requires_approval {
+                return Err(Refusal::PolicyTightened {
+                    call: call.id.clone(),
+                    tool: call.name.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Approves the pending turn: [`Suspended::decide`] with
@@ -179,7 +288,8 @@ impl<S> Suspended<S> {
             digest,
             decided_by: decided_by.into(),
         };
-        Box::pin(self.decide_now(agent, decision))
+        let decisions = decision.per_call(&self.pending);
+        Box::pin(self.decide_now(agent, decisions))
     }
 
     /// Denies the pending turn: [`Suspended::decide`] with
@@ -198,7 +308,21 @@ impl<S> Suspended<S> {
             digest,
             decided_by: decided_by.into(),
         };
-        Box::pin(self.decide_now(agent, decision))
+        let decisions = decision.per_call(&self.pending);
+        Box::pin(self.decide_now(agent, decisions))
+    }
+}
+
+impl Suspended<crate::pause::AwaitingApproval> {
+    /// The same turn, paused afresh: what each call's tool is now and whether
+    /// it needs approval now, paused now — for a turn whose decision was
+    /// refused because a tool or the policy changed since the reviewer looked
+    /// ([`Refusal::needs_fresh_review`]). It has a digest of its own, so no
+    /// decision on the turn as it was applies to it.
+    pub async fn reviewed_again(mut self, registry: &crate::Registry) -> Self {
+        let offered = registry.offer(self.state.options.allow.as_deref()).await;
+        self.review = crate::run::review_of(&offered, &self.pending);
+        self
     }
 }
 
@@ -250,6 +374,7 @@ impl<S> Suspended<S> {
             &submission.submitted_by,
             DecisionKind::InputSubmitted,
             digest,
+            None,
         );
         if let Err(reason) = self.write_record(agent, &record, blocks).await {
             return Err(self.refuse(reason));

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit::DecisionLog;
+use crate::digest::{Review, ReviewedTool};
 use crate::erased::{BoxFuture, ErasedTool};
 use crate::input::input_schema_problem;
 use crate::journal::{
@@ -21,7 +22,10 @@ use crate::journal::{
 use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::registry::{Offered, Registry};
 use crate::tool::ToolOutput;
-pub use crate::transcript::{DEFAULT_MAX_CALLS_PER_TURN, Message, RunOptions, RunState, ToolCall};
+pub use crate::transcript::{
+    DEFAULT_DENIED_REPEATS, DEFAULT_MAX_CALLS_PER_TURN, DeniedCall, Message, RunOptions, RunState,
+    ToolCall,
+};
 
 /// A tool as the model is told about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -178,6 +182,20 @@ pub enum RunError {
         /// The run, with the results the turn got before the failure.
         state: Box<RunState>,
     },
+    /// The model kept asking for a call a human denied in this run (same
+    /// tool, same arguments) more often than `denied_repeats` allows; each
+    /// time it was answered with the denial. The run ends here.
+    #[error(
+        "the model asked {repeats} times again for a call of `{tool}` that was denied in this run; the run ends (`denied_repeats`)"
+    )]
+    DeniedCallRepeated {
+        /// The tool.
+        tool: String,
+        /// How often it was asked for again.
+        repeats: u32,
+        /// The run, with the turn not answered.
+        state: Box<RunState>,
+    },
     /// Two calls of the model's turn share an id, so results and decisions
     /// could not be told apart.
     #[error("the model's turn holds the call id `{id}` twice; nothing of it ran")]
@@ -240,6 +258,68 @@ pub(crate) fn not_offered(offered: &Offered, call: &ToolCall) -> ToolOutput {
             call.name
         ))
     }
+}
+
+/// What a reviewer is shown of a turn's tools: each call's tool as offered
+/// now and whether the call needs approval — the turn scan's own reading.
+pub(crate) fn review_of(offered: &Offered, calls: &[ToolCall]) -> Review {
+    Review {
+        paused_at_ms: crate::audit::now_unix_ms(),
+        tools: calls
+            .iter()
+            .map(|call| {
+                offered.gated(&call.name).map(|gated| ReviewedTool {
+                    name: gated.tool.name().to_owned(),
+                    description: gated.tool.description().to_owned(),
+                    parameters: gated.tool.parameters().as_value().clone(),
+                    needs_approval: gated.requires_approval,
+                })
+            })
+            .collect(),
+    }
+}
+
+/// Answers the calls of a turn a human denied earlier in the run with that
+/// denial — never putting them to a human again — and hands back the rest.
+/// A call asked for more often than the run allows ends the run.
+fn answer_denied(
+    mut state: RunState,
+    calls: Vec<ToolCall>,
+) -> Result<(RunState, Vec<ToolCall>), RunError> {
+    let mut rest = Vec::with_capacity(calls.len());
+    for call in calls {
+        let digest = crate::digest::arguments_digest(&call.arguments);
+        let limit = state.options.denied_repeats;
+        let Some(denied) = state
+            .denied
+            .iter_mut()
+            .find(|d| d.tool == call.name && d.arguments == digest)
+        else {
+            rest.push(call);
+            continue;
+        };
+        denied.repeats += 1;
+        let (repeats, by, reason) = (denied.repeats, denied.by.clone(), denied.reason.clone());
+        if repeats > limit {
+            tracing::warn!(run = %state.run_id, tool = %call.name, repeats, "the model insists on a denied call; the run ends");
+            return Err(RunError::DeniedCallRepeated {
+                tool: call.name,
+                repeats,
+                state: Box::new(state),
+            });
+        }
+        let because = if reason.trim().is_empty() {
+            String::new()
+        } else {
+            format!(": {reason}")
+        };
+        let output = ToolOutput::error(format!(
+            "this call (same tool, same arguments) was denied earlier in this run by {by}{because}; it was not executed, and it will not be put to a human again"
+        ));
+        tracing::info!(run = %state.run_id, tool = %call.name, repeats, "a denied call asked for again was answered with its denial");
+        state.transcript.push(Message::result(&call, output));
+    }
+    Ok((state, rest))
 }
 
 /// The run a journal failure stopped: the plan's run with the results the
@@ -417,6 +497,7 @@ impl<'a> Agent<'a> {
             transcript,
             iterations: 0,
             options: request.options,
+            denied: Vec::new(),
         };
         tracing::info!(run = %state.run_id, requested_by = %state.requested_by, "run started");
         self.drive(state).await
@@ -508,9 +589,15 @@ impl<'a> Agent<'a> {
                 state: Box::new(state),
             });
         }
+        let (state, calls) = if state.denied.is_empty() {
+            (state, calls)
+        } else {
+            answer_denied(state, calls)?
+        };
         match scan_turn(offered, &calls) {
             TurnScan::Approval => {
-                let suspended = Suspended::awaiting_approval(state, calls);
+                let review = review_of(offered, &calls);
+                let suspended = Suspended::awaiting_approval(state, calls, review);
                 tracing::info!(run = %suspended.run_id(), digest = %suspended.digest(), "turn suspended for approval");
                 Ok(TurnOutcome::AwaitingApproval(suspended))
             }
@@ -530,8 +617,9 @@ impl<'a> Agent<'a> {
                     }
                 };
                 let tool_name = tool.name().to_owned();
+                let review = review_of(offered, &calls);
                 let suspended =
-                    Suspended::waiting_for_input(state, calls, tool_name, index, schema);
+                    Suspended::waiting_for_input(state, calls, tool_name, index, schema, review);
                 tracing::info!(run = %suspended.run_id(), tool = %suspended.input_tool(), "turn suspended for input");
                 Ok(TurnOutcome::WaitingForInput(suspended))
             }

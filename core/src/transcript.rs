@@ -80,6 +80,50 @@ pub struct RunOptions {
     /// able to read every call of a turn they approve.
     #[serde(default = "default_max_calls_per_turn")]
     pub max_calls_per_turn: u32,
+    /// How many distinct people must approve a turn that needs approval
+    /// (with `four_eyes`, none of them the requester). Partial approvals are
+    /// recorded by the store; the run resumes when the last one arrives.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub approvals_required: u32,
+    /// How long, in milliseconds, a paused turn may be approved; after that
+    /// it can only be denied or asked again. `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_ttl_ms: Option<u64>,
+    /// How often the model may ask again for a call a human denied in this
+    /// run (same tool, same arguments) — each time answered with the earlier
+    /// denial, never asked of a human again — before the run ends.
+    #[serde(
+        default = "default_denied_repeats",
+        skip_serializing_if = "is_default_denied_repeats"
+    )]
+    pub denied_repeats: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_one(value: &u32) -> bool {
+    *value == 1
+}
+
+/// The default of [`RunOptions::denied_repeats`].
+pub const DEFAULT_DENIED_REPEATS: u32 = 2;
+
+fn default_denied_repeats() -> u32 {
+    DEFAULT_DENIED_REPEATS
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_default_denied_repeats(value: &u32) -> bool {
+    *value == DEFAULT_DENIED_REPEATS
 }
 
 /// The default cap on calls per turn.
@@ -96,6 +140,9 @@ impl Default for RunOptions {
             allow: None,
             four_eyes: false,
             max_calls_per_turn: DEFAULT_MAX_CALLS_PER_TURN,
+            approvals_required: 1,
+            decision_ttl_ms: None,
+            denied_repeats: DEFAULT_DENIED_REPEATS,
         }
     }
 }
@@ -114,6 +161,27 @@ pub struct RunState {
     pub iterations: u32,
     /// How the run may proceed.
     pub options: RunOptions,
+    /// The calls a human denied in this run: asked again, they are answered
+    /// with the denial and never put to a human a second time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<DeniedCall>,
+}
+
+/// A call a human denied, remembered by its tool and a digest of its
+/// arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeniedCall {
+    /// The tool.
+    pub tool: String,
+    /// The digest of the arguments denied.
+    pub arguments: String,
+    /// Who denied it.
+    pub by: String,
+    /// Why, as the model was told.
+    pub reason: String,
+    /// How often the model asked for it again.
+    pub repeats: u32,
 }
 
 /// The first call id that occurs twice in a turn, found in time linear in the

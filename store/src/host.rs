@@ -19,25 +19,28 @@ use toolgate::journal::{
 };
 use toolgate::run::{Model, Outcome, RunError, RunState};
 use toolgate::suspend::{
-    Decision, InputSubmission, Refusal, ResumeError, SuspendedRun, SuspendedStatus, Verdict,
+    CallDecisions, Decision, InputSubmission, Refusal, ResumeError, SuspendedRun, SuspendedStatus,
+    Verdict,
 };
 use toolgate::{Agent, Registry, ToolOutput};
 
 use crate::runs::RecordedLog;
 use crate::{Store, StoreError, now_ms};
 
-/// Why a host name cannot be used, or `None` when it can: non-empty, at most
-/// 64 characters, with nothing hidden or blank in it.
+/// Why a host name cannot be used, or `None` when it can: 1 to 64 ASCII
+/// letters, digits, `-`, `_` and `.` — so no two names that read alike are
+/// different hosts (a Cyrillic `е` in `dеmo` is refused, not a host nobody
+/// runs).
 pub fn host_name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         Some("it is empty")
-    } else if name.chars().count() > 64 {
+    } else if name.len() > 64 {
         Some("it is longer than 64 characters")
-    } else if name
-        .chars()
-        .any(|c| c.is_whitespace() || toolgate::visible::is_hidden(c))
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
     {
-        Some("it holds a blank, hidden or control character")
+        Some("only ASCII letters, digits, `-`, `_` and `.` may name a host")
     } else {
         None
     }
@@ -49,7 +52,6 @@ pub fn host_name_problem(name: &str) -> Option<&'static str> {
 pub struct Host {
     store: Store,
     name: String,
-    instance: String,
     lease: Duration,
 }
 
@@ -58,6 +60,10 @@ pub struct Host {
 pub struct Resumable {
     suspension_id: i64,
     run_id: String,
+    /// This claim's own token: every write of the resume is conditional on
+    /// it, so no other claim — of another process, or of a clone of this
+    /// host in this one — can write for the run while this one holds it.
+    token: String,
     work: Work,
 }
 
@@ -161,7 +167,6 @@ impl Host {
         Ok(Self {
             store,
             name: name.to_owned(),
-            instance: format!("{name}/{}", uuid_like()),
             lease: Duration::from_secs(30),
         })
     }
@@ -200,23 +205,30 @@ impl Host {
     /// conditional update: of any number of processes of this host, exactly
     /// one gets each run. `None` when there is nothing to do.
     pub async fn next(&self) -> Result<Option<Resumable>, StoreError> {
-        loop {
-            let Some((suspension_id, run_id)) = self.claim().await? else {
-                return Ok(None);
-            };
-            match self.work(suspension_id, &run_id).await {
-                Ok(work) => {
-                    return Ok(Some(Resumable {
-                        suspension_id,
-                        run_id,
-                        work,
-                    }));
-                }
-                Err(reason) => {
-                    tracing::error!(run = %run_id, %reason, "a decided run cannot be resumed");
-                    self.close(suspension_id, &format!("not resumed: {reason}"), None)
-                        .await?;
-                }
+        let Some((suspension_id, run_id, token)) = self.claim().await? else {
+            return Ok(None);
+        };
+        match self.work(suspension_id, &run_id).await {
+            Ok(work) => Ok(Some(Resumable {
+                suspension_id,
+                run_id,
+                token,
+                work,
+            })),
+            Err(reason) => {
+                // Unreadable here — no key, the wrong key, a changed
+                // row: the claim is given back untouched and the host
+                // stops, loudly. A run is never closed for what one
+                // handle cannot read.
+                tracing::error!(run = %run_id, %reason, "a decided run cannot be read; the claim is given back");
+                self.unclaim(suspension_id, &token).await?;
+                Err(StoreError::Unreadable {
+                    what: "decided run",
+                    reason: format!(
+                        "run `{}` cannot be resumed by this host: {reason}",
+                        toolgate::visible::visible(&run_id)
+                    ),
+                })
             }
         }
     }
@@ -251,7 +263,24 @@ impl Host {
         Ok(resumed)
     }
 
-    async fn claim(&self) -> Result<Option<(i64, String)>, StoreError> {
+    /// Gives a claim back as it was: the run waits for a host again.
+    async fn unclaim(&self, suspension_id: i64, token: &str) -> Result<(), StoreError> {
+        let (_writer, mut tx) = self.store.write().await?;
+        sqlx::query(
+            "UPDATE suspended_run SET lease_until = 0, updated_at = ?
+             WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+        )
+        .bind(now_ms())
+        .bind(suspension_id)
+        .bind(token)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn claim(&self) -> Result<Option<(i64, String, String)>, StoreError> {
+        self.store.check_keyed()?;
         // The poll: one indexed read, no write lock, while nothing is decided.
         let now = now_ms();
         let waiting: Option<i64> = sqlx::query_scalar(
@@ -284,12 +313,13 @@ impl Host {
         };
         let id: i64 = row.try_get("id")?;
         let run_id: String = row.try_get("run_id")?;
+        let token = format!("{}/{}", self.name, claim_token());
         let claimed = sqlx::query(
             "UPDATE suspended_run SET execution = 'resuming', resumed_by = ?, lease_until = ?, updated_at = ?
              WHERE id = ? AND state = 'decided'
                AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))",
         )
-        .bind(&self.instance)
+        .bind(&token)
         .bind(now.saturating_add(self.lease_ms()))
         .bind(now)
         .bind(id)
@@ -298,8 +328,8 @@ impl Host {
         .await?;
         tx.commit().await?;
         if claimed.rows_affected() == 1 {
-            tracing::info!(run = %run_id, host = %self.instance, "decided run claimed");
-            Ok(Some((id, run_id)))
+            tracing::info!(run = %run_id, claim = %token, "decided run claimed");
+            Ok(Some((id, run_id, token)))
         } else {
             Ok(None)
         }
@@ -316,7 +346,7 @@ impl Host {
         {
             let known = self
                 .store
-                .known_calls(plan_id, plan.steps.len())
+                .known_calls(suspension_id, &plan, plan_id)
                 .await
                 .map_err(|e| e.to_string())?;
             return Ok(Work::Recover { plan, known });
@@ -359,12 +389,13 @@ impl Host {
         let Resumable {
             suspension_id,
             run_id,
+            token,
             work,
         } = task;
         let journal = StoreJournal {
             store: self.store.clone(),
             suspension_id,
-            instance: self.instance.clone(),
+            instance: token.clone(),
             lease: self.lease_ms(),
         };
         // Stops renewing when the resume ends — or is dropped mid-way, as a
@@ -389,18 +420,34 @@ impl Host {
             }
         };
         let (ended, state) = match result {
-            Step::Outcome(outcome) => self.finish(suspension_id, outcome).await?,
-            Step::Unknown(unknown) => (self.unknown(suspension_id, &unknown).await?, None),
+            Step::Outcome(outcome) => self.finish(suspension_id, &token, outcome).await?,
+            Step::Unknown(unknown) => (self.unknown(suspension_id, &token, &unknown).await?, None),
             Step::Refused(reason) => {
                 self.store
                     .release(
                         suspension_id,
-                        &self.instance,
+                        &token,
                         &format!("refused at resume: {reason}"),
                     )
                     .await?;
                 tracing::info!(run = %run_id, %reason, "decision refused at resume; voided, the run waits again");
                 (Ended::Refused { reason }, None)
+            }
+            Step::Review(run, reason) => {
+                let fresh = SuspendedRun::AwaitingApproval(run.reviewed_again(registry).await);
+                let why = format!(
+                    "voided at resume: {reason}; the turn was paused again for a fresh review"
+                );
+                let ended = if self
+                    .close_voided(suspension_id, &token, &why, &fresh)
+                    .await?
+                {
+                    Ended::Refused { reason }
+                } else {
+                    Ended::Lost
+                };
+                tracing::info!(run = %run_id, why, "the receipt no longer holds; paused again");
+                (ended, None)
             }
             Step::Error(RunError::Journal { error, state }) => (
                 Ended::Interrupted {
@@ -410,7 +457,7 @@ impl Host {
             ),
             Step::Failed(message) => {
                 let closed = self
-                    .close(suspension_id, &format!("failed: {message}"), None)
+                    .close(suspension_id, &token, &format!("failed: {message}"), None)
                     .await?;
                 let ended = if closed {
                     Ended::Failed { error: message }
@@ -423,7 +470,7 @@ impl Host {
                 let message = error.to_string();
                 let state = failed_state(error);
                 let ended = if self
-                    .close(suspension_id, &format!("failed: {message}"), None)
+                    .close(suspension_id, &token, &format!("failed: {message}"), None)
                     .await?
                 {
                     Ended::Failed { error: message }
@@ -451,17 +498,36 @@ impl Host {
         let digest = Some(record.digest.clone());
         match run {
             SuspendedRun::AwaitingApproval(pending) => {
-                let decision = Decision {
-                    verdict: if record.verdict == DecisionKind::Approved {
-                        Verdict::Approve
-                    } else {
-                        Verdict::Deny
-                    },
-                    digest,
-                    decided_by: record.decided_by.clone(),
+                // The decision as recorded, call by call; a record from
+                // before decisions were kept per call decided the whole turn.
+                let decisions = if record.calls.is_empty() {
+                    Decision {
+                        verdict: if record.verdict == DecisionKind::Approved {
+                            Verdict::Approve
+                        } else {
+                            Verdict::Deny
+                        },
+                        digest,
+                        decided_by: record.decided_by.clone(),
+                    }
+                    .per_call(pending.pending())
+                } else {
+                    CallDecisions {
+                        calls: record
+                            .calls
+                            .iter()
+                            .filter_map(|c| c.verdict.clone().map(|v| (c.call_id.clone(), v)))
+                            .collect(),
+                        digest,
+                        decided_by: record.decided_by.clone(),
+                    }
                 };
-                match pending.decide(agent, decision).await {
+                let kept = pending.clone();
+                match pending.decide_calls(agent, decisions).await {
                     Ok(outcome) => Step::Outcome(outcome),
+                    Err(ResumeError::Refused { reason, .. }) if reason.needs_fresh_review() => {
+                        Step::Review(Box::new(kept), reason)
+                    }
                     Err(ResumeError::Refused { reason, .. }) => Step::Refused(reason),
                     Err(ResumeError::Run(error)) => Step::Error(error),
                     Err(other) => Step::Failed(other.to_string()),
@@ -493,6 +559,7 @@ impl Host {
     async fn finish(
         &self,
         suspension_id: i64,
+        token: &str,
         outcome: Outcome,
     ) -> Result<(Ended, Option<RunState>), StoreError> {
         let (ended, state, next) = match outcome {
@@ -519,7 +586,10 @@ impl Host {
             Ended::Suspended { status } => format!("paused again: {}", status.as_str()),
             _ => String::new(),
         };
-        if self.close(suspension_id, &words, next.as_ref()).await? {
+        if self
+            .close(suspension_id, token, &words, next.as_ref())
+            .await?
+        {
             Ok((ended, Some(state)))
         } else {
             Ok((Ended::Lost, Some(state)))
@@ -531,6 +601,7 @@ impl Host {
     async fn close(
         &self,
         suspension_id: i64,
+        token: &str,
         outcome: &str,
         next: Option<&SuspendedRun>,
     ) -> Result<bool, StoreError> {
@@ -543,7 +614,7 @@ impl Host {
         .bind(outcome)
         .bind(now_ms())
         .bind(suspension_id)
-        .bind(&self.instance)
+        .bind(token)
         .execute(&mut *tx)
         .await?;
         if closed.rows_affected() != 1 {
@@ -562,9 +633,47 @@ impl Host {
         Ok(true)
     }
 
+    /// Voids the decision and pauses the turn afresh (a new suspension,
+    /// owned by this host) in one transaction; false when this process no
+    /// longer holds the run.
+    async fn close_voided(
+        &self,
+        suspension_id: i64,
+        token: &str,
+        why: &str,
+        fresh: &SuspendedRun,
+    ) -> Result<bool, StoreError> {
+        let (_writer, mut tx) = self.store.write().await?;
+        let closed = sqlx::query(
+            "UPDATE suspended_run SET execution = 'done', outcome = ?, resumed_by = NULL,
+                    lease_until = NULL, updated_at = ?
+             WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+        )
+        .bind(why)
+        .bind(now_ms())
+        .bind(suspension_id)
+        .bind(token)
+        .execute(&mut *tx)
+        .await?;
+        if closed.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+            .bind(why)
+            .bind(suspension_id)
+            .execute(&mut *tx)
+            .await?;
+        self.store
+            .insert_suspended(&mut tx, fresh, &self.name)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     async fn unknown(
         &self,
         suspension_id: i64,
+        token: &str,
         unknown: &OutcomeUnknown,
     ) -> Result<Ended, StoreError> {
         let (call_id, tool) = unknown
@@ -582,7 +691,7 @@ impl Host {
         ))
         .bind(now_ms())
         .bind(suspension_id)
-        .bind(&self.instance)
+        .bind(token)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -599,6 +708,11 @@ enum Step {
     Outcome(Outcome),
     Unknown(OutcomeUnknown),
     Refused(Refusal),
+    /// The receipt no longer holds: pause the turn afresh.
+    Review(
+        Box<toolgate::suspend::Suspended<toolgate::suspend::AwaitingApproval>>,
+        Refusal,
+    ),
     Error(RunError),
     Failed(String),
 }
@@ -631,9 +745,10 @@ impl DecisionLog for NoDecisions {
     }
 }
 
-/// A process-unique instance id: the time and a counter, so two processes
-/// of one host are told apart in the store.
-fn uuid_like() -> String {
+/// A claim token unique to this claim: the process, the time and a counter,
+/// so no two claims — of two processes, or of two clones of one host in one
+/// process — are ever the same.
+fn claim_token() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
@@ -811,14 +926,19 @@ impl Journal for StoreJournal {
             let suspension_id = self.suspension_id;
             let turn = i64::from(plan.turn());
             let index = i64::try_from(index).unwrap_or(i64::MAX);
+            let mac = self
+                .store
+                .key()
+                .map(|key| key.tag(&result_bytes(suspension_id, turn, index, &text)));
             self.entry(move |tx| {
                 Box::pin(async move {
                     let now = now_ms();
                     sqlx::query(
-                        "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, output, started_at, ended_at)
-                         SELECT id, ?, ?, ?, ?, 'ended', ?, ?, ? FROM turn_plan WHERE suspension_id = ? AND turn = ?
+                        "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, output, started_at, ended_at, mac)
+                         SELECT id, ?, ?, ?, ?, 'ended', ?, ?, ?, ? FROM turn_plan WHERE suspension_id = ? AND turn = ?
                          ON CONFLICT (plan_id, call_index) DO UPDATE SET
-                             state = 'ended', output = excluded.output, ended_at = excluded.ended_at",
+                             state = 'ended', output = excluded.output, ended_at = excluded.ended_at,
+                             mac = excluded.mac",
                     )
                     .bind(index)
                     .bind(call_id)
@@ -827,6 +947,7 @@ impl Journal for StoreJournal {
                     .bind(text)
                     .bind(now)
                     .bind(now)
+                    .bind(mac)
                     .bind(suspension_id)
                     .bind(turn)
                     .execute(&mut **tx)
@@ -852,6 +973,24 @@ fn step_facts(plan: &TurnPlan, index: usize) -> (String, String, &'static str) {
         ),
         None => (String::new(), String::new(), "none"),
     }
+}
+
+/// What a call result's tag covers.
+fn result_bytes(suspension_id: i64, turn: i64, index: i64, output: &str) -> Vec<u8> {
+    format!("toolgate.result.v1\n{suspension_id}\n{turn}\n{index}\n{output}").into_bytes()
+}
+
+/// What an operator choice's tag covers.
+fn choice_bytes(
+    suspension_id: i64,
+    turn: i64,
+    index: i64,
+    attempt: i64,
+    choice: &str,
+    by: &str,
+) -> Vec<u8> {
+    format!("toolgate.choice.v1\n{suspension_id}\n{turn}\n{index}\n{attempt}\n{choice}\n{by}")
+        .into_bytes()
 }
 
 /// What a plan row's tag covers.
@@ -930,11 +1069,15 @@ impl Store {
     /// What the journal knows of each call of a plan.
     pub(crate) async fn known_calls(
         &self,
+        suspension_id: i64,
+        plan: &TurnPlan,
         plan_id: i64,
-        steps: usize,
     ) -> Result<Vec<CallRecord>, StoreError> {
+        let steps = plan.steps.len();
+        let turn = i64::from(plan.turn());
         let rows = sqlx::query(
-            "SELECT e.call_index, e.state, e.output, c.choice, c.decided_by
+            "SELECT e.call_index, e.state, e.output, e.attempts, e.mac, c.choice, c.decided_by,
+                    c.mac AS choice_mac
              FROM call_execution e
              LEFT JOIN execution_choice c
                ON c.plan_id = e.plan_id AND c.call_index = e.call_index AND c.attempt = e.attempts
@@ -950,11 +1093,48 @@ impl Store {
                 continue;
             };
             let state: String = row.try_get("state")?;
-            let choice: Option<String> = row.try_get("choice")?;
+            let mut choice: Option<String> = row.try_get("choice")?;
             let by: Option<String> = row.try_get("decided_by")?;
-            *slot = match (state.as_str(), choice.as_deref()) {
+            let output: Option<String> = row.try_get("output")?;
+            let mut state = state.as_str();
+            // Under a key, a result or a choice whose tag does not verify was
+            // not written by a host or an operator of this store: it reads as
+            // nothing recorded — the call started, its outcome unknown.
+            if let Some(key) = self.key() {
+                let mac: Option<String> = row.try_get("mac")?;
+                let result =
+                    result_bytes(suspension_id, turn, index, output.as_deref().unwrap_or(""));
+                if state == "ended" && !mac.is_some_and(|m| key.verify(&result, &m)) {
+                    tracing::warn!(
+                        suspension = suspension_id,
+                        call = index,
+                        "a recorded result does not verify under the key; read as outcome unknown"
+                    );
+                    state = "started";
+                }
+                let choice_mac: Option<String> = row.try_get("choice_mac")?;
+                if let Some(made) = choice.as_deref() {
+                    let attempt: i64 = row.try_get("attempts")?;
+                    let bytes = choice_bytes(
+                        suspension_id,
+                        turn,
+                        index,
+                        attempt,
+                        made,
+                        by.as_deref().unwrap_or(""),
+                    );
+                    if !choice_mac.is_some_and(|m| key.verify(&bytes, &m)) {
+                        tracing::warn!(
+                            suspension = suspension_id,
+                            call = index,
+                            "an operator choice does not verify under the key; ignored"
+                        );
+                        choice = None;
+                    }
+                }
+            }
+            *slot = match (state, choice.as_deref()) {
                 ("ended", _) => {
-                    let output: Option<String> = row.try_get("output")?;
                     let output = output
                         .as_deref()
                         .map(serde_json::from_str::<ToolOutput>)
@@ -993,7 +1173,7 @@ impl Store {
         self.check_keyed()?;
         let (_writer, mut tx) = self.write().await?;
         let row = sqlx::query(
-            "SELECT s.id AS suspension_id, s.owner, p.id AS plan_id, e.call_index, e.call_id, e.tool, e.attempts
+            "SELECT s.id AS suspension_id, s.owner, p.id AS plan_id, p.turn, e.call_index, e.call_id, e.tool, e.attempts
              FROM suspended_run s
              JOIN turn_plan p ON p.suspension_id = s.id
              JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
@@ -1007,18 +1187,32 @@ impl Store {
             return Err(StoreError::NotUnknown(run_id.to_owned()));
         };
         let suspension_id: i64 = row.try_get("suspension_id")?;
+        let index: i64 = row.try_get("call_index")?;
+        let attempt: i64 = row.try_get("attempts")?;
+        let turn: i64 = row.try_get("turn")?;
+        let mac = self.key().map(|key| {
+            key.tag(&choice_bytes(
+                suspension_id,
+                turn,
+                index,
+                attempt,
+                choice.as_str(),
+                by.name(),
+            ))
+        });
         let now = now_ms();
         sqlx::query(
-            "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at, mac)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(row.try_get::<i64, _>("plan_id")?)
-        .bind(row.try_get::<i64, _>("call_index")?)
-        .bind(row.try_get::<i64, _>("attempts")?)
+        .bind(index)
+        .bind(attempt)
         .bind(choice.as_str())
         .bind(by.name())
         .bind(by.source().as_str())
         .bind(now)
+        .bind(mac)
         .execute(&mut *tx)
         .await?;
         sqlx::query(

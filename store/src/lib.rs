@@ -50,7 +50,9 @@ pub use catalogue::{CatalogueChange, CatalogueRow, ImportedTool, LiveTool};
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::{StoredFlag, approval_from_stored};
 pub use host::{Choice, Chosen, Ended, Host, Resumable, Resumed, host_name_problem};
-pub use runs::{Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory};
+pub use runs::{
+    Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory, StoredDecision,
+};
 pub use servers::{ImportState, NewServer, ServerRecord, Transport, server_id_problem};
 
 /// The schema history, embedded at build time.

@@ -4,13 +4,15 @@
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
+use std::collections::BTreeMap;
 use toolgate::identity::{self, IdentitySource, Operator};
+
 use toolgate::{
-    audit::{DecisionKind, DecisionLog, DecisionRecord, LogError},
+    audit::{CallVerdict, DecisionKind, DecisionLog, DecisionRecord, LogError},
     erased::BoxFuture,
     suspend::{
-        CorruptState, Decision, InputSubmission, Refusal, SuspendedRun, SuspendedStatus,
-        TurnDigest, Verdict,
+        CallDecisions, CorruptState, Decision, InputSubmission, Refusal, SuspendedRun,
+        SuspendedStatus, TurnDigest, Verdict,
     },
 };
 
@@ -58,6 +60,33 @@ pub enum ClaimError {
         "the decision names a different turn than the one run `{run_id}` waits on: the reviewed turn is unknown; review it with `runs show {run_id}` and decide with the digest shown there"
     )]
     StaleDigest {
+        /// The run.
+        run_id: String,
+    },
+    /// Only an expired turn can be asked again.
+    #[error("run `{run_id}` has not expired: decide it as it is")]
+    NotExpired {
+        /// The run.
+        run_id: String,
+    },
+    /// This person's approval is already recorded on this run, which needs
+    /// several distinct approvers.
+    #[error(
+        "`{by}` has already approved run `{run_id}`, which needs approvals from distinct people"
+    )]
+    AlreadyApproved {
+        /// The run.
+        run_id: String,
+        /// Who.
+        by: String,
+    },
+    /// An approval of a run that needs several approvers differs from the
+    /// approvals already recorded on it: every approver approves the same
+    /// verdicts.
+    #[error(
+        "the approval of run `{run_id}` differs from the approvals already recorded on it (see `runs show {run_id}`): approve the same verdicts, or deny"
+    )]
+    DiffersFromPending {
         /// The run.
         run_id: String,
     },
@@ -122,6 +151,10 @@ pub enum Answer {
     Deny,
     /// The data the waiting call asked for.
     Input(Value),
+    /// A verdict for each call, by call id: approve, deny with a reason, or
+    /// approve with edited arguments. Every call that needs approval must
+    /// have one.
+    Calls(BTreeMap<String, CallVerdict>),
 }
 
 impl Answer {
@@ -129,19 +162,33 @@ impl Answer {
     pub fn kind(&self) -> DecisionKind {
         match self {
             Answer::Approve => DecisionKind::Approved,
-            Answer::Deny => DecisionKind::Denied,
             Answer::Input(_) => DecisionKind::InputSubmitted,
+            Answer::Calls(calls) if calls.values().any(CallVerdict::approves) => {
+                DecisionKind::Approved
+            }
+            Answer::Deny | Answer::Calls(_) => DecisionKind::Denied,
         }
     }
 }
 
-/// A decision, recorded: the owning host resumes the run.
+/// A decision, recorded. Once it is complete the owning host resumes the
+/// run.
 #[derive(Debug, Clone)]
 pub struct Recorded {
     /// The decision row, as written.
     pub record: DecisionRecord,
     /// The host that owns the run and will resume it.
     pub owner: String,
+    /// Approvals recorded and approvals the run needs: the decision is
+    /// complete — the run decided — when the two are equal.
+    pub approvals: (u32, u32),
+}
+
+impl Recorded {
+    /// True when the run is decided: its host resumes it.
+    pub fn is_complete(&self) -> bool {
+        self.approvals.0 >= self.approvals.1
+    }
 }
 
 /// The decision log for a decision already recorded: recording checks that
@@ -206,15 +253,41 @@ pub struct OpenRun {
     pub executing: Option<String>,
     /// When the row last changed.
     pub updated_at: Option<i64>,
+    /// Until when the host resuming it holds it (milliseconds since the
+    /// epoch), while it resumes.
+    pub lease_until: Option<i64>,
+    /// When approving the turn stops being possible, if the run has a limit.
+    pub expires_at: Option<u64>,
+    /// Approvals recorded while more are needed, and how many the run needs.
+    pub approvals: (u32, u32),
 }
 
 impl OpenRun {
     /// Where the run stands, in the words an operator reads.
     pub fn standing(&self) -> String {
+        let now = u64::try_from(now_ms()).unwrap_or(0);
+        let lease_ran_out = self.lease_until.is_some_and(|until| until < now_ms());
         match (self.state.as_str(), self.execution.as_str()) {
             ("open", _) if self.status == "waiting_for_input" => "waiting for input".into(),
+            ("open", _) if self.expires_at.is_some_and(|at| now > at) => {
+                "expired: it can be denied or asked again, not approved".into()
+            }
+            ("open", _) if self.approvals.1 > 1 => format!(
+                "awaiting approval ({} of {} approvals)",
+                self.approvals.0, self.approvals.1
+            ),
             ("open", _) => "awaiting approval".into(),
             ("decided", "pending") => format!("decided; host `{}` will resume it", self.owner),
+            ("decided", "resuming") if lease_ran_out => match &self.executing {
+                Some(call) => format!(
+                    "host stopped while executing {call}; a host `{}` picks the run up",
+                    self.owner
+                ),
+                None => format!(
+                    "host stopped while resuming; a host `{}` picks the run up",
+                    self.owner
+                ),
+            },
             ("decided", "resuming") => match &self.executing {
                 Some(call) => format!("executing {call} (host `{}`)", self.owner),
                 None => format!("resuming (host `{}`)", self.owner),
@@ -247,14 +320,26 @@ pub struct CallRow {
     pub choices: Vec<String>,
 }
 
+/// A decision as stored: the record, and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredDecision {
+    /// The decision.
+    pub record: DecisionRecord,
+    /// True for an approval that waits for more approvers.
+    pub partial: bool,
+    /// The operator revision it was taken under, when recorded.
+    pub policy_revision: Option<i64>,
+}
+
 /// A run's whole record: its suspensions, every decision (voided ones
 /// included) and the calls its hosts ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunHistory {
     /// The run's suspensions, oldest first.
     pub suspensions: Vec<OpenRun>,
-    /// Every decision, oldest first.
-    pub decisions: Vec<DecisionRecord>,
+    /// Every decision, oldest first: partial approvals and voided decisions
+    /// included.
+    pub decisions: Vec<StoredDecision>,
     /// The journaled calls, in order.
     pub calls: Vec<CallRow>,
 }
@@ -427,7 +512,9 @@ impl Store {
         let query = format!(
             "SELECT s.*, (SELECT e.call_id || ' (' || e.tool || ')' FROM turn_plan p
                           JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
-                          WHERE p.suspension_id = s.id ORDER BY p.turn DESC LIMIT 1) AS executing
+                          WHERE p.suspension_id = s.id ORDER BY p.turn DESC LIMIT 1) AS executing,
+                    (SELECT COUNT(*) FROM decision d
+                     WHERE d.suspension_id = s.id AND d.partial = 1 AND d.voided IS NULL) AS partials
              FROM suspended_run s {filter} ORDER BY s.id"
         );
         // `filter` is one of this module's fixed clauses, never input.
@@ -438,7 +525,17 @@ impl Store {
         let rows = query.fetch_all(&self.pool).await?;
         let mut runs = Vec::with_capacity(rows.len());
         for row in rows {
-            let problem = self.read_document(&row)?.err().map(|e| e.reason);
+            let document = self.read_document(&row)?;
+            let (expires_at, need) = match &document {
+                Ok(SuspendedRun::AwaitingApproval(run)) => (
+                    run.expires_at_ms(),
+                    run.state().options.approvals_required.max(1),
+                ),
+                Ok(SuspendedRun::WaitingForInput(run)) => (run.expires_at_ms(), 1),
+                Err(_) => (None, 1),
+            };
+            let partials: i64 = row.try_get("partials")?;
+            let problem = document.err().map(|e| e.reason);
             runs.push(OpenRun {
                 suspension_id: row.try_get("id")?,
                 run_id: row.try_get("run_id")?,
@@ -454,6 +551,9 @@ impl Store {
                 decided_by: row.try_get("decided_by")?,
                 executing: row.try_get("executing")?,
                 updated_at: row.try_get("updated_at")?,
+                lease_until: row.try_get("lease_until")?,
+                expires_at,
+                approvals: (u32::try_from(partials).unwrap_or(0), need),
             });
         }
         Ok(runs)
@@ -463,7 +563,20 @@ impl Store {
     /// included) and every journaled call with the choices made for it.
     pub async fn run_history(&self, run_id: &str) -> Result<RunHistory, StoreError> {
         let suspensions = self.listed("WHERE s.run_id = ?", Some(run_id)).await?;
-        let decisions = self.decisions(run_id).await?;
+        self.check_keyed()?;
+        let decisions = sqlx::query("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(StoredDecision {
+                    record: self.decision_from(row)?.0,
+                    partial: row.try_get::<i64, _>("partial")? == 1,
+                    policy_revision: row.try_get("policy_revision")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
         let rows = sqlx::query(
             "SELECT p.turn, e.plan_id, e.call_index, e.call_id, e.tool, e.effect, e.state, e.attempts, e.output
              FROM call_execution e JOIN turn_plan p ON p.id = e.plan_id
@@ -607,24 +720,26 @@ impl Store {
         }
         refuse_replay(&mut tx, run_id, &expected).await?;
         let verdict = answer.kind();
-        check_answer(run_id, &run, &expected, decided_by, &answer)?;
+        let per_call = check_answer(run_id, &run, &expected, decided_by, &answer)?;
+        let (calls, calls_text) = audit_of(&run, per_call.as_ref())?;
+        let need = run.state().options.approvals_required.max(1);
+        let approving = per_call.as_ref().is_some_and(CallDecisions::approves_any);
+        let have = if approving && need > 1 {
+            count_approvals(
+                &mut tx,
+                run_id,
+                suspension_id,
+                decided_by,
+                calls_text.as_ref(),
+            )
+            .await?
+        } else {
+            need
+        };
+        let complete = have >= need;
         let now = now_ms();
-        let claimed = sqlx::query(
-            "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
-                    execution = 'pending', updated_at = ?
-             WHERE id = ? AND state = 'open'",
-        )
-        .bind(decided_by.name())
-        .bind(now)
-        .bind(now)
-        .bind(suspension_id)
-        .execute(&mut *tx)
-        .await?;
-        if claimed.rows_affected() != 1 {
-            return Err(ClaimError::AlreadyDecided {
-                run_id: run_id.to_owned(),
-                by: None,
-            });
+        if complete {
+            mark_decided(&mut tx, run_id, suspension_id, decided_by, now).await?;
         }
         let requested_by = run.state().requested_by.clone();
         let record = DecisionRecord {
@@ -638,21 +753,65 @@ impl Store {
             digest: expected,
             tools: run.pending().iter().map(|c| c.name.clone()).collect(),
             voided: None,
+            calls,
         };
         let input = match &answer {
             Answer::Input(data) => Some(data.to_string()),
-            Answer::Approve | Answer::Deny => None,
+            Answer::Approve | Answer::Deny | Answer::Calls(_) => None,
         };
+        self.insert_decision(
+            &mut tx,
+            suspension_id,
+            &record,
+            input,
+            calls_text,
+            !complete,
+        )
+        .await?;
+        tx.commit().await?;
+        if !complete {
+            tracing::info!(run = %run_id, by = %decided_by, have, need, "partial approval recorded");
+            return Ok(Recorded {
+                record,
+                owner,
+                approvals: (have, need),
+            });
+        }
+        self.inbox.notify_waiters();
+        tracing::info!(run = %run_id, by = %decided_by, source = %decided_by.source(), verdict = verdict.as_str(), owner = %owner, "decision recorded");
+        Ok(Recorded {
+            record,
+            owner,
+            approvals: (have.min(need), need),
+        })
+    }
+
+    /// Writes a decision row, tagged under the key when there is one.
+    async fn insert_decision(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        suspension_id: i64,
+        record: &DecisionRecord,
+        input: Option<String>,
+        calls_text: Option<String>,
+        partial: bool,
+    ) -> Result<(), ClaimError> {
+        let now = i64::try_from(record.at_unix_ms).unwrap_or(i64::MAX);
+        let run_id = record.run_id.as_str();
+        let verdict = record.verdict;
         let tools = serde_json::to_string(&record.tools).map_err(|source| StoreError::Encode {
             what: "the tool names",
             source,
         })?;
         let mac = self
             .key()
-            .map(|key| key.tag(&decision_bytes(suspension_id, &record, input.as_deref())));
+            .map(|key| key.tag(&decision_bytes(suspension_id, record, input.as_deref())));
+        let revision: i64 = sqlx::query_scalar("SELECT value FROM operator_revision WHERE id = 1")
+            .fetch_one(&mut **tx)
+            .await?;
         sqlx::query(
-            "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac, input)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac, input, calls, policy_revision, partial)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(suspension_id)
         .bind(run_id)
@@ -666,12 +825,70 @@ impl Store {
         .bind(now)
         .bind(mac)
         .bind(input)
+        .bind(calls_text)
+        .bind(revision)
+        .bind(i64::from(partial))
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Asks an expired turn again: the turn is paused afresh — its time limit
+    /// starts over and it has a new digest — and the expired pause is closed,
+    /// saying who asked again; partial approvals of it are voided. Only an
+    /// expired turn can be asked again.
+    pub async fn ask_again(&self, run_id: &str, by: &Operator) -> Result<String, ClaimError> {
+        let (_writer, mut tx) = self.write().await?;
+        let row = sqlx::query(
+            "SELECT id, run_id, status, document, digest, requested_by, owner FROM suspended_run
+             WHERE run_id = ? AND state = 'open'",
+        )
+        .bind(run_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Err(not_waiting(&mut tx, run_id).await);
+        };
+        let suspension_id: i64 = row.try_get("id")?;
+        let owner: String = row.try_get("owner")?;
+        let run = self
+            .read_document(&row)?
+            .map_err(|error| ClaimError::Corrupt {
+                run_id: run_id.to_owned(),
+                error,
+            })?;
+        let now = now_ms();
+        let expired = run
+            .expires_at_ms()
+            .is_some_and(|at| u64::try_from(now).unwrap_or(0) > at);
+        if !expired {
+            return Err(ClaimError::NotExpired {
+                run_id: run_id.to_owned(),
+            });
+        }
+        let why = format!("expired; asked again by {}", by.name());
+        sqlx::query(
+            "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
+                    execution = 'done', outcome = ?, updated_at = ?
+             WHERE id = ? AND state = 'open'",
+        )
+        .bind(by.name())
+        .bind(now)
+        .bind(&why)
+        .bind(now)
+        .bind(suspension_id)
         .execute(&mut *tx)
         .await?;
+        sqlx::query("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+            .bind(&why)
+            .bind(suspension_id)
+            .execute(&mut *tx)
+            .await?;
+        self.insert_suspended(&mut tx, &run.asked_again(), &owner)
+            .await?;
         tx.commit().await?;
-        self.inbox.notify_waiters();
-        tracing::info!(run = %run_id, by = %decided_by, source = %decided_by.source(), verdict = verdict.as_str(), owner = %owner, "decision recorded");
-        Ok(Recorded { record, owner })
+        tracing::info!(run = %run_id, by = %by, "expired turn asked again");
+        Ok(owner)
     }
 
     /// Gives a decision back when its resume was refused before anything of
@@ -727,10 +944,12 @@ impl Store {
         suspension_id: i64,
     ) -> Result<Option<(DecisionRecord, Option<Value>)>, StoreError> {
         self.check_keyed()?;
-        let row = sqlx::query("SELECT * FROM decision WHERE suspension_id = ? AND voided IS NULL")
-            .bind(suspension_id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(
+            "SELECT * FROM decision WHERE suspension_id = ? AND voided IS NULL AND partial = 0",
+        )
+        .bind(suspension_id)
+        .fetch_optional(&self.pool)
+        .await?;
         row.map(|row| self.decision_from(&row)).transpose()
     }
 
@@ -758,6 +977,13 @@ impl Store {
             digest: TurnDigest::from_text(row.try_get::<String, _>("digest")?),
             tools,
             voided: row.try_get("voided")?,
+            calls: match row.try_get::<Option<String>, _>("calls")? {
+                Some(text) => serde_json::from_str(&text).map_err(|e| StoreError::Unreadable {
+                    what: "decision calls",
+                    reason: e.to_string(),
+                })?,
+                None => Vec::new(),
+            },
         };
         let input: Option<String> = row.try_get("input")?;
         if let Some(key) = self.key() {
@@ -818,37 +1044,147 @@ fn check_answer(
     digest: &TurnDigest,
     decided_by: &Operator,
     answer: &Answer,
-) -> Result<(), ClaimError> {
-    let checked = match (run, answer) {
-        (SuspendedRun::AwaitingApproval(pending), Answer::Approve | Answer::Deny) => pending
-            .check_decision(&Decision {
-                verdict: if *answer == Answer::Approve {
-                    Verdict::Approve
-                } else {
-                    Verdict::Deny
-                },
-                digest: Some(digest.clone()),
-                decided_by: decided_by.name().to_owned(),
-            }),
-        (SuspendedRun::WaitingForInput(pending), Answer::Input(data)) => {
-            pending.check_input(&InputSubmission {
-                data: data.clone(),
-                digest: Some(digest.clone()),
-                submitted_by: decided_by.name().to_owned(),
-            })
-        }
-        _ => {
-            return Err(ClaimError::DoesNotFit {
-                run_id: run_id.to_owned(),
-                status: run.status(),
-                verdict: answer.kind(),
-            });
-        }
-    };
-    checked.map(drop).map_err(|reason| ClaimError::Refused {
+) -> Result<Option<CallDecisions>, ClaimError> {
+    let refused = |reason| ClaimError::Refused {
         run_id: run_id.to_owned(),
         reason,
-    })
+    };
+    match (run, answer) {
+        (
+            SuspendedRun::AwaitingApproval(pending),
+            Answer::Approve | Answer::Deny | Answer::Calls(_),
+        ) => {
+            let decisions = match answer {
+                Answer::Calls(calls) => CallDecisions {
+                    calls: calls.clone(),
+                    digest: Some(digest.clone()),
+                    decided_by: decided_by.name().to_owned(),
+                },
+                _ => Decision {
+                    verdict: if *answer == Answer::Approve {
+                        Verdict::Approve
+                    } else {
+                        Verdict::Deny
+                    },
+                    digest: Some(digest.clone()),
+                    decided_by: decided_by.name().to_owned(),
+                }
+                .per_call(pending.pending()),
+            };
+            pending.check_calls(&decisions).map_err(refused)?;
+            Ok(Some(decisions))
+        }
+        (SuspendedRun::WaitingForInput(pending), Answer::Input(data)) => {
+            pending
+                .check_input(&InputSubmission {
+                    data: data.clone(),
+                    digest: Some(digest.clone()),
+                    submitted_by: decided_by.name().to_owned(),
+                })
+                .map_err(refused)?;
+            Ok(None)
+        }
+        _ => Err(ClaimError::DoesNotFit {
+            run_id: run_id.to_owned(),
+            status: run.status(),
+            verdict: answer.kind(),
+        }),
+    }
+}
+
+/// The turn call by call, as a decision on it is kept, and its stored text.
+fn audit_of(
+    run: &SuspendedRun,
+    per_call: Option<&CallDecisions>,
+) -> Result<(Vec<toolgate::audit::AuditedCall>, Option<String>), StoreError> {
+    let calls = match (run, per_call) {
+        (SuspendedRun::AwaitingApproval(pending), Some(decisions)) => pending.audited(decisions),
+        _ => Vec::new(),
+    };
+    if calls.is_empty() {
+        return Ok((calls, None));
+    }
+    let text = serde_json::to_string(&calls).map_err(|source| StoreError::Encode {
+        what: "the per-call verdicts",
+        source,
+    })?;
+    Ok((calls, Some(text)))
+}
+
+/// Marks the open suspension decided — the conditional update of which, of
+/// any number of concurrent deciders, exactly one wins.
+async fn mark_decided(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    run_id: &str,
+    suspension_id: i64,
+    decided_by: &Operator,
+    now: i64,
+) -> Result<(), ClaimError> {
+    let claimed = sqlx::query(
+        "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
+                execution = 'pending', updated_at = ?
+         WHERE id = ? AND state = 'open'",
+    )
+    .bind(decided_by.name())
+    .bind(now)
+    .bind(now)
+    .bind(suspension_id)
+    .execute(&mut **tx)
+    .await?;
+    if claimed.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(ClaimError::AlreadyDecided {
+            run_id: run_id.to_owned(),
+            by: None,
+        })
+    }
+}
+
+/// The approvals a run that needs several approvers has with this one: the
+/// approver must not have approved it already, and must approve the same
+/// verdicts as those before.
+async fn count_approvals(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    run_id: &str,
+    suspension_id: i64,
+    decided_by: &Operator,
+    calls: Option<&String>,
+) -> Result<u32, ClaimError> {
+    let partials = partial_approvals(tx, suspension_id).await?;
+    if let Some((by, _)) = partials
+        .iter()
+        .find(|(by, _)| identity::same_person(by, decided_by.name()))
+    {
+        return Err(ClaimError::AlreadyApproved {
+            run_id: run_id.to_owned(),
+            by: by.clone(),
+        });
+    }
+    if partials.iter().any(|(_, c)| c.as_ref() != calls) {
+        return Err(ClaimError::DiffersFromPending {
+            run_id: run_id.to_owned(),
+        });
+    }
+    Ok(u32::try_from(partials.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(1))
+}
+
+/// The partial approvals recorded on a suspension: who, and the verdicts.
+async fn partial_approvals(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    suspension_id: i64,
+) -> Result<Vec<(String, Option<String>)>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT decided_by, calls FROM decision WHERE suspension_id = ? AND partial = 1 AND voided IS NULL ORDER BY id",
+    )
+    .bind(suspension_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get("decided_by")?, row.try_get("calls")?)))
+        .collect()
 }
 
 /// A digest names one suspension of one run: a decision already taken on it
@@ -860,7 +1196,7 @@ async fn refuse_replay(
     digest: &TurnDigest,
 ) -> Result<(), ClaimError> {
     let replayed: Option<String> = sqlx::query_scalar(
-        "SELECT decided_by FROM decision WHERE run_id = ? AND digest = ? AND voided IS NULL LIMIT 1",
+        "SELECT decided_by FROM decision WHERE run_id = ? AND digest = ? AND voided IS NULL AND partial = 0 LIMIT 1",
     )
     .bind(run_id)
     .bind(digest.as_str())

@@ -692,7 +692,13 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
     );
     assert_eq!(
         run.digest(),
-        toolgate::suspend::turn_digest(run.run_id(), run.state().iterations, run.pending(), None)
+        toolgate::suspend::reviewed_turn_digest(
+            run.run_id(),
+            run.state().iterations,
+            run.pending(),
+            None,
+            run.review()
+        )
     );
     let decision = approve(&run, "bob");
     let run = match run.decide(&agent, decision).await {
@@ -933,6 +939,7 @@ async fn binding_process_turn_counts_turns_so_suspensions_never_share_a_digest()
     let world = World::new([]);
     let agent = world.agent();
     let state = toolgate::run::RunState {
+        denied: Vec::new(),
         run_id: "host-loop".into(),
         requested_by: "alice".into(),
         transcript: Vec::new(),

@@ -17,6 +17,14 @@ use toolgate::suspend::{
 const AWAITING: &str = include_str!("../fixtures/v2-awaiting-approval.json");
 const WAITING: &str = include_str!("../fixtures/v2-waiting-for-input.json");
 const AWAITING_V1: &str = include_str!("../fixtures/v1-awaiting-approval.json");
+const AWAITING_V3: &str = include_str!("../fixtures/v3-awaiting-approval.json");
+const WAITING_V3: &str = include_str!("../fixtures/v3-waiting-for-input.json");
+
+/// A document of an earlier version as this build writes it back: the same
+/// body, as version 3.
+fn as_v3(document: &str) -> String {
+    document.replacen("\"version\":2", "\"version\":3", 1)
+}
 const WAITING_V1: &str = include_str!("../fixtures/v1-waiting-for-input.json");
 /// What the first digest rule (SHA-256 over the calls alone) gave the pending
 /// turn of `AWAITING_V1`, as a version-1 host would have shown it.
@@ -51,11 +59,9 @@ fn golden_v2_awaiting_approval_decodes() {
     // The digest binds the run and the suspension; the digest the first rule
     // gave this turn (the calls alone) names no turn any more.
     assert_ne!(run.digest().as_str(), V1_RULE_DIGEST);
-    // Re-encoding gives the same document, byte for byte.
-    assert_eq!(
-        run.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(AWAITING)
-    );
+    // Re-encoding gives the same body, byte for byte, as version 3: a turn
+    // paused before reviews were kept is written without one.
+    assert_eq!(run.encode().ok().map(|d| d + "\n"), Some(as_v3(AWAITING)));
     assert_eq!(
         SuspendedRun::decode(AWAITING).map(|r| r.status()),
         Ok(SuspendedStatus::AwaitingApproval)
@@ -76,20 +82,88 @@ fn golden_v2_waiting_for_input_decodes() {
         Some(&json!(["name"]))
     );
     assert_eq!(run.pending().len(), 2);
-    assert_eq!(
-        run.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(WAITING)
-    );
+    assert_eq!(run.encode().ok().map(|d| d + "\n"), Some(as_v3(WAITING)));
     assert_eq!(
         SuspendedRun::decode(WAITING).map(|r| r.status()),
         Ok(SuspendedStatus::WaitingForInput)
     );
 }
 
-/// Version 1 (before `max_calls_per_turn`) still decodes, to the same run as
-/// version 2 with the cap at its default, and is written back as version 2.
+/// Version 3 keeps what the reviewer is shown of each call's tool, and the
+/// digest binds it: the golden documents decode, carry their review, and are
+/// written back byte for byte.
 #[test]
-fn version_1_documents_decode_and_are_written_back_as_version_2() {
+fn golden_v3_documents_decode_with_their_review() {
+    let run = match SuspendedRun::decode(AWAITING_V3) {
+        Ok(SuspendedRun::AwaitingApproval(run)) => run,
+        other => panic!("{other:?}"),
+    };
+    let review = run.review();
+    assert_eq!(review.paused_at_ms, 1_796_000_000_000);
+    let names: Vec<_> = review
+        .tools
+        .iter()
+        .map(|t| t.as_ref().map(|t| (t.name.as_str(), t.needs_approval)))
+        .collect();
+    assert_eq!(
+        names,
+        [Some(("write_note", true)), Some(("read_note", false))]
+    );
+    assert!(run.needs_verdict(0) && !run.needs_verdict(1));
+    assert_eq!(
+        run.digest(),
+        toolgate::suspend::reviewed_turn_digest(
+            run.run_id(),
+            run.state().iterations,
+            run.pending(),
+            None,
+            review
+        )
+    );
+    // The same turn without its review is another digest: a decision names
+    // the definitions it was taken on.
+    let v2 = match SuspendedRun::decode(AWAITING) {
+        Ok(run) => run,
+        Err(error) => panic!("{error}"),
+    };
+    assert_ne!(run.digest(), v2.digest());
+    assert_eq!(
+        run.encode().ok().map(|d| d + "\n").as_deref(),
+        Some(AWAITING_V3)
+    );
+    let waiting = match SuspendedRun::decode(WAITING_V3) {
+        Ok(run) => run,
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(waiting.status(), SuspendedStatus::WaitingForInput);
+    assert_eq!(waiting.review().tools.len(), 2);
+    assert_eq!(
+        waiting.encode().ok().map(|d| d + "\n").as_deref(),
+        Some(WAITING_V3)
+    );
+    // A review that does not match the pending calls is refused.
+    let mut body: Value = match serde_json::from_str::<Value>(AWAITING_V3) {
+        Ok(value) => value["body"].clone(),
+        Err(error) => panic!("{error}"),
+    };
+    body["review"]["tools"][0]["name"] = json!("delete_everything");
+    let text = body.to_string();
+    let forged = format!(
+        "{{\"format\":\"toolgate/suspended-run\",\"version\":3,\"status\":\"awaiting_approval\",\"checksum\":\"{}\",\"body\":{text}}}",
+        body_checksum(&text)
+    );
+    assert_eq!(
+        SuspendedRun::decode(&forged).err().map(|e| e.reason),
+        Some(
+            "`review.tools` names `delete_everything` for call `call_2` to `write_note`".to_owned()
+        )
+    );
+}
+
+/// Version 1 (before `max_calls_per_turn`) still decodes, to the same run as
+/// version 2 with the cap at its default, and is written back as version 3.
+#[test]
+fn version_1_documents_decode_and_are_written_back_as_version_3() {
     for (v1, v2) in [(AWAITING_V1, AWAITING), (WAITING_V1, WAITING)] {
         let (Ok(old), Ok(new)) = (SuspendedRun::decode(v1), SuspendedRun::decode(v2)) else {
             panic!("both versions decode");
@@ -99,7 +173,7 @@ fn version_1_documents_decode_and_are_written_back_as_version_2() {
             toolgate::run::DEFAULT_MAX_CALLS_PER_TURN
         );
         assert_eq!(old.digest(), new.digest());
-        assert_eq!(old.encode().ok().map(|d| d + "\n").as_deref(), Some(v2));
+        assert_eq!(old.encode().ok().map(|d| d + "\n"), Some(as_v3(v2)));
     }
 }
 
@@ -228,9 +302,9 @@ fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
         (
             "future version",
             sealed(AWAITING, |d| {
-                d.insert("version".into(), json!(3));
+                d.insert("version".into(), json!(4));
             }),
-            "unknown version 3 (this build reads versions 1 to 2)",
+            "unknown version 4 (this build reads versions 1 to 3)",
         ),
         (
             "version as text",

@@ -3,16 +3,19 @@
 //! (`toolgate host` for the demo's runs); how a resume ended is printed by
 //! that host (`report_resumed`).
 
-use serde_json::json;
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
 use toolgate::run::{Message, RunState};
-use toolgate::suspend::TurnDigest;
+use toolgate::suspend::{CallVerdict, SuspendedRun, TurnDigest};
+use toolgate::visible::visible;
 use toolgate::{Registry, identity::Operator};
 use toolgate_store::{Answer, Choice, Ended, Recorded, Resumed, Store};
 
 use super::identity::operator_identity;
 use super::runs::show;
 use crate::output::{Out, say};
-use crate::{DecideArgs, Failure};
+use crate::{ApproveArgs, DecideArgs, DenyArgs, Failure};
 
 /// Records a decision, and says which host will act on it.
 pub(super) async fn command(
@@ -29,6 +32,134 @@ pub(super) async fn command(
     report_recorded(out, &recorded, &operator)
 }
 
+/// `runs approve`: every call, or call by call.
+pub(super) fn approval(args: &ApproveArgs) -> Result<Answer, Failure> {
+    if args.calls.is_empty() && args.denials.is_empty() && args.edits.is_empty() {
+        return Ok(Answer::Approve);
+    }
+    let mut calls = BTreeMap::new();
+    let mut put = |id: &str, verdict: CallVerdict| {
+        if calls.insert(id.to_owned(), verdict).is_some() {
+            Err(Failure::Usage(format!(
+                "call `{}` is given two verdicts; give each call one",
+                visible(id)
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    for id in &args.calls {
+        put(id, CallVerdict::Approve)?;
+    }
+    for denial in &args.denials {
+        let (id, reason) = denial.split_once('=').unwrap_or((denial.as_str(), ""));
+        put(
+            id,
+            CallVerdict::Deny {
+                reason: reason.to_owned(),
+            },
+        )?;
+    }
+    for edit in &args.edits {
+        let Some((id, text)) = edit.split_once('=') else {
+            return Err(Failure::Usage(format!(
+                "`--edit {}` needs ID=JSON (or ID=@FILE)",
+                visible(edit)
+            )));
+        };
+        put(
+            id,
+            CallVerdict::Edit {
+                arguments: json_argument(text)?,
+            },
+        )?;
+    }
+    Ok(Answer::Calls(calls))
+}
+
+/// `runs deny`: every call, or the ones named, with a reason.
+pub(super) async fn denial(store: &Store, args: &DenyArgs) -> Result<Answer, Failure> {
+    if args.calls.is_empty() && args.reason.is_none() {
+        return Ok(Answer::Deny);
+    }
+    let reason = args.reason.clone().unwrap_or_default();
+    let ids: Vec<String> = if args.calls.is_empty() {
+        store
+            .load_suspended(&args.decide.run)
+            .await?
+            .pending()
+            .iter()
+            .map(|c| c.id.clone())
+            .collect()
+    } else {
+        args.calls.clone()
+    };
+    Ok(Answer::Calls(
+        ids.into_iter()
+            .map(|id| {
+                (
+                    id,
+                    CallVerdict::Deny {
+                        reason: reason.clone(),
+                    },
+                )
+            })
+            .collect(),
+    ))
+}
+
+/// `runs edit`: every call that needs a verdict approved, one with other
+/// arguments.
+pub(super) async fn edit(
+    store: &Store,
+    run: &str,
+    call: &str,
+    arguments: &str,
+) -> Result<Answer, Failure> {
+    let arguments = json_argument(arguments)?;
+    let paused = store.load_suspended(run).await?;
+    let SuspendedRun::AwaitingApproval(pending) = &paused else {
+        return Err(Failure::Refused(format!(
+            "run `{}` waits for input, not approval: use `toolgate runs input`",
+            visible(run)
+        )));
+    };
+    if !pending.pending().iter().any(|c| c.id == call) {
+        return Err(Failure::Refused(format!(
+            "run `{}` has no pending call `{}`",
+            visible(run),
+            visible(call)
+        )));
+    }
+    let mut calls: BTreeMap<String, CallVerdict> = pending
+        .pending()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| pending.needs_verdict(*i))
+        .map(|(_, c)| (c.id.clone(), CallVerdict::Approve))
+        .collect();
+    calls.insert(call.to_owned(), CallVerdict::Edit { arguments });
+    Ok(Answer::Calls(calls))
+}
+
+/// A JSON value given on the command line, in a file (`@FILE`) or on
+/// standard input (`-`).
+pub(super) fn json_argument(text: &str) -> Result<Value, Failure> {
+    let (source, text) = if text == "-" {
+        let mut read = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut read)
+            .map_err(|e| Failure::Error(format!("cannot read standard input: {e}")))?;
+        ("standard input".to_owned(), read)
+    } else if let Some(path) = text.strip_prefix('@') {
+        let read = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Error(format!("cannot read `{}`: {e}", visible(path))))?;
+        (format!("`{}`", visible(path)), read)
+    } else {
+        ("the argument".to_owned(), text.to_owned())
+    };
+    serde_json::from_str(&text).map_err(|e| Failure::Refused(format!("{source} is not JSON: {e}")))
+}
+
 pub(super) fn report_recorded(
     out: Out,
     recorded: &Recorded,
@@ -39,16 +170,29 @@ pub(super) fn report_recorded(
         return out.json(&json!({
             "run": record.run_id, "recorded": record.verdict.as_str(),
             "by": record.decided_by, "named_by": operator.source().as_str(),
-            "owner": recorded.owner,
+            "owner": recorded.owner, "complete": recorded.is_complete(),
+            "approvals": {"have": recorded.approvals.0, "need": recorded.approvals.1},
         }));
     }
-    say!(
-        "recorded: {} by {} (name from {}); host `{}` will resume it",
-        record.verdict.as_str(),
-        operator.name(),
-        operator.source().as_str(),
-        recorded.owner
-    );
+    if recorded.is_complete() {
+        say!(
+            "recorded: {} by {} (name from {}); host `{}` will resume it",
+            record.verdict.as_str(),
+            operator.name(),
+            operator.source().as_str(),
+            recorded.owner
+        );
+    } else {
+        say!(
+            "recorded: approval {} of {} by {} (name from {}); the run waits for {} more before host `{}` resumes it",
+            recorded.approvals.0,
+            recorded.approvals.1,
+            operator.name(),
+            operator.source().as_str(),
+            recorded.approvals.1 - recorded.approvals.0,
+            recorded.owner
+        );
+    }
     Ok(())
 }
 

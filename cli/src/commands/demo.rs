@@ -3,12 +3,14 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 use toolgate::identity::{IdentitySource, Operator};
 use toolgate::{
     Agent, Registry,
-    run::{Outcome, RunOptions, RunRequest},
-    suspend::SuspendedRun,
+    run::{Outcome, RunOptions, RunRequest, ToolCall},
+    suspend::{AwaitingApproval, CallVerdict, Suspended, SuspendedRun},
     testing::MemoryLog,
 };
 use toolgate_mcp::Deadlines;
@@ -97,6 +99,8 @@ async fn demo_run(
         requested_by: decider.name().to_owned(),
         options: RunOptions {
             four_eyes: args.four_eyes,
+            approvals_required: args.approvals,
+            decision_ttl_ms: args.decision_ttl.map(|secs| secs.saturating_mul(1000)),
             ..RunOptions::default()
         },
     };
@@ -118,24 +122,8 @@ async fn demo_run(
         let run = load(store, &run_id).await?;
         let digest = run.digest();
         let answer = match &run {
-            SuspendedRun::AwaitingApproval(_) => {
-                let approve = if args.yes {
-                    true
-                } else if args.no {
-                    false
-                } else {
-                    ask_yes_no("approve this turn?")?
-                };
-                say!(
-                    "→ {} {}",
-                    decider.name(),
-                    if approve { "approves" } else { "denies" }
-                );
-                if approve {
-                    Answer::Approve
-                } else {
-                    Answer::Deny
-                }
+            SuspendedRun::AwaitingApproval(pending) => {
+                decide_turn(pending, args, interactive, decider.name())?
             }
             SuspendedRun::WaitingForInput(_) => {
                 let data = match &args.input {
@@ -165,6 +153,91 @@ async fn demo_run(
         }
     }
     Ok(())
+}
+
+/// The demo's decision on a turn awaiting approval. With `--yes` a turn of
+/// one call is approved; a turn of several is decided call by call, with the
+/// changelog entry's text edited — the model's guess replaced — to show a
+/// per-call decision with an edited argument. `--no` denies; on a terminal
+/// each call is asked for.
+fn decide_turn(
+    pending: &Suspended<AwaitingApproval>,
+    args: &DemoArgs,
+    interactive: bool,
+    decider: &str,
+) -> Result<Answer, Failure> {
+    let calls: Vec<&ToolCall> = pending
+        .pending()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| pending.needs_verdict(*i))
+        .map(|(_, c)| c)
+        .collect();
+    if args.no {
+        say!("→ {} denies", decider);
+        return Ok(Answer::Deny);
+    }
+    if args.yes && calls.len() <= 1 {
+        say!("→ {} approves", decider);
+        return Ok(Answer::Approve);
+    }
+    let mut verdicts = BTreeMap::new();
+    for call in calls {
+        let verdict = if args.yes || !interactive {
+            match call.arguments.get("path").and_then(Value::as_str) {
+                Some("CHANGELOG.md") => CallVerdict::Edit {
+                    arguments: json!({
+                        "path": "CHANGELOG.md",
+                        "content": "## 0.2.0\n- Faster gate, clearer errors.\n",
+                    }),
+                },
+                _ => CallVerdict::Approve,
+            }
+        } else {
+            ask_verdict(call)?
+        };
+        say!(
+            "→ {} {} {}{}",
+            decider,
+            match verdict {
+                CallVerdict::Approve | CallVerdict::Edit { .. } => "approves",
+                CallVerdict::Deny { .. } => "denies",
+            },
+            call.id,
+            match &verdict {
+                CallVerdict::Edit { arguments } => format!(" with edited arguments {arguments}"),
+                CallVerdict::Deny { reason } if !reason.is_empty() => format!(": {reason}"),
+                _ => String::new(),
+            }
+        );
+        verdicts.insert(call.id.clone(), verdict);
+    }
+    Ok(Answer::Calls(verdicts))
+}
+
+/// Asks for one call's verdict until the answer is usable.
+fn ask_verdict(call: &ToolCall) -> Result<CallVerdict, Failure> {
+    loop {
+        match ask_line(&format!(
+            "{} ({}): [a]pprove, [d]eny or [e]dit?",
+            call.id, call.name
+        ))?
+        .to_lowercase()
+        .as_str()
+        {
+            "a" | "approve" => return Ok(CallVerdict::Approve),
+            "d" | "deny" => {
+                let reason = ask_line("why (for the model; may be empty):")?;
+                return Ok(CallVerdict::Deny { reason });
+            }
+            "e" | "edit" => {
+                return Ok(CallVerdict::Edit {
+                    arguments: ask_json("arguments (JSON)")?,
+                });
+            }
+            _ => say!("answer a, d or e"),
+        }
+    }
 }
 
 /// Prints how the run's first stretch went, and saves its pause for the
@@ -209,7 +282,7 @@ async fn print_decision_log(store: &Store, out: Out, run_id: &str) -> Result<(),
         "NAMED BY",
         "REQUESTED BY",
         "SELF",
-        "TOOLS",
+        "CALLS",
         "DIGEST",
         "STANDS",
     ]);
@@ -220,7 +293,7 @@ async fn print_decision_log(store: &Store, out: Out, run_id: &str) -> Result<(),
             Col::from(d.decided_by_source.as_str()),
             Col::from(&d.requested_by),
             Col::from(if d.self_decided { "yes" } else { "no" }),
-            Col::from(d.tools.join(", ")),
+            Col::from(super::runs::audited_calls(d)),
             Col::from(d.digest.to_string()),
             Col::from(
                 d.voided
@@ -245,19 +318,6 @@ fn ask_line(prompt: &str) -> Result<String, Failure> {
         .read_line(&mut line)
         .map_err(|e| Failure::Error(e.to_string()))?;
     Ok(line.trim().to_owned())
-}
-
-fn ask_yes_no(prompt: &str) -> Result<bool, Failure> {
-    loop {
-        match ask_line(&format!("{prompt} [y/n]"))?
-            .to_lowercase()
-            .as_str()
-        {
-            "y" | "yes" => return Ok(true),
-            "n" | "no" => return Ok(false),
-            _ => say!("answer y or n"),
-        }
-    }
 }
 
 fn ask_json(prompt: &str) -> Result<Value, Failure> {

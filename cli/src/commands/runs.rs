@@ -2,6 +2,8 @@
 //! and the decisions on them (in `decide`).
 
 use serde_json::{Value, json};
+use toolgate::run::ToolCall;
+use toolgate::suspend::CallVerdict;
 use toolgate::{Registry, suspend::SuspendedRun};
 use toolgate_store::{Answer, Choice, Store};
 
@@ -24,8 +26,37 @@ pub(super) async fn runs(
             provider.close().await;
             result
         }
-        RunsCommand::Approve(args) => decide::command(store, out, args, Answer::Approve).await,
-        RunsCommand::Deny(args) => decide::command(store, out, args, Answer::Deny).await,
+        RunsCommand::Approve(args) => {
+            let answer = decide::approval(&args)?;
+            decide::command(store, out, args.decide, answer).await
+        }
+        RunsCommand::Deny(args) => {
+            let answer = decide::denial(store, &args).await?;
+            decide::command(store, out, args.decide, answer).await
+        }
+        RunsCommand::Edit {
+            decide: args,
+            call,
+            args: arguments,
+        } => {
+            let answer = decide::edit(store, &args.run, &call, &arguments).await?;
+            decide::command(store, out, args, answer).await
+        }
+        RunsCommand::AskAgain { run, operator } => {
+            let operator = super::identity::operator_identity(operator.as_deref())?;
+            let owner = store.ask_again(&run, &operator).await?;
+            if out.json {
+                return out
+                    .json(&json!({"run": run, "asked_again_by": operator.name(), "owner": owner}));
+            }
+            say!(
+                "asked again by {}: run {} waits for a decision with a new digest (`runs show {}`)",
+                operator.name(),
+                run,
+                run
+            );
+            Ok(())
+        }
         RunsCommand::Input { decide, data } => {
             let data: Value = serde_json::from_str(&data)
                 .map_err(|e| Failure::Refused(format!("the input is not JSON: {e}")))?;
@@ -106,28 +137,58 @@ async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A run: its newest pause (the turn, and its digest while it waits), where
-/// it stands, every decision (voided ones included) and every call its hosts
-/// ran.
+/// A run: its newest pause (the turn call by call, and its digest while it
+/// waits), where it stands, every decision (partial and voided ones too)
+/// and every call its hosts ran.
 async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Result<(), Failure> {
     let history = store.run_history(run).await?;
     let Some(latest) = history.suspensions.last() else {
         return Err(Failure::NotFound(format!("no run `{run}` is stored")));
     };
     let paused = store.latest_suspended(run).await?;
+    let waiting = latest.state == "open";
+    let standing =
+        history.decisions.iter().rev().find(|d| {
+            !d.partial && d.record.voided.is_none() && d.record.digest == paused.digest()
+        });
+    let turn = i64::from(paused.state().iterations);
+    let states: Vec<String> = paused
+        .pending()
+        .iter()
+        .enumerate()
+        .map(|(index, call)| {
+            call_state(
+                index,
+                call,
+                &paused,
+                standing.map(|d| &d.record),
+                history
+                    .calls
+                    .iter()
+                    .find(|c| c.turn == turn && c.call_id == call.id),
+                waiting,
+            )
+        })
+        .collect();
     if out.json {
-        let waiting = latest.state == "open";
         return out.json(&json!({
             "run": paused.run_id(), "status": paused.status().as_str(),
             "requested_by": paused.state().requested_by,
             "owner": latest.owner, "state": latest.state, "execution": latest.execution,
             "standing": latest.standing(), "outcome": latest.outcome,
             "digest": waiting.then(|| paused.digest().as_str().to_owned()),
+            "expires_at": latest.expires_at,
+            "approvals": {"have": latest.approvals.0, "need": latest.approvals.1},
             "pending": paused.pending(),
+            "turn": paused.pending().iter().enumerate().zip(&states).map(|((i, c), state)| json!({
+                "call": c.id, "tool": c.name, "gate": gate(registry_less(&paused, i)), "state": state,
+            })).collect::<Vec<_>>(),
             "decisions": history.decisions.iter().map(|d| json!({
-                "verdict": d.verdict.as_str(), "by": d.decided_by,
-                "named_by": d.decided_by_source.as_str(), "self_decided": d.self_decided,
-                "tools": d.tools, "voided": d.voided,
+                "verdict": d.record.verdict.as_str(), "by": d.record.decided_by,
+                "named_by": d.record.decided_by_source.as_str(),
+                "self_decided": d.record.self_decided,
+                "tools": d.record.tools, "voided": d.record.voided, "partial": d.partial,
+                "policy_revision": d.policy_revision, "calls": d.record.calls,
             })).collect::<Vec<_>>(),
             "calls": history.calls.iter().map(|c| json!({
                 "turn": c.turn, "call": c.call_id, "tool": c.tool, "effect": c.effect,
@@ -136,8 +197,8 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
             })).collect::<Vec<_>>(),
         }));
     }
-    if latest.state == "open" {
-        show(registry, out, &paused).await?;
+    if waiting {
+        show_with_states(registry, out, &paused, Some(&states)).await?;
     } else {
         say!(
             "run {} — last paused for {} — requested by {}",
@@ -145,19 +206,37 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
             paused.status().as_str().replace('_', " "),
             paused.state().requested_by
         );
+        let mut table = out.table(&["CALL", "TOOL", "STATE"]);
+        for (call, state) in paused.pending().iter().zip(&states) {
+            table.row([Col::from(&call.id), Col::from(&call.name), Col::from(state)]);
+        }
+        table.print();
     }
     say!("host: {}; state: {}", latest.owner, latest.standing());
-    if !history.decisions.is_empty() {
-        let mut table = out.table(&["DECISION", "BY", "NAMED BY", "SELF", "TOOLS", "STANDS"]);
-        for d in &history.decisions {
+    print_decisions(out, &history.decisions);
+    print_calls(out, &history.calls);
+    Ok(())
+}
+
+/// Every decision on the run, partial and voided ones too.
+fn print_decisions(out: Out, decisions: &[toolgate_store::StoredDecision]) {
+    if !decisions.is_empty() {
+        let mut table = out.table(&["DECISION", "BY", "NAMED BY", "SELF", "CALLS", "STANDS"]);
+        for d in decisions {
+            let record = &d.record;
             table.row([
-                Col::from(d.verdict.as_str()),
-                Col::from(&d.decided_by),
-                Col::from(d.decided_by_source.as_str()),
-                Col::from(if d.self_decided { "yes" } else { "no" }),
-                Col::from(d.tools.join(", ")),
+                Col::from(if d.partial {
+                    format!("{} (partial)", record.verdict.as_str())
+                } else {
+                    record.verdict.as_str().to_owned()
+                }),
+                Col::from(&record.decided_by),
+                Col::from(record.decided_by_source.as_str()),
+                Col::from(if record.self_decided { "yes" } else { "no" }),
+                Col::from(audited_calls(record)),
                 Col::from(
-                    d.voided
+                    record
+                        .voided
                         .as_deref()
                         .map_or_else(|| "yes".to_owned(), |why| format!("voided: {why}")),
                 ),
@@ -166,11 +245,15 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
         say!("decisions:");
         table.print();
     }
-    if !history.calls.is_empty() {
+}
+
+/// Every call the run's hosts ran, with the choices made for it.
+fn print_calls(out: Out, calls: &[toolgate_store::CallRow]) {
+    if !calls.is_empty() {
         let mut table = out.table(&[
             "TURN", "CALL", "TOOL", "EFFECT", "STATE", "ATTEMPTS", "RESULT", "CHOICES",
         ]);
-        for c in &history.calls {
+        for c in calls {
             table.row([
                 Col::from(c.turn.to_string()),
                 Col::from(&c.call_id),
@@ -193,14 +276,119 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
         say!("calls run by the host:");
         table.print();
     }
-    Ok(())
+}
+
+/// A decision's verdicts call by call, as one cell.
+pub(super) fn audited_calls(record: &toolgate::audit::DecisionRecord) -> String {
+    if record.calls.is_empty() {
+        return record.tools.join(", ");
+    }
+    record
+        .calls
+        .iter()
+        .map(|c| match &c.verdict {
+            None => format!("{} {}: runs (no approval needed)", c.call_id, c.tool),
+            Some(CallVerdict::Approve) => format!("{} {}: approved", c.call_id, c.tool),
+            Some(CallVerdict::Deny { reason }) if reason.is_empty() => {
+                format!("{} {}: denied", c.call_id, c.tool)
+            }
+            Some(CallVerdict::Deny { reason }) => {
+                format!("{} {}: denied ({reason})", c.call_id, c.tool)
+            }
+            Some(CallVerdict::Edit { arguments }) => format!(
+                "{} {}: approved with edited arguments {} (model's: {})",
+                c.call_id, c.tool, arguments, c.arguments
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Where one call of the newest pause stands.
+fn call_state(
+    index: usize,
+    call: &ToolCall,
+    paused: &SuspendedRun,
+    decided: Option<&toolgate::audit::DecisionRecord>,
+    ran: Option<&toolgate_store::CallRow>,
+    waiting: bool,
+) -> String {
+    if let Some(ran) = ran {
+        return match (&ran.state[..], &ran.result) {
+            ("ended", Some(result)) => format!("ran: {result}"),
+            ("ended", None) => "ran".to_owned(),
+            _ => "executing, or its outcome unknown".to_owned(),
+        };
+    }
+    let verdict = decided.and_then(|d| {
+        d.calls
+            .iter()
+            .find(|c| c.call_id == call.id)
+            .and_then(|c| c.verdict.clone())
+    });
+    match (waiting, verdict) {
+        (true, _) => match registry_less(paused, index) {
+            Some("approval") => "needs a verdict".to_owned(),
+            Some("input") => "waits for input".to_owned(),
+            Some("runs") => "runs without a verdict".to_owned(),
+            _ => "-".to_owned(),
+        },
+        (false, Some(CallVerdict::Approve)) => "approved".to_owned(),
+        (false, Some(CallVerdict::Deny { reason })) if reason.is_empty() => "denied".to_owned(),
+        (false, Some(CallVerdict::Deny { reason })) => format!("denied: {reason}"),
+        (false, Some(CallVerdict::Edit { arguments })) => {
+            format!("approved, edited to {arguments}")
+        }
+        (false, None) => "decided".to_owned(),
+    }
+}
+
+/// A call's gate as the reviewer is shown it: from the turn's own review
+/// (what the host's registry said when the turn paused), or `None` for turns
+/// paused before reviews were kept.
+fn registry_less(run: &SuspendedRun, index: usize) -> Option<&'static str> {
+    let review = run.review();
+    if review.tools.is_empty() {
+        return None;
+    }
+    if let SuspendedRun::WaitingForInput(w) = run
+        && w.input_call().id
+            == run
+                .pending()
+                .get(index)
+                .map(|c| c.id.as_str())
+                .unwrap_or_default()
+    {
+        return Some("input");
+    }
+    Some(match review.tools.get(index) {
+        Some(Some(tool)) if tool.needs_approval => "approval",
+        Some(Some(_)) => "runs",
+        _ => "not offered",
+    })
+}
+
+fn gate(known: Option<&'static str>) -> &'static str {
+    known.unwrap_or("unknown")
 }
 
 pub(super) async fn load(store: &Store, run: &str) -> Result<SuspendedRun, Failure> {
     Ok(store.load_suspended(run).await?)
 }
 
+/// The pending turn as a reviewer reads it: each call with its gate and
+/// arguments, the definitions of the tools it calls, the expiry, and the
+/// digest to decide with.
 pub(super) async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> Result<(), Failure> {
+    show_with_states(registry, out, run, None).await
+}
+
+async fn show_with_states(
+    registry: &Registry,
+    out: Out,
+    run: &SuspendedRun,
+    states: Option<&[String]>,
+) -> Result<(), Failure> {
     let offered = registry.offer(run.state().options.allow.as_deref()).await;
     let input = match run {
         SuspendedRun::WaitingForInput(w) => Some((
@@ -214,6 +402,7 @@ pub(super) async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> R
             "run": run.run_id(), "status": run.status().as_str(),
             "requested_by": run.state().requested_by, "digest": run.digest().as_str(),
             "pending": run.pending(), "input_schema": input.as_ref().map(|i| &i.1),
+            "expires_at": run.expires_at_ms(),
         }));
     }
     say!(
@@ -222,15 +411,20 @@ pub(super) async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> R
         run.status().as_str().replace('_', " "),
         run.state().requested_by
     );
-    let mut table = out.table(&["CALL", "TOOL", "GATE", "ARGUMENTS"]);
+    let mut table = out.table(&["CALL", "TOOL", "GATE", "ARGUMENTS", "STATE"]);
     let mut asking = Vec::new();
-    for call in run.pending() {
-        let gate = offered.get(&call.name).map_or("not offered", |t| {
-            if input.as_ref().is_some_and(|(id, _)| *id == call.id) {
-                "input"
-            } else {
-                t.ruling().pause.as_str()
-            }
+    for (index, call) in run.pending().iter().enumerate() {
+        // The turn's own review says what the host's registry said when it
+        // paused; a turn paused before reviews were kept is judged by this
+        // console's registry.
+        let gate = registry_less(run, index).unwrap_or_else(|| {
+            offered.get(&call.name).map_or("not offered", |t| {
+                if input.as_ref().is_some_and(|(id, _)| *id == call.id) {
+                    "input"
+                } else {
+                    t.ruling().pause.as_str()
+                }
+            })
         });
         if gate == "approval" {
             asking.push(format!("{} ({})", call.name, call.id));
@@ -240,11 +434,36 @@ pub(super) async fn show(registry: &Registry, out: Out, run: &SuspendedRun) -> R
             Col::from(&call.name),
             Col::Gate(gate),
             Col::from(&call.arguments),
+            Col::from(
+                states
+                    .and_then(|s| s.get(index))
+                    .map_or("-", String::as_str),
+            ),
         ]);
     }
     table.print();
+    let mut described: Vec<&str> = Vec::new();
+    for tool in run.review().tools.iter().flatten() {
+        if !described.contains(&tool.name.as_str()) {
+            described.push(&tool.name);
+            say!(
+                "  {}: {} (definition {})",
+                tool.name,
+                tool.description.lines().next().unwrap_or_default(),
+                &tool.definition_digest()
+            );
+        }
+    }
     if let Some((_, schema)) = input {
         say!("input schema: {}", schema);
+    }
+    if let Some(at) = run.expires_at_ms() {
+        let at = i64::try_from(at).unwrap_or(i64::MAX);
+        say!("approvable until {}", timestamp(at));
+    }
+    let need = run.state().options.approvals_required;
+    if need > 1 {
+        say!("needs {} approvals from distinct people", need);
     }
     // Repeated last, beside the digest: a turn long enough to scroll its
     // first rows away still names every call that needs approval here.
