@@ -55,7 +55,8 @@ CREATE TABLE call_execution (
 
 -- An operator's choice for a call whose outcome is unknown: run it again, or
 -- skip it. Audit, like decisions: append-only. A choice answers one attempt;
--- a rerun that is cut short again needs a new choice.
+-- a rerun that is cut short again needs a new choice. The newest choice for
+-- an attempt that verifies (under a key) is the one acted on.
 CREATE TABLE execution_choice (
     id                INTEGER PRIMARY KEY AUTOINCREMENT,
     plan_id           INTEGER NOT NULL REFERENCES turn_plan (id),
@@ -64,6 +65,7 @@ CREATE TABLE execution_choice (
     choice            TEXT    NOT NULL CHECK (choice IN ('rerun', 'skip')),
     decided_by        TEXT    NOT NULL,
     decided_by_source TEXT    NOT NULL,
-    decided_at        BIGINT  NOT NULL,
-    UNIQUE (plan_id, call_index, attempt)
+    decided_at        BIGINT  NOT NULL
 );
+
+CREATE INDEX execution_choice_by_call ON execution_choice (plan_id, call_index, attempt);

@@ -266,10 +266,16 @@ impl Host {
     /// Gives a claim back as it was: the run waits for a host again.
     async fn unclaim(&self, suspension_id: i64, token: &str) -> Result<(), StoreError> {
         let (_writer, mut tx) = self.store.write().await?;
+        // Back to what it was: waiting for a host, or — when a turn was
+        // planned — a resume any host of the name picks up.
         sqlx::query(
-            "UPDATE suspended_run SET lease_until = 0, updated_at = ?
+            "UPDATE suspended_run SET
+                 execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = ?)
+                                  THEN 'resuming' ELSE 'pending' END,
+                 resumed_by = NULL, lease_until = 0, updated_at = ?
              WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
         )
+        .bind(suspension_id)
         .bind(now_ms())
         .bind(suspension_id)
         .bind(token)
@@ -1076,30 +1082,24 @@ impl Store {
         let steps = plan.steps.len();
         let turn = i64::from(plan.turn());
         let rows = sqlx::query(
-            "SELECT e.call_index, e.state, e.output, e.attempts, e.mac, c.choice, c.decided_by,
-                    c.mac AS choice_mac
-             FROM call_execution e
-             LEFT JOIN execution_choice c
-               ON c.plan_id = e.plan_id AND c.call_index = e.call_index AND c.attempt = e.attempts
-             WHERE e.plan_id = ?",
+            "SELECT call_index, state, output, attempts, mac FROM call_execution WHERE plan_id = ?",
         )
         .bind(plan_id)
         .fetch_all(&self.pool)
         .await?;
+        let choices = self.verified_choices(suspension_id, turn, plan_id).await?;
         let mut known = vec![CallRecord::NotStarted; steps];
         for row in rows {
             let index: i64 = row.try_get("call_index")?;
             let Some(slot) = usize::try_from(index).ok().and_then(|i| known.get_mut(i)) else {
                 continue;
             };
-            let state: String = row.try_get("state")?;
-            let mut choice: Option<String> = row.try_get("choice")?;
-            let by: Option<String> = row.try_get("decided_by")?;
+            let attempt: i64 = row.try_get("attempts")?;
             let output: Option<String> = row.try_get("output")?;
-            let mut state = state.as_str();
-            // Under a key, a result or a choice whose tag does not verify was
-            // not written by a host or an operator of this store: it reads as
-            // nothing recorded — the call started, its outcome unknown.
+            let mut state: String = row.try_get("state")?;
+            // Under a key, a result whose tag does not verify was not written
+            // by a host of this store: it reads as nothing recorded — the
+            // call started, its outcome unknown.
             if let Some(key) = self.key() {
                 let mac: Option<String> = row.try_get("mac")?;
                 let result =
@@ -1110,30 +1110,10 @@ impl Store {
                         call = index,
                         "a recorded result does not verify under the key; read as outcome unknown"
                     );
-                    state = "started";
-                }
-                let choice_mac: Option<String> = row.try_get("choice_mac")?;
-                if let Some(made) = choice.as_deref() {
-                    let attempt: i64 = row.try_get("attempts")?;
-                    let bytes = choice_bytes(
-                        suspension_id,
-                        turn,
-                        index,
-                        attempt,
-                        made,
-                        by.as_deref().unwrap_or(""),
-                    );
-                    if !choice_mac.is_some_and(|m| key.verify(&bytes, &m)) {
-                        tracing::warn!(
-                            suspension = suspension_id,
-                            call = index,
-                            "an operator choice does not verify under the key; ignored"
-                        );
-                        choice = None;
-                    }
+                    state = "started".to_owned();
                 }
             }
-            *slot = match (state, choice.as_deref()) {
+            *slot = match (state.as_str(), choices.get(&(index, attempt))) {
                 ("ended", _) => {
                     let output = output
                         .as_deref()
@@ -1149,16 +1129,52 @@ impl Store {
                         })?;
                     CallRecord::Ended(output)
                 }
-                ("started", Some("rerun")) => CallRecord::Rerun {
-                    by: by.unwrap_or_default(),
-                },
-                ("started", Some("skip")) => CallRecord::Skip {
-                    by: by.unwrap_or_default(),
-                },
+                (_, Some((choice, by))) if choice == "rerun" => {
+                    CallRecord::Rerun { by: by.clone() }
+                }
+                (_, Some((choice, by))) if choice == "skip" => CallRecord::Skip { by: by.clone() },
                 _ => CallRecord::Started,
             };
         }
         Ok(known)
+    }
+
+    /// The operator choices of a plan that stand: per call and attempt, the
+    /// newest one — and under a key, the newest one whose tag verifies.
+    async fn verified_choices(
+        &self,
+        suspension_id: i64,
+        turn: i64,
+        plan_id: i64,
+    ) -> Result<std::collections::HashMap<(i64, i64), (String, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT call_index, attempt, choice, decided_by, mac FROM execution_choice
+             WHERE plan_id = ? ORDER BY id",
+        )
+        .bind(plan_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut choices = std::collections::HashMap::new();
+        for row in rows {
+            let index: i64 = row.try_get("call_index")?;
+            let attempt: i64 = row.try_get("attempt")?;
+            let choice: String = row.try_get("choice")?;
+            let by: String = row.try_get("decided_by")?;
+            if let Some(key) = self.key() {
+                let mac: Option<String> = row.try_get("mac")?;
+                let bytes = choice_bytes(suspension_id, turn, index, attempt, &choice, &by);
+                if !mac.is_some_and(|m| key.verify(&bytes, &m)) {
+                    tracing::warn!(
+                        suspension = suspension_id,
+                        call = index,
+                        "an operator choice does not verify under the key; ignored"
+                    );
+                    continue;
+                }
+            }
+            choices.insert((index, attempt), (choice, by));
+        }
+        Ok(choices)
     }
 
     /// Records an operator's choice for a run whose outcome is unknown — run

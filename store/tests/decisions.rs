@@ -1,0 +1,556 @@
+//! Decisions as records, call by call, and the hosts that act on them:
+//! M-of-N approvals with the last two racing, expiry and asking again, a
+//! receipt voided at resume and the turn paused afresh, clones of one host,
+//! a host without the store's key, and operator choices written without it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use toolgate::identity::{IdentitySource, Operator};
+use toolgate::integrity::IntegrityKey;
+use toolgate::{
+    Agent, Execute, Registry, Tool, ToolOutput,
+    run::{Outcome, Reply, RunOptions, RunRequest, ToolCall},
+    suspend::{CallVerdict, Refusal, SuspendedRun},
+    testing::{MemoryLog, ScriptedModel},
+};
+use toolgate_store::{Answer, Choice, ClaimError, Ended, Host, Store, StoreError};
+
+/// Sends a payment: counts its calls.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+struct Pay(Arc<AtomicUsize>);
+
+impl Execute for Pay {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        ToolOutput::text("paid")
+    }
+}
+
+/// The same name, another definition.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write, name = "pay")]
+struct PayTwice(Arc<AtomicUsize>);
+
+impl Execute for PayTwice {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        self.0.fetch_add(2, Ordering::SeqCst);
+        ToolOutput::text("paid twice")
+    }
+}
+
+/// Hangs on its first call, the way a call does when its host dies under it.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write, name = "pay")]
+struct PayHanging(Arc<AtomicUsize>);
+
+impl Execute for PayHanging {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_hours(1)).await;
+        }
+        ToolOutput::text("paid")
+    }
+}
+
+fn operator(name: &str) -> Operator {
+    Operator::new(name, IdentitySource::Flag).unwrap()
+}
+
+async fn paused(registry: &Registry, options: RunOptions) -> SuspendedRun {
+    let model = ScriptedModel::new([Reply::Calls {
+        content: None,
+        calls: vec![ToolCall {
+            id: "p1".into(),
+            name: "pay".into(),
+            arguments: json!({"cents": 100}),
+        }],
+    }]);
+    let log = MemoryLog::new();
+    let request = RunRequest {
+        options,
+        ..RunRequest::new("alice", "pay the invoice")
+    };
+    match Agent::new(registry, &model, &log).start(request).await {
+        Ok(Outcome::AwaitingApproval(run)) => SuspendedRun::AwaitingApproval(run),
+        other => panic!("expected an approval pause, got {other:?}"),
+    }
+}
+
+fn pay_registry(paid: &Arc<AtomicUsize>) -> Registry {
+    Registry::builder()
+        .builtin(Pay(Arc::clone(paid)))
+        .build()
+        .unwrap()
+}
+
+/// A run that needs 2 of 3 approvers: the first approval is partial and
+/// shown; the last two race, 1,000 times — exactly one completes the
+/// decision, the other is told the run is decided, and the host resumes the
+/// run exactly once.
+#[test]
+fn two_of_three_with_the_last_two_racing_resumes_exactly_once() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.db");
+        let stores = [
+            Store::open(&path).await.unwrap(),
+            Store::open(&path).await.unwrap(),
+        ];
+        let paid = Arc::new(AtomicUsize::new(0));
+        let registry = pay_registry(&paid);
+        let options = RunOptions {
+            approvals_required: 2,
+            four_eyes: true,
+            ..RunOptions::default()
+        };
+        let template = paused(&registry, options).await;
+        let host = Host::new(stores[0].clone(), "payments").unwrap();
+        let (mut completed, mut told_decided) = (0, 0);
+        for round in 0..1_000 {
+            // A fresh run of the same turn each round.
+            let SuspendedRun::AwaitingApproval(run) = template.clone() else {
+                unreachable!()
+            };
+            let run = SuspendedRun::AwaitingApproval(
+                run.reviewed_again(&registry).await,
+            );
+            let text = run.encode().unwrap().replace(
+                run.run_id(),
+                &format!("run-{round}"),
+            );
+            let body: Value = serde_json::from_str::<Value>(&text).unwrap()["body"].clone();
+            let body = body.to_string();
+            let document = format!(
+                "{{\"format\":\"toolgate/suspended-run\",\"version\":3,\"status\":\"awaiting_approval\",\"checksum\":\"{}\",\"body\":{body}}}",
+                toolgate::suspend::body_checksum(&body)
+            );
+            let run = SuspendedRun::decode(&document).unwrap();
+            let run_id = run.run_id().to_owned();
+            let digest = run.digest();
+            stores[0].save_suspended(&run, "payments").await.unwrap();
+            // The requester cannot count as an approver.
+            assert!(matches!(
+                stores[0]
+                    .decide(&run_id, Some(&digest), &operator("alice"), Answer::Approve)
+                    .await,
+                Err(ClaimError::Refused {
+                    reason: Refusal::SelfApproval { .. },
+                    ..
+                })
+            ));
+            let first = stores[0]
+                .decide(&run_id, Some(&digest), &operator("bob"), Answer::Approve)
+                .await
+                .unwrap();
+            assert_eq!(first.approvals, (1, 2));
+            assert!(!first.is_complete());
+            if round == 0 {
+                let listed = stores[0].open_runs().await.unwrap();
+                assert_eq!(listed[0].standing(), "awaiting approval (1 of 2 approvals)");
+                assert!(matches!(
+                    stores[0]
+                        .decide(&run_id, Some(&digest), &operator("BOB"), Answer::Approve)
+                        .await,
+                    Err(ClaimError::AlreadyApproved { .. })
+                ));
+                assert!(host.next().await.unwrap().is_none(), "not decided yet");
+            }
+            let racers: Vec<_> = ["carol", "dave"]
+                .into_iter()
+                .enumerate()
+                .map(|(i, who)| {
+                    let store = stores[i].clone();
+                    let (run_id, digest) = (run_id.clone(), digest.clone());
+                    tokio::spawn(async move {
+                        store
+                            .decide(&run_id, Some(&digest), &operator(who), Answer::Approve)
+                            .await
+                    })
+                })
+                .collect();
+            let mut winners = 0;
+            for racer in racers {
+                match racer.await.unwrap() {
+                    Ok(recorded) => {
+                        assert!(recorded.is_complete());
+                        winners += 1;
+                    }
+                    Err(ClaimError::AlreadyDecided { .. }) => told_decided += 1,
+                    Err(other) => panic!("round {round}: {other}"),
+                }
+            }
+            assert_eq!(winners, 1, "round {round}");
+            completed += winners;
+            let model = ScriptedModel::new([Reply::Text("done".into())]);
+            let resumed = host.resume_all(&registry, &model).await.unwrap();
+            assert_eq!(resumed.len(), 1, "round {round}: exactly one resume");
+        }
+        println!(
+            "1000 rounds: {completed} decisions completed by the last approver, {told_decided} racers told the run was decided; {} payments",
+            paid.load(Ordering::SeqCst)
+        );
+        assert_eq!(paid.load(Ordering::SeqCst), 1_000, "one payment per run");
+    });
+}
+
+/// A decision on a turn whose tool changed before its host resumed it is
+/// voided — kept, with why — and the turn is paused afresh for a new
+/// review, with its own digest; nothing ran.
+#[tokio::test]
+async fn a_receipt_that_no_longer_holds_pauses_the_turn_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("receipt.db")).await.unwrap();
+    let paid = Arc::new(AtomicUsize::new(0));
+    let run = paused(&pay_registry(&paid), RunOptions::default()).await;
+    store.save_suspended(&run, "payments").await.unwrap();
+    let mut calls = BTreeMap::new();
+    calls.insert("p1".to_owned(), CallVerdict::Approve);
+    store
+        .decide(
+            run.run_id(),
+            Some(&run.digest()),
+            &operator("bob"),
+            Answer::Calls(calls),
+        )
+        .await
+        .unwrap();
+    // The host that resumes it has another `pay`.
+    let changed = Registry::builder()
+        .builtin(PayTwice(Arc::clone(&paid)))
+        .build()
+        .unwrap();
+    let host = Host::new(store.clone(), "payments").unwrap();
+    let resumed = host
+        .resume_all(&changed, &ScriptedModel::new([Reply::Text("done".into())]))
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            &resumed[0].ended,
+            Ended::Refused {
+                reason: Refusal::ToolChanged { .. }
+            }
+        ),
+        "{resumed:?}"
+    );
+    assert_eq!(paid.load(Ordering::SeqCst), 0, "nothing ran");
+    let fresh = store.load_suspended(run.run_id()).await.unwrap();
+    assert_ne!(fresh.digest(), run.digest());
+    let history = store.run_history(run.run_id()).await.unwrap();
+    assert_eq!(history.suspensions.len(), 2);
+    assert!(
+        history.decisions[0]
+            .record
+            .voided
+            .as_deref()
+            .is_some_and(|why| why.contains("definition changed")),
+        "{:?}",
+        history.decisions
+    );
+    assert_eq!(
+        store
+            .decide(
+                run.run_id(),
+                Some(&run.digest()),
+                &operator("bob"),
+                Answer::Approve
+            )
+            .await
+            .err()
+            .map(|e| e.to_string()),
+        Some(format!(
+            "the decision names a different turn than the one run `{}` waits on: the reviewed turn is unknown; review it with `runs show {}` and decide with the digest shown there",
+            run.run_id(),
+            run.run_id()
+        )),
+        "the old digest names no turn"
+    );
+    store
+        .decide(
+            run.run_id(),
+            Some(&fresh.digest()),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    host.resume_all(&changed, &ScriptedModel::new([Reply::Text("done".into())]))
+        .await
+        .unwrap();
+    assert_eq!(
+        paid.load(Ordering::SeqCst),
+        2,
+        "the reviewed-again tool ran once"
+    );
+}
+
+/// An expired turn refuses approvals, takes a denial, or is asked again —
+/// with a new digest and a fresh limit.
+#[tokio::test]
+async fn an_expired_turn_is_shown_expired_and_can_be_asked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("expiry.db")).await.unwrap();
+    let paid = Arc::new(AtomicUsize::new(0));
+    let options = RunOptions {
+        decision_ttl_ms: Some(60),
+        ..RunOptions::default()
+    };
+    let run = paused(&pay_registry(&paid), options).await;
+    store.save_suspended(&run, "payments").await.unwrap();
+    assert!(matches!(
+        store.ask_again(run.run_id(), &operator("bob")).await,
+        Err(ClaimError::NotExpired { .. })
+    ));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let listed = store.open_runs().await.unwrap();
+    assert_eq!(
+        listed[0].standing(),
+        "expired: it can be denied or asked again, not approved"
+    );
+    assert!(matches!(
+        store
+            .decide(
+                run.run_id(),
+                Some(&run.digest()),
+                &operator("bob"),
+                Answer::Approve
+            )
+            .await,
+        Err(ClaimError::Refused {
+            reason: Refusal::Expired { .. },
+            ..
+        })
+    ));
+    assert_eq!(
+        store
+            .ask_again(run.run_id(), &operator("bob"))
+            .await
+            .unwrap(),
+        "payments"
+    );
+    let again = store.load_suspended(run.run_id()).await.unwrap();
+    assert_ne!(again.digest(), run.digest());
+    store
+        .decide(
+            run.run_id(),
+            Some(&again.digest()),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    let history = store.run_history(run.run_id()).await.unwrap();
+    assert_eq!(
+        history.suspensions[0].outcome.as_deref(),
+        Some("expired; asked again by bob")
+    );
+}
+
+/// Two clones of one host value in one process: each claim has its own
+/// token, so when the first stalls past its lease and the second takes the
+/// run over, the first can write nothing more — the payment runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clones_of_one_host_never_run_a_call_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("clones.db")).await.unwrap();
+    let paid = Arc::new(AtomicUsize::new(0));
+    let registry = pay_registry(&paid);
+    let run = paused(&registry, RunOptions::default()).await;
+    store.save_suspended(&run, "payments").await.unwrap();
+    store
+        .decide(
+            run.run_id(),
+            Some(&run.digest()),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    let host = Host::new(store.clone(), "payments")
+        .unwrap()
+        .with_lease(Duration::from_millis(50));
+    let clone = host.clone();
+    let first = host.next().await.unwrap().unwrap();
+    // The first claim stalls past its lease before it resumes.
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    let second = clone
+        .next()
+        .await
+        .unwrap()
+        .expect("the lapsed claim is taken over");
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let late = host.resume(first, &registry, &model).await.unwrap();
+    assert!(
+        matches!(late.ended, Ended::Interrupted { .. } | Ended::Lost),
+        "{late:?}"
+    );
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let resumed = clone.resume(second, &registry, &model).await.unwrap();
+    assert!(
+        matches!(resumed.ended, Ended::Finished { .. }),
+        "{resumed:?}"
+    );
+    assert_eq!(paid.load(Ordering::SeqCst), 1);
+}
+
+/// A host on a keyed store without the key — or with another key — cannot
+/// read the runs: it says so and stops, and the runs stay decided and
+/// visible for a host that has the key.
+#[tokio::test]
+async fn a_host_without_the_key_stops_and_loses_no_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keyed.db");
+    let key = || IntegrityKey::new(b"the store's own sixteen-plus byte key").unwrap();
+    let store = Store::open(&path).await.unwrap().with_integrity_key(key());
+    let paid = Arc::new(AtomicUsize::new(0));
+    let registry = pay_registry(&paid);
+    let run = paused(&registry, RunOptions::default()).await;
+    store.save_suspended(&run, "payments").await.unwrap();
+    store
+        .decide(
+            run.run_id(),
+            Some(&run.digest()),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    let keyless = Store::open(&path).await.unwrap();
+    let host = Host::new(keyless, "payments").unwrap();
+    assert!(matches!(host.next().await, Err(StoreError::KeyRequired)));
+    let wrong = Store::open(&path)
+        .await
+        .unwrap()
+        .with_integrity_key(IntegrityKey::new(b"somebody else's sixteen-byte key").unwrap());
+    let host = Host::new(wrong, "payments").unwrap();
+    match host.next().await {
+        Err(StoreError::Unreadable { reason, .. }) => {
+            assert!(reason.contains("does not verify"), "{reason}");
+        }
+        other => panic!("expected the run to be unreadable here, got {other:?}"),
+    }
+    let listed = store.open_runs().await.unwrap();
+    assert_eq!(
+        listed[0].standing(),
+        "decided; host `payments` will resume it"
+    );
+    let host = Host::new(store.clone(), "payments").unwrap();
+    let resumed = host
+        .resume_all(&registry, &ScriptedModel::new([Reply::Text("done".into())]))
+        .await
+        .unwrap();
+    assert!(matches!(resumed[0].ended, Ended::Finished { .. }));
+    assert_eq!(paid.load(Ordering::SeqCst), 1);
+}
+
+/// Host names are ASCII: two names that read alike are never two hosts.
+#[test]
+fn host_names_that_could_pass_for_another_are_refused() {
+    for name in ["d\u{435}mo", "", "de mo", "demo\u{200b}", &"x".repeat(65)] {
+        assert!(
+            toolgate_store::host_name_problem(name).is_some(),
+            "{name:?} is accepted"
+        );
+    }
+    for name in ["demo", "payments-eu.2", "worker_1"] {
+        assert_eq!(toolgate_store::host_name_problem(name), None);
+    }
+}
+
+/// Under a key, an operator choice written into the database without it is
+/// not a choice: the call stays "outcome unknown", and nothing runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_choice_written_without_the_key_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = || IntegrityKey::new(b"the store's own sixteen-plus byte key").unwrap();
+    let store = Store::open(dir.path().join("choice.db"))
+        .await
+        .unwrap()
+        .with_integrity_key(key());
+    let paid = Arc::new(AtomicUsize::new(0));
+    let registry = Registry::builder()
+        .builtin(PayHanging(Arc::clone(&paid)))
+        .build()
+        .unwrap();
+    let run = paused(&registry, RunOptions::default()).await;
+    store.save_suspended(&run, "payments").await.unwrap();
+    store
+        .decide(
+            run.run_id(),
+            Some(&run.digest()),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    let lease = Duration::from_millis(60);
+    let first = Host::new(store.clone(), "payments")
+        .unwrap()
+        .with_lease(lease);
+    let task = first.next().await.unwrap().unwrap();
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    tokio::select! {
+        ended = first.resume(task, &registry, &model) => panic!("the hanging call ended: {ended:?}"),
+        () = async { while paid.load(Ordering::SeqCst) == 0 { tokio::task::yield_now().await } } => {}
+    }
+    tokio::time::sleep(lease * 2).await;
+    let second = Host::new(store.clone(), "payments")
+        .unwrap()
+        .with_lease(lease);
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let resumed = second.resume_all(&registry, &model).await.unwrap();
+    assert!(matches!(resumed[0].ended, Ended::OutcomeUnknown { .. }));
+    // A database writer without the key forges "rerun by carol".
+    sqlx::query(
+        "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at)
+         SELECT plan_id, call_index, attempts, 'rerun', 'carol', 'flag', 0 FROM call_execution",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE suspended_run SET execution = 'pending' WHERE execution = 'outcome_unknown'",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let resumed = second.resume_all(&registry, &model).await.unwrap();
+    assert!(
+        matches!(resumed[0].ended, Ended::OutcomeUnknown { .. }),
+        "{resumed:?}"
+    );
+    assert_eq!(
+        paid.load(Ordering::SeqCst),
+        1,
+        "the forged choice ran nothing"
+    );
+    // The operator's own choice, written with the key, is obeyed.
+    store
+        .choose(run.run_id(), &operator("carol"), Choice::Skip)
+        .await
+        .unwrap();
+    let resumed = second.resume_all(&registry, &model).await.unwrap();
+    assert!(
+        matches!(resumed[0].ended, Ended::Finished { .. }),
+        "{resumed:?}"
+    );
+    assert_eq!(paid.load(Ordering::SeqCst), 1);
+}
