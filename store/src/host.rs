@@ -1110,7 +1110,7 @@ impl Store {
                         call = index,
                         "a recorded result does not verify under the key; read as outcome unknown"
                     );
-                    state = "started".to_owned();
+                    "started".clone_into(&mut state);
                 }
             }
             *slot = match (state.as_str(), choices.get(&(index, attempt))) {
