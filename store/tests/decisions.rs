@@ -96,6 +96,21 @@ fn pay_registry(paid: &Arc<AtomicUsize>) -> Registry {
         .unwrap()
 }
 
+/// The same paused turn under another run id, reviewed now.
+async fn copy_of(template: &SuspendedRun, registry: &Registry, run_id: &str) -> SuspendedRun {
+    let SuspendedRun::AwaitingApproval(run) = template.clone() else {
+        panic!("an approval pause")
+    };
+    let run = SuspendedRun::AwaitingApproval(run.reviewed_again(registry).await);
+    let text = run.encode().unwrap().replace(run.run_id(), run_id);
+    let body = serde_json::from_str::<Value>(&text).unwrap()["body"].to_string();
+    let document = format!(
+        "{{\"format\":\"toolgate/suspended-run\",\"version\":3,\"status\":\"awaiting_approval\",\"checksum\":\"{}\",\"body\":{body}}}",
+        toolgate::suspend::body_checksum(&body)
+    );
+    SuspendedRun::decode(&document).unwrap()
+}
+
 /// A run that needs 2 of 3 approvers: the first approval is partial and
 /// shown; the last two race, 1,000 times — exactly one completes the
 /// decision, the other is told the run is decided, and the host resumes the
@@ -125,24 +140,7 @@ fn two_of_three_with_the_last_two_racing_resumes_exactly_once() {
         let host = Host::new(stores[0].clone(), "payments").unwrap();
         let (mut completed, mut told_decided) = (0, 0);
         for round in 0..1_000 {
-            // A fresh run of the same turn each round.
-            let SuspendedRun::AwaitingApproval(run) = template.clone() else {
-                unreachable!()
-            };
-            let run = SuspendedRun::AwaitingApproval(
-                run.reviewed_again(&registry).await,
-            );
-            let text = run.encode().unwrap().replace(
-                run.run_id(),
-                &format!("run-{round}"),
-            );
-            let body: Value = serde_json::from_str::<Value>(&text).unwrap()["body"].clone();
-            let body = body.to_string();
-            let document = format!(
-                "{{\"format\":\"toolgate/suspended-run\",\"version\":3,\"status\":\"awaiting_approval\",\"checksum\":\"{}\",\"body\":{body}}}",
-                toolgate::suspend::body_checksum(&body)
-            );
-            let run = SuspendedRun::decode(&document).unwrap();
+            let run = copy_of(&template, &registry, &format!("run-{round}")).await;
             let run_id = run.run_id().to_owned();
             let digest = run.digest();
             stores[0].save_suspended(&run, "payments").await.unwrap();
