@@ -227,6 +227,11 @@ impl Model for DemoModel {
                         name: "write_file".into(),
                         arguments: json!({"path": "CHANGELOG.md", "content": "## 0.2.0\n- (the model's summary)\n"}),
                     },
+                    ToolCall {
+                        id: "call_2c".into(),
+                        name: "read_file".into(),
+                        arguments: json!({"path": "Cargo.toml"}),
+                    },
                 ],
             },
             2 => turn(

@@ -395,7 +395,7 @@ fn deciding_a_detached_run_stale_digest_then_right_digest_then_invalid_then_vali
     let shown = json(dir, &["runs", "show", &run]);
     assert_eq!(shown["standing"], "finished");
     assert_eq!(shown["decisions"].as_array().map(Vec::len), Some(3));
-    assert_eq!(shown["calls"].as_array().map(Vec::len), Some(4), "{shown}");
+    assert_eq!(shown["calls"].as_array().map(Vec::len), Some(5), "{shown}");
     let gone = toolgate(dir, &["runs", "show", "no-such-run"]);
     assert_eq!(gone.status.code(), Some(4));
 }
@@ -571,5 +571,220 @@ fn runs_list_says_whether_the_store_is_authenticated() {
         stderr(&refused).contains("at least 16 bytes"),
         "{}",
         stderr(&refused)
+    );
+}
+
+/// A turn of three calls decided call by call from the command line: a
+/// decision that misses a call and an edit that does not fit the schema are
+/// refused; then one call denied with a reason, one approved with edited
+/// arguments, and the read that needs no verdict — each shown in its state,
+/// before and after the host runs them, with the audit row keeping the
+/// model's arguments beside the edited ones.
+#[test]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
+fn a_turn_decided_call_by_call_with_an_edit() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(dir, &["demo", "--detach", "--as", "alice"]);
+    let (run, digest) = waiting_run(dir);
+    let shown = json(dir, &["runs", "show", &run]);
+    let states: Vec<(&str, &str, &str)> = shown["turn"]
+        .as_array()
+        .expect("the turn call by call")
+        .iter()
+        .map(|c| {
+            (
+                c["call"].as_str().unwrap_or_default(),
+                c["gate"].as_str().unwrap_or_default(),
+                c["state"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("call_2", "approval", "needs a verdict"),
+            ("call_2b", "approval", "needs a verdict"),
+            ("call_2c", "runs", "runs without a verdict"),
+        ]
+    );
+
+    let missing = toolgate(
+        dir,
+        &[
+            "runs", "approve", &run, "--digest", &digest, "--as", "bob", "--call", "call_2",
+        ],
+    );
+    assert_eq!(missing.status.code(), Some(3));
+    assert!(
+        stderr(&missing).contains("without a verdict: `call_2b` (write_file)"),
+        "{}",
+        stderr(&missing)
+    );
+    let bad_edit = toolgate(
+        dir,
+        &[
+            "runs",
+            "edit",
+            &run,
+            "call_2b",
+            "--args",
+            r#"{"path": 5}"#,
+            "--digest",
+            &digest,
+            "--as",
+            "bob",
+        ],
+    );
+    assert_eq!(bad_edit.status.code(), Some(3));
+    assert!(
+        stderr(&bad_edit).contains("do not fit the parameter schema of `write_file`")
+            && stderr(&bad_edit).contains("/path"),
+        "{}",
+        stderr(&bad_edit)
+    );
+    let twice = toolgate(
+        dir,
+        &[
+            "runs", "approve", &run, "--digest", &digest, "--call", "call_2", "--deny", "call_2",
+        ],
+    );
+    assert_eq!(twice.status.code(), Some(2), "{}", stderr(&twice));
+    assert_eq!(waiting_run(dir), (run.clone(), digest.clone()), "unchanged");
+
+    let edited = r###"call_2b={"path":"CHANGELOG.md","content":"## 0.2.0\n- Edited by bob.\n"}"###;
+    let recorded = ok(
+        dir,
+        &[
+            "runs",
+            "approve",
+            &run,
+            "--digest",
+            &digest,
+            "--as",
+            "bob",
+            "--deny",
+            "call_2=keep 0.1 until Friday",
+            "--edit",
+            edited,
+        ],
+    );
+    assert!(
+        recorded.contains("host `demo` will resume it"),
+        "{recorded}"
+    );
+    let shown = ok(dir, &["runs", "show", &run]);
+    assert!(shown.contains("denied: keep 0.1 until Friday"), "{shown}");
+    assert!(shown.contains("approved, edited to"), "{shown}");
+    assert!(
+        shown.contains("runs without a verdict (needed no approval)"),
+        "{shown}"
+    );
+    println!("{shown}");
+
+    let resumed = ok(dir, &["host", "--once"]);
+    assert!(
+        resumed.contains(
+            "write_file → error: the operator (bob) denied this call: keep 0.1 until Friday"
+        ),
+        "{resumed}"
+    );
+    let changelog = std::fs::read_to_string(dir.join("demo-workspace").join("CHANGELOG.md"))
+        .expect("the edited write ran");
+    assert_eq!(changelog, "## 0.2.0\n- Edited by bob.\n");
+    let manifest = std::fs::read_to_string(dir.join("demo-workspace").join("Cargo.toml"))
+        .expect("the manifest is there");
+    assert!(manifest.contains("0.1.0"), "the denied write did not run");
+
+    let shown = json(dir, &["runs", "show", &run]);
+    let decision = &shown["decisions"][0];
+    let edited_call = decision["calls"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["call_id"] == "call_2b"))
+        .expect("the audit row keeps each call");
+    assert_eq!(
+        edited_call["arguments"]["content"], "## 0.2.0\n- (the model's summary)\n",
+        "the model's arguments are kept"
+    );
+    assert_eq!(
+        edited_call["verdict"]["arguments"]["content"],
+        "## 0.2.0\n- Edited by bob.\n"
+    );
+    let text = ok(dir, &["runs", "show", &run]);
+    println!("{text}");
+}
+
+/// A run that needs two approvers, and one whose approval time runs out:
+/// partial approvals are shown, the second approver completes the decision;
+/// an expired turn refuses approval until it is asked again.
+#[test]
+fn approvals_from_two_people_and_an_expired_turn_asked_again() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(
+        dir,
+        &[
+            "demo",
+            "--detach",
+            "--approvals",
+            "2",
+            "--four-eyes",
+            "--as",
+            "alice",
+        ],
+    );
+    let (run, digest) = waiting_run(dir);
+    let first = ok(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    assert!(
+        first.contains("approval 1 of 2 by bob (name from flag); the run waits for 1 more"),
+        "{first}"
+    );
+    let listed = json(dir, &["runs", "list"]);
+    assert_eq!(
+        listed[0]["standing"],
+        "awaiting approval (1 of 2 approvals)"
+    );
+    let again = toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "Bob"],
+    );
+    assert_eq!(again.status.code(), Some(3), "{}", stderr(&again));
+    let second = ok(
+        dir,
+        &[
+            "runs", "approve", &run, "--digest", &digest, "--as", "carol",
+        ],
+    );
+    assert!(second.contains("host `demo` will resume it"), "{second}");
+
+    let dir2 = temp();
+    let dir2 = dir2.path();
+    ok(
+        dir2,
+        &["demo", "--detach", "--decision-ttl", "1", "--as", "alice"],
+    );
+    let (run, digest) = waiting_run(dir2);
+    std::thread::sleep(std::time::Duration::from_millis(1_200));
+    let late = toolgate(
+        dir2,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    assert_eq!(late.status.code(), Some(3));
+    assert!(stderr(&late).contains("expired"), "{}", stderr(&late));
+    let listed = json(dir2, &["runs", "list"]);
+    assert_eq!(
+        listed[0]["standing"],
+        "expired: it can be denied or asked again, not approved"
+    );
+    ok(dir2, &["runs", "ask-again", &run, "--as", "bob"]);
+    let (same, fresh) = waiting_run(dir2);
+    assert_eq!(same, run);
+    assert_ne!(fresh, digest);
+    ok(
+        dir2,
+        &["runs", "approve", &run, "--digest", &fresh, "--as", "bob"],
     );
 }

@@ -339,7 +339,7 @@ fn call_state(
         (false, Some(CallVerdict::Edit { arguments })) => {
             format!("approved, edited to {arguments}")
         }
-        (false, None) => "decided".to_owned(),
+        (false, None) => "runs without a verdict (needed no approval)".to_owned(),
     }
 }
 
