@@ -84,6 +84,9 @@ pub struct AuditedCall {
     pub arguments: Value,
     /// The digest of those arguments.
     pub arguments_digest: String,
+    /// The digest of the edited arguments, when the verdict edited them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_digest: Option<String>,
     /// The digest of the tool's definition as the reviewer saw it; `None`
     /// when the turn was paused before reviews were kept, or the tool was not
     /// offered.

@@ -208,6 +208,12 @@ impl<S: PauseBinding> Suspended<S> {
                 verdict: verdicts.calls.get(&call.id).cloned(),
                 arguments: call.arguments.clone(),
                 arguments_digest: crate::digest::arguments_digest(&call.arguments),
+                edited_digest: match verdicts.calls.get(&call.id) {
+                    Some(CallVerdict::Edit { arguments }) => {
+                        Some(crate::digest::arguments_digest(arguments))
+                    }
+                    _ => None,
+                },
                 definition: self.review.tools.get(index).and_then(|t| {
                     t.as_ref()
                         .map(crate::digest::ReviewedTool::definition_digest)

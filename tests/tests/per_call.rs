@@ -229,6 +229,14 @@ async fn approve_deny_and_edit_by_call_id_whatever_the_order() {
         );
         assert_eq!(record.decided_by, "bob");
         assert!(c3.definition.is_some(), "the reviewed definition is bound");
+        assert_eq!(
+            c3.edited_digest.as_deref(),
+            Some(toolgate::suspend::arguments_digest(&json!({"path": "notes/final.md"})).as_str())
+        );
+        assert_ne!(
+            c3.edited_digest.as_deref(),
+            Some(c3.arguments_digest.as_str())
+        );
     }
 }
 
