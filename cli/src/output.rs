@@ -69,7 +69,7 @@ impl Out {
             .map_err(|e| crate::Failure::Error(e.to_string()))?;
         // The same JSON value, with every hidden character inside its strings
         // written as a `\u` escape: a script reads the value, a person the text.
-        println!("{}", toolgate::visible::visible_json_text(&text));
+        out_line!("{}", toolgate::visible::visible_json_text(&text));
         Ok(())
     }
 }
@@ -161,7 +161,7 @@ impl Grid {
     /// Prints the table. Its cells were escaped when they were added; the
     /// borders and the header are the program's own.
     pub(crate) fn print(&self) {
-        println!("{}", self.table);
+        out_line!("{}", self.table);
     }
 }
 
@@ -271,27 +271,57 @@ macro_rules! shown {
                 "say!: pass every value as an argument (`{{}}`), so it is escaped"
             );
         };
-        $print!($format $(, $crate::output::Shown(&$arg))*)
+        $crate::output::$print!($format $(, $crate::output::Shown(&$arg))*)
     }};
 }
 
-/// `println!`, with every argument escaped for a person to read.
+/// A line on standard output. A reader that went away (`| head`) ends the
+/// program quietly, as it ends a Unix tool: nothing more can be shown, and
+/// what was done is done.
+macro_rules! out_line {
+    () => { $crate::output::emit(format_args!("\n")) };
+    ($($arg:tt)+) => { $crate::output::emit(format_args!("{}\n", format_args!($($arg)+))) };
+}
+
+/// Standard output without a line break, as [`out_line!`].
+macro_rules! out_text {
+    ($($arg:tt)+) => { $crate::output::emit(format_args!($($arg)+)) };
+}
+
+/// Writes to standard output; a closed pipe ends the program with status 0,
+/// any other failure to write is dropped (there is nowhere to say it).
+pub(crate) fn emit(text: fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout.write_fmt(text).and_then(|()| stdout.flush())
+        && error.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}
+
+/// [`out_line!`], with every argument escaped for a person to read.
 macro_rules! say {
-    () => { println!() };
-    ($($rest:tt)+) => { $crate::output::shown!(println, $($rest)+) };
+    () => { $crate::output::out_line!() };
+    ($($rest:tt)+) => { $crate::output::shown!(out_line, $($rest)+) };
 }
 
 /// `eprintln!`, with every argument escaped for a person to read.
 macro_rules! say_err {
-    ($($rest:tt)+) => { $crate::output::shown!(eprintln, $($rest)+) };
+    ($($rest:tt)+) => { $crate::output::shown!(err_line, $($rest)+) };
 }
 
-/// `print!` (a prompt, no line break), with every argument escaped.
+/// A line on standard error.
+macro_rules! err_line {
+    ($($arg:tt)+) => { eprintln!($($arg)+) };
+}
+
+/// A prompt, no line break, with every argument escaped.
 macro_rules! ask {
-    ($($rest:tt)+) => { $crate::output::shown!(print, $($rest)+) };
+    ($($rest:tt)+) => { $crate::output::shown!(out_text, $($rest)+) };
 }
 
-pub(crate) use {ask, say, say_err, shown};
+pub(crate) use {ask, err_line, out_line, out_text, say, say_err, shown};
 
 /// The field formatter of the log: every field's value (the message
 /// included) is escaped with [`visible`], so a log line is one line and

@@ -788,3 +788,38 @@ fn approvals_from_two_people_and_an_expired_turn_asked_again() {
         &["runs", "approve", &run, "--digest", &fresh, "--as", "bob"],
     );
 }
+
+/// A reader that goes away (`toolgate tools | head -1`, `… | true`) ends the
+/// program quietly, like a Unix tool: no panic, no backtrace, status 0.
+#[test]
+fn a_closed_pipe_ends_the_program_quietly() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(dir, &["demo", "--yes", "--as", "alice"]);
+    for args in [
+        &["tools"][..],
+        &["--json", "runs", "list", "--all"],
+        &["runs", "show", "x"],
+    ] {
+        let mut child = Command::new(TOOLGATE)
+            .arg("--data-dir")
+            .arg(dir)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("toolgate starts");
+        // The reader is gone before the first line is written.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("toolgate ends");
+        let err = stderr(&output);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+        if args != ["runs", "show", "x"] {
+            assert_eq!(output.status.code(), Some(0), "{args:?}: {err}");
+        }
+    }
+}
