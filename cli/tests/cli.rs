@@ -823,3 +823,34 @@ fn a_closed_pipe_ends_the_program_quietly() {
         }
     }
 }
+
+/// Eight processes open a fresh data directory at once, so all of them find
+/// a database to migrate: they take turns on the migration lock, and every
+/// one succeeds.
+#[test]
+fn eight_processes_open_a_fresh_database_at_once() {
+    for round in 0..3 {
+        let dir = temp();
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                Command::new(TOOLGATE)
+                    .arg("--data-dir")
+                    .arg(dir.path())
+                    .args(["--json", "server", "list"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("toolgate starts")
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().expect("toolgate ends");
+            assert!(
+                output.status.success(),
+                "round {round}: {}",
+                stderr(&output)
+            );
+            assert_eq!(stdout(&output).trim(), "[]");
+        }
+    }
+}

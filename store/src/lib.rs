@@ -167,6 +167,8 @@ pub enum StoreError {
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: SqlitePool,
+    /// The database file, for reopening after a migration.
+    path: PathBuf,
     /// Write transactions of this process queue here rather than in SQLite's
     /// busy handler, which sleeps in steps of up to 100 ms. Other processes
     /// are still serialised by SQLite's own lock.
@@ -209,6 +211,11 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(30));
+        // Migrations are serialised across processes by an exclusive lock on
+        // a file beside the database, held from before the first connection
+        // until the schema is settled: several processes opening a database
+        // that needs migrating take turns instead of racing the same DDL.
+        let lock = migration_lock(path).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .connect_with(options)
@@ -219,12 +226,14 @@ impl Store {
             })?;
         let store = Self {
             pool,
+            path: path.to_owned(),
             writer: Arc::new(tokio::sync::Mutex::new(())),
             key: None,
             keyed: false,
             inbox: Arc::new(tokio::sync::Notify::new()),
         };
-        store.migrate(to).await?;
+        store.run_migrations(to).await?;
+        drop(lock);
         let mut store = store;
         store.keyed = store.applied_versions().await?.contains(&5)
             && sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM integrity")
@@ -284,8 +293,22 @@ impl Store {
         self.key.as_ref()
     }
 
-    /// Applies migrations up to `to`. A second run is a no-op.
-    pub async fn migrate(&self, to: MigrateTo) -> Result<(), StoreError> {
+    /// Migrates the database to `to` and hands back a fresh handle on it.
+    /// The handle is consumed: its pooled connections were opened on the old
+    /// schema and are closed, so nothing reads the new tables through them.
+    /// The key, if any, carries over. A second run is a no-op.
+    pub async fn migrate(self, to: MigrateTo) -> Result<Store, StoreError> {
+        let key = self.key.clone();
+        self.pool.close().await;
+        let store = Self::open_to(&self.path, to).await?;
+        Ok(match key {
+            Some(key) => store.with_integrity_key(key),
+            None => store,
+        })
+    }
+
+    /// Applies migrations up to `to`, under the migration lock.
+    async fn run_migrations(&self, to: MigrateTo) -> Result<(), StoreError> {
         let result = match to {
             MigrateTo::Latest => MIGRATOR.run(&self.pool).await,
             MigrateTo::Version(version) => MIGRATOR.run_to(version, &self.pool).await,
@@ -336,6 +359,29 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Takes the exclusive migration lock of the database at `path` (a file
+/// beside it, `<file>.migrate-lock`), waiting for any other process that
+/// holds it; released when the returned file is dropped.
+async fn migration_lock(path: &Path) -> Result<std::fs::File, StoreError> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".migrate-lock");
+    let lock_path = PathBuf::from(name);
+    let open_error = |error: std::io::Error| StoreError::Open {
+        path: lock_path.clone(),
+        source: sqlx::Error::Io(error),
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(open_error)?;
+    tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+        .await
+        .map_err(|error| open_error(std::io::Error::other(error)))?
+        .map_err(open_error)
 }
 
 /// Milliseconds since the Unix epoch.

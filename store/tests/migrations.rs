@@ -102,7 +102,9 @@ async fn migrating_twice_is_a_no_op() {
     let first = store.applied_versions().await.ok();
     let again = store.migrate(MigrateTo::Latest).await;
     assert!(again.is_ok(), "{again:?}");
-    store.close().await;
+    if let Ok(store) = again {
+        store.close().await;
+    }
     let reopened = open_to(&path, MigrateTo::Latest).await;
     assert_eq!(reopened.applied_versions().await.ok(), first);
 }
@@ -161,4 +163,59 @@ async fn the_database_file_is_created_on_first_use() {
     let store = open_to(&path, MigrateTo::Latest).await;
     assert!(path.exists());
     assert_eq!(store.servers().await.map(|s| s.len()).ok(), Some(0));
+}
+
+/// Migrating an open store hands back a fresh handle: the old handle's
+/// pooled connections, opened on the old schema, are gone, so the new
+/// columns read correctly at once (they once read "no such server", and a
+/// pooled connection panicked on a column it did not know).
+#[tokio::test]
+async fn migrating_an_open_store_reads_the_new_schema_at_once() {
+    let dir = temp();
+    let path = dir.path().join("toolgate.db");
+    let store = open_to(&path, MigrateTo::Version(1)).await;
+    let inserted = sqlx::query(
+        "INSERT INTO mcp_server (id, name, transport, command, data_class, enabled, import_status, imported_at, created_at, updated_at)
+         VALUES ('srv', 'Server', 'stdio', '[\"srv\"]', 'source_code', 1, 'ok', 1700000000000, 1700000000000, 1700000000000)",
+    )
+    .execute(store.pool())
+    .await;
+    assert!(inserted.is_ok(), "{inserted:?}");
+    // Warm every pooled connection on the old schema.
+    for _ in 0..8 {
+        assert!(store.server("srv").await.is_ok());
+    }
+    let store = match store.migrate(MigrateTo::Latest).await {
+        Ok(store) => store,
+        Err(error) => panic!("{error}"),
+    };
+    for _ in 0..16 {
+        let server = store.server("srv").await;
+        assert_eq!(
+            server.map(|s| s.approval).ok(),
+            Some(OperatorDeclaration::ApprovalRequired)
+        );
+    }
+    assert_eq!(
+        store.applied_versions().await.ok(),
+        Some((1..=latest_version()).collect())
+    );
+}
+
+/// Eight processes' worth of handles open one fresh database at once: the
+/// migration lock makes them take turns, and every one opens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_opens_take_turns() {
+    let dir = temp();
+    let path = dir.path().join("toolgate.db");
+    let opens: Vec<_> = (0..8)
+        .map(|_| {
+            let path = path.clone();
+            tokio::spawn(async move { Store::open(&path).await.map(|s| s.requires_key()) })
+        })
+        .collect();
+    for open in opens {
+        let opened = open.await.map_err(|e| e.to_string());
+        assert!(matches!(opened, Ok(Ok(false))), "{opened:?}");
+    }
 }
