@@ -1,6 +1,7 @@
 //! How a command fails, and the exit code each failure maps to. Errors of the
 //! store and the importer convert here, once, so commands use `?`: not found
-//! → 4; refused, stale or already decided → 3; anything else → 1.
+//! → 4; refused, stale or already decided → 3; an unusable name → 2 (usage);
+//! anything else → 1.
 
 use toolgate::suspend::Refusal;
 use toolgate_mcp::ImportError;
@@ -36,10 +37,12 @@ impl From<StoreError> for Failure {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::NoSuchServer(_) => Failure::NotFound(error.to_string()),
-            StoreError::ServerExists(_)
-            | StoreError::InvalidServerId { .. }
-            | StoreError::InvalidHostName { .. }
-            | StoreError::NotUnknown(_) => Failure::Refused(error.to_string()),
+            StoreError::InvalidServerId { .. } | StoreError::InvalidHostName { .. } => {
+                Failure::Usage(error.to_string())
+            }
+            StoreError::ServerExists(_) | StoreError::NotUnknown(_) => {
+                Failure::Refused(error.to_string())
+            }
             other => Failure::Error(other.to_string()),
         }
     }
@@ -103,7 +106,7 @@ mod tests {
                     problem: "bad",
                 }
                 .into(),
-                3,
+                2,
             ),
             (LoadError::NotFound("r".into()).into(), 4),
             (

@@ -1,6 +1,7 @@
 //! `toolgate`: the operator's command line.
 //!
-//! Exit codes: 0 done; 1 failed (a store, server or run error); 2 bad usage;
+//! Exit codes: 0 done; 1 failed (a store, server or run error); 2 bad usage
+//! (an unusable flag, server id, host name or URL);
 //! 3 refused (a stale digest, a run already decided, a self-approval where
 //! four eyes are required, input that does not fit its schema); 4 not found.
 //!
@@ -44,7 +45,7 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 done, 1 failed, 2 bad usage, 3 refused (stale digest, already decided, self-approval under four eyes, invalid input), 4 not found.";
+const EXIT_CODES: &str = "Exit codes: 0 done, 1 failed, 2 bad usage (an unusable flag, name or URL), 3 refused (stale digest, already decided, self-approval under four eyes, invalid input), 4 not found.";
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
@@ -56,7 +57,7 @@ pub(crate) enum Command {
         /// The server's identifier.
         server: String,
         /// Seconds allowed for each step (start, each page).
-        #[arg(long, default_value_t = 15)]
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
         timeout: u64,
     },
     /// Every tool the host sees, with its gate and why.
@@ -87,8 +88,8 @@ pub(crate) enum ServerCommand {
         /// A name for people.
         #[arg(long)]
         name: String,
-        /// The streamable HTTP endpoint.
-        #[arg(long, conflicts_with = "command")]
+        /// The streamable HTTP endpoint: an `http://` or `https://` URL.
+        #[arg(long, conflicts_with = "command", value_parser = parse_url)]
         url: Option<String>,
         /// What the server's tools return; without it the server is inert.
         #[arg(long, value_parser = parse_class)]
@@ -143,6 +144,22 @@ pub(crate) enum OnOff {
     On,
     /// No approval.
     Off,
+}
+
+/// An MCP server's streamable HTTP endpoint: refused at the door unless it
+/// is an `http` or `https` URL with a host.
+fn parse_url(text: &str) -> Result<String, String> {
+    let url = url::Url::parse(text).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{}` is not an HTTP endpoint: MCP's streamable HTTP transport takes http:// or https://",
+            url.scheme()
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("the URL names no host".into());
+    }
+    Ok(text.to_owned())
 }
 
 fn parse_class(text: &str) -> Result<toolgate_store::DataClass, String> {
@@ -214,7 +231,7 @@ pub(crate) enum RunsCommand {
     Input {
         #[command(flatten)]
         decide: DecideArgs,
-        /// The input, as JSON.
+        /// The input: JSON, `@FILE`, or `-` for standard input.
         #[arg(long)]
         data: String,
     },

@@ -854,3 +854,152 @@ fn eight_processes_open_a_fresh_database_at_once() {
         }
     }
 }
+
+/// Bad input is refused at the door as bad usage (exit 2), naming the
+/// problem: a URL that is not an HTTP endpoint, a zero timeout, an unusable
+/// server id, a server without a transport. Every server verb answers in
+/// JSON when asked, and `server show` names the stored flag in words.
+#[test]
+fn the_server_verbs_check_at_the_door_and_speak_json() {
+    let dir = temp();
+    let dir = dir.path();
+    for (args, says) in [
+        (
+            &["server", "add", "x", "--name", "X", "--url", "notaurl"][..],
+            "not a URL",
+        ),
+        (
+            &[
+                "server",
+                "add",
+                "x",
+                "--name",
+                "X",
+                "--url",
+                "ftp://host/mcp",
+            ],
+            "not an HTTP endpoint",
+        ),
+        (
+            &["server", "add", "x", "--name", "X", "--url", "http://"],
+            "empty host",
+        ),
+        (
+            &[
+                "server",
+                "add",
+                "Bad Id",
+                "--name",
+                "X",
+                "--url",
+                "http://h/mcp",
+            ],
+            "unusable server identifier",
+        ),
+        (
+            &["server", "add", "x", "--name", "X"],
+            "give the server's --url",
+        ),
+        (&["import", "x", "--timeout", "0"], "0 is not in 1.."),
+    ] {
+        let refused = toolgate(dir, args);
+        assert_eq!(
+            refused.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&refused)
+        );
+        assert!(
+            stderr(&refused).contains(says),
+            "{args:?}: {}",
+            stderr(&refused)
+        );
+    }
+    ok(
+        dir,
+        &[
+            "server",
+            "add",
+            "docs",
+            "--name",
+            "Docs",
+            "--url",
+            "https://docs.example/mcp",
+        ],
+    );
+    let shown = ok(dir, &["server", "show", "docs"]);
+    assert!(shown.contains("required (stored: integer 1)"), "{shown}");
+    assert_eq!(
+        json(dir, &["server", "set-data-class", "docs", "public_content"])["data_class"],
+        "public_content"
+    );
+    assert_eq!(json(dir, &["server", "disable", "docs"])["enabled"], false);
+    assert_eq!(json(dir, &["server", "enable", "docs"])["enabled"], true);
+    assert_eq!(json(dir, &["server", "remove", "docs"])["removed"], true);
+}
+
+/// Input can come from a file or standard input, so it is not bound by the
+/// size of a command line.
+#[test]
+fn input_is_read_from_a_file_or_standard_input() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(dir, &["demo", "--detach", "--as", "alice"]);
+    // Through the two approvals to the input pause.
+    for _ in 0..2 {
+        let (run, digest) = waiting_run(dir);
+        ok(
+            dir,
+            &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+        );
+        ok(dir, &["host", "--once"]);
+    }
+    let (run, digest) = waiting_run(dir);
+    let notes = "x".repeat(2 * 1024 * 1024);
+    let file = dir.join("input.json");
+    std::fs::write(&file, serde_json::json!({"notes": notes}).to_string()).expect("written");
+    let at_file = format!("@{}", file.display());
+    ok(
+        dir,
+        &[
+            "runs", "input", &run, "--digest", &digest, "--as", "alice", "--data", &at_file,
+        ],
+    );
+    let done = ok(dir, &["host", "--once"]);
+    assert!(done.contains("finished"), "{done}");
+
+    let dir2 = temp();
+    let dir2 = dir2.path();
+    ok(dir2, &["demo", "--detach", "--as", "alice"]);
+    for _ in 0..2 {
+        let (run, digest) = waiting_run(dir2);
+        ok(
+            dir2,
+            &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+        );
+        ok(dir2, &["host", "--once"]);
+    }
+    let (run, digest) = waiting_run(dir2);
+    let mut child = Command::new(TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir2)
+        .args([
+            "runs", "input", &run, "--digest", &digest, "--as", "alice", "--data", "-",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("toolgate starts");
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().expect("piped");
+        stdin
+            .write_all(br#"{"notes": "From standard input."}"#)
+            .expect("written");
+    }
+    let output = child.wait_with_output().expect("toolgate ends");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let done = ok(dir2, &["host", "--once"]);
+    assert!(done.contains("with notes: From standard input."), "{done}");
+}

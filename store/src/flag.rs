@@ -28,6 +28,22 @@ pub enum StoredFlag {
     Blob(Vec<u8>),
 }
 
+/// The stored value as an operator reads it: `integer 1`, `NULL`, `text
+/// "yes"`, `missing column`…
+impl std::fmt::Display for StoredFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoredFlag::Missing => f.write_str("missing column"),
+            StoredFlag::Unreadable(why) => write!(f, "unreadable: {why}"),
+            StoredFlag::Null => f.write_str("NULL"),
+            StoredFlag::Integer(value) => write!(f, "integer {value}"),
+            StoredFlag::Real(value) => write!(f, "real {value}"),
+            StoredFlag::Text(text) => write!(f, "text {text:?}"),
+            StoredFlag::Blob(bytes) => write!(f, "blob of {} bytes", bytes.len()),
+        }
+    }
+}
+
 /// The decision the gate acts on, from the stored flag. Total and pure: only
 /// [`StoredFlag::Integer`] of 0 yields [`OperatorDeclaration::NoApproval`].
 pub fn approval_from_stored(flag: &StoredFlag) -> OperatorDeclaration {

@@ -58,8 +58,7 @@ pub(super) async fn runs(
             Ok(())
         }
         RunsCommand::Input { decide, data } => {
-            let data: Value = serde_json::from_str(&data)
-                .map_err(|e| Failure::Refused(format!("the input is not JSON: {e}")))?;
+            let data: Value = decide::json_argument(&data)?;
             decide::command(store, out, decide, Answer::Input(data)).await
         }
         RunsCommand::Rerun { run, operator } => {

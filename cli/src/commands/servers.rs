@@ -42,7 +42,7 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
                 (Some(url), _) => Transport::Http { url },
                 (None, false) => Transport::Stdio { command },
                 (None, true) => {
-                    return Err(Failure::Refused(
+                    return Err(Failure::Usage(
                         "give the server's --url, or its program and arguments after `--`".into(),
                     ));
                 }
@@ -88,6 +88,9 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
         }
         ServerCommand::SetDataClass { id, class } => {
             let s = store.set_data_class(&id, class).await?;
+            if out.json {
+                return out.json(&server_json(&s));
+            }
             say!(
                 "server `{}`: data class {}{}",
                 id,
@@ -100,16 +103,25 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
         }
         ServerCommand::Enable { id } => {
             store.set_enabled(&id, true).await?;
+            if out.json {
+                return out.json(&json!({"server": id, "enabled": true}));
+            }
             say!("server `{}`: enabled", id);
             Ok(())
         }
         ServerCommand::Disable { id } => {
             store.set_enabled(&id, false).await?;
+            if out.json {
+                return out.json(&json!({"server": id, "enabled": false}));
+            }
             say!("server `{}`: disabled; it supplies no tools", id);
             Ok(())
         }
         ServerCommand::Remove { id } => {
             store.remove_server(&id).await?;
+            if out.json {
+                return out.json(&json!({"server": id, "removed": true}));
+            }
             say!("server `{}`: removed, with its catalogue", id);
             Ok(())
         }
@@ -204,7 +216,7 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
     table.row([
         Col::from("approval"),
         Col::from(format!(
-            "{} (stored: {:?})",
+            "{} (stored: {})",
             approval_word(s.approval),
             s.stored_flag
         )),
