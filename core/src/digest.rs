@@ -203,15 +203,21 @@ pub fn reviewed_turn_digest(
     TurnDigest(sha256_of(&encoded))
 }
 
-/// The digest of a tool's definition — its name, description and parameter
-/// schema — the one rule for the definition a reviewer was shown and the one
-/// a host runs.
-pub fn tool_definition_digest(name: &str, description: &str, parameters: &Value) -> String {
+/// The digest of a tool's definition — its name, description, parameter
+/// schema and declared effect — the one rule for the definition a reviewer
+/// was shown and the one a host runs.
+pub fn tool_definition_digest(
+    name: &str,
+    description: &str,
+    parameters: &Value,
+    effect: crate::effect::Effect,
+) -> String {
     let encoded = Value::Array(vec![
         Value::String("toolgate.tool.v1".to_owned()),
         Value::String(name.to_owned()),
         Value::String(description.to_owned()),
         parameters.clone(),
+        Value::String(effect.as_str().to_owned()),
     ]);
     sha256_of(&encoded)
 }
@@ -220,6 +226,49 @@ pub fn tool_definition_digest(name: &str, description: &str, parameters: &Value)
 /// bind them.
 pub fn arguments_digest(arguments: &Value) -> String {
     sha256_of(arguments)
+}
+
+/// The key a denied call is remembered by: its tool's declared parameters
+/// only (an argument the tool ignores does not make another call), with
+/// numbers in one spelling (`1`, `1.0` and `1e0` are one number), as a
+/// digest. `parameters` is the tool's schema, when it is known.
+pub fn denial_key(arguments: &Value, parameters: Option<&Value>) -> String {
+    let declared = parameters
+        .and_then(|p| p.get("properties"))
+        .and_then(Value::as_object);
+    let projected = match (arguments, declared) {
+        (Value::Object(map), Some(declared)) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| declared.contains_key(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        _ => arguments.clone(),
+    };
+    sha256_of(&one_spelling(projected))
+}
+
+/// Numbers with an integral value written as integers, all the way down.
+fn one_spelling(value: Value) -> Value {
+    match value {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15 => {
+                // In range and integral: the cast is exact.
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    reason = "checked integral and in range"
+                )]
+                let i = f as i64;
+                Value::from(i)
+            }
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(one_spelling).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, one_spelling(v))).collect())
+        }
+        other => other,
+    }
 }
 
 /// What the reviewer of a paused turn was shown of each call's tool, kept
@@ -245,6 +294,9 @@ pub struct ReviewedTool {
     pub description: String,
     /// Its parameter schema: an edited call is validated against it.
     pub parameters: Value,
+    /// Its declared effect (every remote tool counts as
+    /// `non_idempotent_write`).
+    pub effect: crate::effect::Effect,
     /// Whether the call needed approval when the turn paused.
     pub needs_approval: bool,
 }
@@ -252,7 +304,7 @@ pub struct ReviewedTool {
 impl ReviewedTool {
     /// The digest of the definition shown ([`tool_definition_digest`]).
     pub fn definition_digest(&self) -> String {
-        tool_definition_digest(&self.name, &self.description, &self.parameters)
+        tool_definition_digest(&self.name, &self.description, &self.parameters, self.effect)
     }
 }
 

@@ -3,11 +3,15 @@
 //! A name is taken in Unicode NFKC, trimmed, and must be non-empty and
 //! printable: a name a reviewer cannot read is refused rather than compared.
 //! Two names are the same person when their *keys* are equal. The key is the
-//! name lower-cased, reduced to its confusable skeleton (Unicode TS #39: a
-//! Cyrillic `а` and a Latin `a`, a dotless `ı` and an `i`, `1` and `l` share
-//! one), stripped of combining marks and lower-cased again. So `alice`,
-//! ` Alice `, `ａｌｉｃｅ` (full-width), `ALICE`, `аlice` (Cyrillic) and `alice̲`
-//! are one person for four eyes, and an empty name is nobody at all. The key
+//! name reduced to its confusable skeleton (Unicode TS #39: a Cyrillic `а`
+//! and a Latin `a`, a dotless `ı` and an `i`, `1`, `I` and `l` share one),
+//! stripped of combining marks and lower-cased — the skeleton taken before
+//! and after lower-casing until nothing changes, so a capital look-alike
+//! (`aIice`, `Ƅob`) folds as well as a small one — and with `i` and `l` as one
+//! letter. (Look-alikes TS #39 does not map, such as some Cherokee letters
+//! or small capitals, are not folded.) So `alice`, ` Alice `, `ａｌｉｃｅ`
+//! (full-width), `ALICE`, `аlice` (Cyrillic), `aIice` (capital I) and
+//! `alice̲` are one person for four eyes, and an empty name is nobody at all. The key
 //! errs towards "the same person": a false match refuses an approval, a false
 //! mismatch would let the requester approve their own run.
 //!
@@ -153,8 +157,27 @@ impl fmt::Display for Operator {
 }
 
 fn confusable_key(name: &str) -> String {
-    let lowered = name.to_lowercase();
-    let skeleton: String = unicode_security::skeleton(&lowered).collect();
+    // TS #39 folds some capitals into other letters (`I` into `l`, `Ƅ` into
+    // `b`) and some small letters into others, so the skeleton is taken
+    // both before and after lower-casing, until nothing changes (a few
+    // rounds at most). Last, `i` and `l` are one letter: `ALICE` lower-cases
+    // to `alice` while `aIice` folds to `alice` through `l`, and a reviewer
+    // reads all three as one name.
+    let mut key = name.to_owned();
+    for _ in 0..6 {
+        let next = fold_once(&fold_once(&key).to_lowercase());
+        if next == key {
+            break;
+        }
+        key = next;
+    }
+    key.replace('i', "l")
+}
+
+/// One round of the key: skeleton, then the marks and blanks dropped, then
+/// lower case.
+fn fold_once(name: &str) -> String {
+    let skeleton: String = unicode_security::skeleton(name).collect();
     skeleton
         .nfd()
         // Marks, white space and the blank Braille pattern change how a name
@@ -248,6 +271,27 @@ mod tests {
             Err(IdentityError::TooLong { .. })
         ));
         assert!(!same_person("alice", "bob"));
+    }
+
+    /// Capital look-alikes fold too: TS #39 folds `I` into `l` and `Ƅ` into
+    /// `b`, which lower-casing first would have hidden.
+    #[test]
+    fn capital_look_alikes_are_the_same_person() {
+        for (name, look_alike) in [
+            ("alice", "aIice"),
+            ("bob", "\u{184}ob"),
+            ("bill", "biII"),
+            ("paul", "pauI"),
+            ("olga", "OIga"),
+            ("lily", "IiIy"),
+            ("will", "wiII"),
+            ("alice", "ALICE"),
+            ("bob", "b0b"),
+        ] {
+            assert!(same_person(name, look_alike), "{name} ~ {look_alike:?}");
+        }
+        assert!(!same_person("alice", "bob"));
+        assert!(!same_person("carol", "dave"));
     }
 
     #[test]

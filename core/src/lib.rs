@@ -115,7 +115,7 @@ mod sealed;
 pub mod suspend {
     pub use crate::audit::CallVerdict;
     pub use crate::digest::{
-        Review, ReviewedTool, TurnDigest, arguments_digest, reviewed_turn_digest,
+        Review, ReviewedTool, TurnDigest, arguments_digest, denial_key, reviewed_turn_digest,
         tool_definition_digest, turn_digest,
     };
     pub use crate::input::{InputError, input_schema_problem};

@@ -427,8 +427,8 @@ pub enum Refusal {
         tool: String,
     },
     /// A call that needed no approval when the turn paused needs it now (an
-    /// operator tightened the policy), and the decision has no verdict for
-    /// it: the decision is void, and the turn must be reviewed again.
+    /// operator tightened the policy): the decision is void, whatever it said
+    /// of the call, and the turn must be reviewed again as it is now.
     #[error(
         "call `{call}` ({tool}) needed no approval when the turn paused and needs it now; review the turn again"
     )]

@@ -8,7 +8,7 @@ use std::fmt;
 use crate::audit::CallVerdict;
 use crate::audit::{DecisionKind, DecisionRecord};
 use crate::digest::TurnDigest;
-use crate::digest::{arguments_digest, tool_definition_digest};
+use crate::digest::{denial_key, tool_definition_digest};
 use crate::erased::BoxFuture;
 use crate::input;
 use crate::journal::{Action, Step, TurnPlan};
@@ -137,9 +137,9 @@ impl<S> Suspended<S> {
     /// [`Suspended::check_calls`] refuses (digest, coverage, edits, four
     /// eyes, expiry), when the record cannot be written and the turn would
     /// run a write, or when the receipt no longer holds: a tool to run is not
-    /// the one the reviewer saw ([`Refusal::ToolChanged`]), or a call without
-    /// a verdict needs approval now ([`Refusal::PolicyTightened`]) — then the
-    /// turn must be paused and reviewed afresh
+    /// the one the reviewer saw ([`Refusal::ToolChanged`]), or a call shown as
+    /// needing no approval needs it now ([`Refusal::PolicyTightened`]) — then
+    /// the turn must be paused and reviewed afresh
     /// ([`Suspended::reviewed_again`]).
     ///
     /// Otherwise an approved call runs with the model's arguments, an edited
@@ -203,9 +203,10 @@ impl<S> Suspended<S> {
             .map(|call| {
                 let action = match decision.calls.get(&call.id) {
                     Some(CallVerdict::Deny { reason }) => {
+                        let parameters = offered.get(&call.name).map(|t| t.parameters().as_value());
                         state.denied.push(DeniedCall {
                             tool: call.name.clone(),
-                            arguments: arguments_digest(&call.arguments),
+                            arguments: denial_key(&call.arguments, parameters),
                             by: by.clone(),
                             reason: reason.clone(),
                             repeats: 0,
@@ -227,7 +228,8 @@ impl<S> Suspended<S> {
     }
 
     /// The receipt: every call that would run runs as reviewed — its tool's
-    /// definition is the one the reviewer saw, and a call that got no verdict
+    /// definition (name, description, schema, effect) is the one the reviewer
+    /// saw, it was offered then, and a call shown as needing no approval
     /// still needs none. Turns paused before reviews were kept carry no
     /// receipt.
     fn check_receipt(&self, offered: &Offered, decision: &CallDecisions) -> Result<(), Refusal> {
@@ -247,22 +249,24 @@ impl<S> Suspended<S> {
                 call: call.id.clone(),
                 tool: call.name.clone(),
             };
-            match reviewed {
-                Some(reviewed) => {
-                    let definition = tool_definition_digest(
-                        now.tool.name(),
-                        now.tool.description(),
-                        now.tool.parameters().as_value(),
-                    );
-                    if definition != reviewed.definition_digest() {
-                        return Err(changed());
-                    }
-                }
+            let Some(reviewed) = reviewed else {
                 // Offered now, not when the reviewer looked.
-                None if verdict.is_some() => return Err(changed()),
-                None => {}
+                return Err(changed());
+            };
+            let definition = tool_definition_digest(
+                now.tool.name(),
+                now.tool.description(),
+                now.tool.parameters().as_value(),
+                now.tool.effect(),
+            );
+            if definition != reviewed.definition_digest() {
+                return Err(changed());
             }
-            if verdict.is_none() && now.requires_approval {
+            // The reviewer was shown this call as running without approval;
+            // it needs approval now. Whatever the verdict — a whole-turn
+            // approval gives one to every call — the turn is reviewed again
+            // as it is now.
+            if !reviewed.needs_approval && now.requires_approval {
                 return Err(Refusal::PolicyTightened {
                     call: call.id.clone(),
                     tool: call.name.clone(),

@@ -272,6 +272,7 @@ pub(crate) fn review_of(offered: &Offered, calls: &[ToolCall]) -> Review {
                     name: gated.tool.name().to_owned(),
                     description: gated.tool.description().to_owned(),
                     parameters: gated.tool.parameters().as_value().clone(),
+                    effect: gated.tool.effect(),
                     needs_approval: gated.requires_approval,
                 })
             })
@@ -283,12 +284,14 @@ pub(crate) fn review_of(offered: &Offered, calls: &[ToolCall]) -> Review {
 /// denial — never putting them to a human again — and hands back the rest.
 /// A call asked for more often than the run allows ends the run.
 fn answer_denied(
+    offered: &Offered,
     mut state: RunState,
     calls: Vec<ToolCall>,
 ) -> Result<(RunState, Vec<ToolCall>), RunError> {
     let mut rest = Vec::with_capacity(calls.len());
     for call in calls {
-        let digest = crate::digest::arguments_digest(&call.arguments);
+        let parameters = offered.get(&call.name).map(|t| t.parameters().as_value());
+        let digest = crate::digest::denial_key(&call.arguments, parameters);
         let limit = state.options.denied_repeats;
         let Some(denied) = state
             .denied
@@ -592,7 +595,7 @@ impl<'a> Agent<'a> {
         let (state, calls) = if state.denied.is_empty() {
             (state, calls)
         } else {
-            answer_denied(state, calls)?
+            answer_denied(offered, state, calls)?
         };
         match scan_turn(offered, &calls) {
             TurnScan::Approval => {
