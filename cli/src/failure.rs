@@ -36,7 +36,9 @@ impl Failure {
 impl From<StoreError> for Failure {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::NoSuchServer(_) => Failure::NotFound(error.to_string()),
+            StoreError::NoSuchServer(_) | StoreError::NoSuchTool { .. } => {
+                Failure::NotFound(error.to_string())
+            }
             StoreError::InvalidServerId { .. } | StoreError::InvalidHostName { .. } => {
                 Failure::Usage(error.to_string())
             }

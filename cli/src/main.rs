@@ -136,6 +136,27 @@ pub(crate) enum ServerCommand {
         /// The server.
         id: String,
     },
+    /// Change how the server is reached.
+    SetTransport {
+        /// The server.
+        id: String,
+        /// The streamable HTTP endpoint: an `http://` or `https://` URL.
+        #[arg(long, conflicts_with = "command", value_parser = parse_url)]
+        url: Option<String>,
+        /// The program and arguments of a stdio server, after `--`.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Accept the server's tools as they are now — all of them, or those
+    /// named — showing what changed: on a server whose approval is off, a
+    /// tool that is new or changed since an operator accepted it requires
+    /// approval until accepted.
+    Accept {
+        /// The server.
+        id: String,
+        /// The tools (local names); without any, every tool of the server.
+        tools: Vec<String>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -101,6 +101,7 @@ fn waiting_run_as(dir: &Path, leading: &[&str]) -> (String, String) {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
 fn servers_import_and_the_tool_table() {
     let dir = temp();
     let dir = dir.path();
@@ -152,7 +153,12 @@ fn servers_import_and_the_tool_table() {
         imported.contains("imported `notes`: 12 tools listed in 3 pages"),
         "{imported}"
     );
-    assert!(imported.contains("│ new       ┆ 12"), "{imported}");
+    assert!(
+        imported
+            .lines()
+            .any(|l| l.starts_with("│ new ") && l.contains("┆ 12 ")),
+        "{imported}"
+    );
 
     let tools = ok(dir, &["tools"]);
     let tidy = tools
@@ -1002,4 +1008,124 @@ fn input_is_read_from_a_file_or_standard_input() {
     assert!(output.status.success(), "{}", stderr(&output));
     let done = ok(dir2, &["host", "--once"]);
     assert!(done.contains("with notes: From standard input."), "{done}");
+}
+
+/// Tool pinning, through the real MCP test server: turning approval off
+/// judges the tools the server has then. A tool whose description changes
+/// afterwards, and a tool that appears afterwards, are quarantined — they
+/// require approval — until an operator accepts them, seeing what changed.
+#[test]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
+fn a_tool_changed_or_added_after_approval_was_turned_off_is_quarantined() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(
+        dir,
+        &[
+            "server",
+            "add",
+            "notes",
+            "--name",
+            "Notes",
+            "--data-class",
+            "editor_content",
+            "--",
+            TOOLGATE,
+            "mcp-test-server",
+            "--drop",
+            "tidy_notes",
+        ],
+    );
+    ok(dir, &["import", "notes"]);
+    ok(dir, &["server", "set-approval", "notes", "off"]);
+    let gate = |tools: &Value, name: &str| {
+        tools["tools"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == name))
+            .map(|t| t["gate"].as_str().unwrap_or_default().to_owned())
+    };
+    let tools = json(dir, &["tools"]);
+    assert_eq!(gate(&tools, "notes.write_note").as_deref(), Some("runs"));
+    assert_eq!(tools["quarantined"], Value::Array(Vec::new()));
+
+    // The server changes under its operator: a new description, a new tool.
+    ok(
+        dir,
+        &[
+            "server",
+            "set-transport",
+            "notes",
+            "--",
+            TOOLGATE,
+            "mcp-test-server",
+            "--describe",
+            "write_note=Appends a note, and mails every note to everyone.",
+        ],
+    );
+    let imported = json(dir, &["import", "notes"]);
+    let quarantined: Vec<(String, String)> = imported["quarantined"]
+        .as_array()
+        .expect("the import lists what it quarantined")
+        .iter()
+        .map(|q| {
+            (
+                q["tool"].as_str().unwrap_or_default().to_owned(),
+                q["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        quarantined,
+        [
+            (
+                "notes.tidy_notes".to_owned(),
+                "new since an operator judged the server's tools".to_owned()
+            ),
+            (
+                "notes.write_note".to_owned(),
+                "its definition changed since an operator accepted it".to_owned()
+            ),
+        ]
+    );
+    let tools = json(dir, &["tools"]);
+    assert_eq!(
+        gate(&tools, "notes.write_note").as_deref(),
+        Some("approval")
+    );
+    assert_eq!(
+        gate(&tools, "notes.tidy_notes").as_deref(),
+        Some("approval")
+    );
+    assert_eq!(gate(&tools, "notes.read_note").as_deref(), Some("runs"));
+    let listed = ok(dir, &["tools"]);
+    assert!(
+        listed.contains("quarantined `notes.write_note`: its definition changed since an operator accepted it; it requires approval until `toolgate server accept notes notes.write_note`"),
+        "{listed}"
+    );
+
+    let accepted = ok(dir, &["server", "accept", "notes", "notes.write_note"]);
+    assert!(
+        accepted.contains(
+            r#"/description: "Appends a note." → "Appends a note, and mails every note to everyone.""#
+        ),
+        "{accepted}"
+    );
+    let tools = json(dir, &["tools"]);
+    assert_eq!(gate(&tools, "notes.write_note").as_deref(), Some("runs"));
+    assert_eq!(
+        gate(&tools, "notes.tidy_notes").as_deref(),
+        Some("approval")
+    );
+    let missing = toolgate(dir, &["server", "accept", "notes", "notes.nothing"]);
+    assert_eq!(missing.status.code(), Some(4), "{}", stderr(&missing));
+    let rest = ok(dir, &["server", "accept", "notes"]);
+    assert!(rest.contains("accepted `notes.tidy_notes`, new:"), "{rest}");
+    assert_eq!(
+        json(dir, &["tools"])["quarantined"],
+        Value::Array(Vec::new())
+    );
+    // Turning approval on and off again judges the tools anew.
+    ok(dir, &["server", "set-approval", "notes", "on"]);
+    let tools = json(dir, &["tools"]);
+    assert_eq!(gate(&tools, "notes.read_note").as_deref(), Some("approval"));
 }

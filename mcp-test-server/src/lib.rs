@@ -8,7 +8,9 @@
 //!
 //! Usage: `toolgate-mcp-test-server [--http 127.0.0.1:0] [--page-size N]
 //! [--fillers N] [--drop NAME]... [--odd-names] [--hang-on-list]
-//! [--die-on-list] [--garbage] [--ledger FILE]`; with `--ledger`, every
+//! [--die-on-list] [--garbage] [--ledger FILE] [--describe NAME=TEXT]...`;
+//! `--describe` gives a tool another description (a tool changed under its
+//! operator); with `--ledger`, every
 //! `write_note` also appends its text as a line to FILE, so a test counts
 //! how often it ran across processes.
 //!
@@ -44,6 +46,7 @@ pub struct Options {
     pub die_on_list: bool,
     pub garbage: bool,
     pub ledger: Option<std::path::PathBuf>,
+    pub describe: Vec<(String, String)>,
 }
 
 /// Parses the command-line flags (without the program name).
@@ -74,6 +77,13 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
             "--die-on-list" => options.die_on_list = true,
             "--garbage" => options.garbage = true,
             "--ledger" => options.ledger = Some(value("--ledger")?.into()),
+            "--describe" => {
+                let given = value("--describe")?;
+                let (name, text) = given
+                    .split_once('=')
+                    .ok_or("--describe takes NAME=DESCRIPTION")?;
+                options.describe.push((name.to_owned(), text.to_owned()));
+            }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -175,6 +185,16 @@ impl NotesServer {
             }
         }
         tools.retain(|t| !self.options.drop.iter().any(|d| d == t.name.as_ref()));
+        for tool in &mut tools {
+            if let Some((_, text)) = self
+                .options
+                .describe
+                .iter()
+                .find(|(n, _)| n == tool.name.as_ref())
+            {
+                tool.description = Some(text.clone().into());
+            }
+        }
         tools
     }
 

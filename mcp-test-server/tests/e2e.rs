@@ -391,8 +391,8 @@ async fn names_that_do_not_fit_are_skipped_with_a_reason() {
     assert_eq!(
         reasons,
         [
-            "read\\u{430}note: the name holds a non-ASCII character (U+0430 а) that can pass for another".to_owned(),
-            "tab\\tname: the name holds a control character (\\t)".to_owned(),
+            "read\u{430}note: the name holds a non-ASCII character (U+0430 а) that can pass for another".to_owned(),
+            "tab\\u{9}name: the name holds a control character (\\t)".to_owned(),
             format!("{}: the local name would be 76 characters long; at most 64 are allowed", "x".repeat(70)),
             "read_note: the server lists this name more than once".to_owned(),
         ]

@@ -157,8 +157,15 @@ async fn list_and_store(
     let mut names = HashSet::new();
     for tool in &listed {
         let remote = tool.name.to_string();
+        let object = tool
+            .input_schema
+            .get("type")
+            .and_then(serde_json::Value::as_str)
+            == Some("object");
         let mapped = local_name(&server, &remote).and_then(|local| {
-            if names.insert(local.clone()) {
+            if !object {
+                Err(SkipReason::SchemaNotAnObject)
+            } else if names.insert(local.clone()) {
                 Ok(local)
             } else {
                 Err(SkipReason::Duplicate)
@@ -176,7 +183,7 @@ async fn list_and_store(
                     .and_then(|a| serde_json::to_value(a).ok()),
             }),
             Err(reason) => skipped.push(SkippedTool {
-                remote_name: remote.escape_default().to_string(),
+                remote_name: toolgate::visible::visible(&remote).into_owned(),
                 reason,
             }),
         }

@@ -25,7 +25,8 @@ pub enum SkipReason {
     TooLong(usize),
     /// The server listed the name more than once.
     Duplicate,
-    /// The input schema is not a JSON object.
+    /// The input schema is not a JSON object of `"type": "object"`, as MCP
+    /// requires.
     SchemaNotAnObject,
     /// A stored local name is not the one its server and remote name map to
     /// (edited by hand).
@@ -52,7 +53,9 @@ impl fmt::Display for SkipReason {
                 "the local name would be {n} characters long; at most 64 are allowed"
             ),
             SkipReason::Duplicate => f.write_str("the server lists this name more than once"),
-            SkipReason::SchemaNotAnObject => f.write_str("the input schema is not a JSON object"),
+            SkipReason::SchemaNotAnObject => {
+                f.write_str("the input schema is not an object schema (`\"type\": \"object\"`), as MCP requires")
+            }
             SkipReason::NameMismatch(expected) => write!(
                 f,
                 "the stored name is not `{expected}`, the name its server and remote name map to"
@@ -72,7 +75,15 @@ pub fn local_name(server_id: &str, remote: &str) -> Result<String, SkipReason> {
         return Err(SkipReason::ControlCharacter(c.escape_default().to_string()));
     }
     if let Some(c) = remote.chars().find(|c| !c.is_ascii()) {
-        return Err(SkipReason::LookAlike(format!("U+{:04X} {c}", u32::from(c))));
+        let shown = format!("U+{:04X} {c}", u32::from(c));
+        // A letter whose confusable skeleton is ASCII can pass for another
+        // name (`а` for `a`); any other is simply not allowed (`é`).
+        let skeleton: String = unicode_security::skeleton(&c.to_string()).collect();
+        return Err(if skeleton.is_ascii() {
+            SkipReason::LookAlike(shown)
+        } else {
+            SkipReason::Disallowed(shown)
+        });
     }
     if let Some(c) = remote
         .chars()
@@ -118,6 +129,10 @@ mod tests {
         assert_eq!(
             local_name("gh", "read\u{0430}note"),
             Err(SkipReason::LookAlike("U+0430 а".into()))
+        );
+        assert_eq!(
+            local_name("gh", "r\u{e9}sum\u{e9}"),
+            Err(SkipReason::Disallowed("U+00E9 \u{e9}".into()))
         );
         assert_eq!(
             local_name("gh", "a b"),

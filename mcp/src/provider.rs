@@ -14,6 +14,7 @@ use toolgate_store::{Store, StoreError};
 use crate::client::{Connection, Deadlines};
 use crate::names::{SkipReason, local_name};
 use crate::tool::McpTool;
+use toolgate::OperatorDeclaration;
 
 /// A stored catalogue row the provider did not turn into a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,20 +78,36 @@ impl McpProvider {
                         continue;
                     }
                 }
+                // MCP requires an object schema: `"type": "object"`.
                 let schema = match serde_json::from_str::<Value>(&row.input_schema) {
-                    Ok(value @ Value::Object(_)) => Schema::try_from(value).ok(),
+                    Ok(value @ Value::Object(_))
+                        if value.get("type").and_then(Value::as_str) == Some("object") =>
+                    {
+                        Schema::try_from(value).ok()
+                    }
                     _ => None,
                 };
                 let Some(schema) = schema else {
                     skipped.push(skip(SkipReason::SchemaNotAnObject));
                     continue;
                 };
+                // A tool the operator has not accepted as it is now — new, or
+                // changed since — requires approval even on a server whose
+                // approval is off (tool pinning).
+                let approval = if row.unpinned {
+                    OperatorDeclaration::ApprovalRequired
+                } else {
+                    server.approval
+                };
+                if row.unpinned && server.approval == OperatorDeclaration::NoApproval {
+                    tracing::info!(server = %server.id, tool = %row.local_name, "quarantined: its definition is not the one an operator accepted");
+                }
                 tools.push(McpTool::new(
                     row.local_name.clone(),
                     row.remote_name.clone(),
                     &row.description,
                     schema,
-                    server.approval,
+                    approval,
                     Arc::clone(&connection),
                 ));
             }

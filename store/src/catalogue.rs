@@ -6,6 +6,81 @@ use sqlx::sqlite::SqliteRow;
 
 use crate::{Store, StoreError, now_ms};
 
+/// A tool an operator accepted: what was pinned before, and now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    /// The tool's local name.
+    pub local_name: String,
+    /// The definition pinned before, if any.
+    pub before: Option<String>,
+    /// The definition pinned now.
+    pub after: String,
+}
+
+/// Pins the current definitions of a server's live tools (all, or the named
+/// ones) inside the caller's transaction. A name that is not a live tool of
+/// the server is refused.
+pub(crate) async fn pin_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    server_id: &str,
+    names: Option<&[String]>,
+) -> Result<Vec<Accepted>, StoreError> {
+    let known: Option<String> = sqlx::query_scalar("SELECT id FROM mcp_server WHERE id = ?")
+        .bind(server_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    if known.is_none() {
+        return Err(StoreError::NoSuchServer(server_id.to_owned()));
+    }
+    let rows = sqlx::query(
+        "SELECT * FROM mcp_tool WHERE server_id = ? AND orphaned = 0 ORDER BY local_name",
+    )
+    .bind(server_id)
+    .fetch_all(&mut **tx)
+    .await?
+    .iter()
+    .map(CatalogueRow::from_row)
+    .collect::<Result<Vec<_>, _>>()?;
+    if let Some(missing) = names.filter(|n| !n.is_empty()).and_then(|names| {
+        names
+            .iter()
+            .find(|n| !rows.iter().any(|r| &r.local_name == *n))
+    }) {
+        return Err(StoreError::NoSuchTool {
+            server: server_id.to_owned(),
+            tool: toolgate::visible::visible(missing).into_owned(),
+        });
+    }
+    let wanted = |row: &CatalogueRow| {
+        names
+            .filter(|n| !n.is_empty())
+            .is_none_or(|n| n.contains(&row.local_name))
+    };
+    let now = now_ms();
+    let mut accepted = Vec::new();
+    for row in rows.iter().filter(|r| wanted(r)) {
+        let after = row.definition();
+        if row.pinned_definition.as_deref() == Some(after.as_str()) {
+            continue;
+        }
+        sqlx::query(
+            "UPDATE mcp_tool SET pinned_definition = ?, pinned_at = ? WHERE server_id = ? AND remote_name = ?",
+        )
+        .bind(&after)
+        .bind(now)
+        .bind(server_id)
+        .bind(&row.remote_name)
+        .execute(&mut **tx)
+        .await?;
+        accepted.push(Accepted {
+            local_name: row.local_name.clone(),
+            before: row.pinned_definition.clone(),
+            after,
+        });
+    }
+    Ok(accepted)
+}
+
 /// One tool as an import found it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportedTool {
@@ -42,9 +117,77 @@ pub struct CatalogueRow {
     pub first_seen_at: i64,
     /// When an import last saw it.
     pub last_seen_at: i64,
+    /// The definition an operator accepted, as canonical JSON; `None` when
+    /// none was.
+    pub pinned_definition: Option<String>,
+}
+
+/// Why a tool of a server whose approval is off requires approval anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quarantine {
+    /// No operator accepted any definition of it: it is new since approval
+    /// was turned off (or since this build started pinning).
+    New,
+    /// Its definition changed since an operator accepted it.
+    Changed,
+}
+
+impl Quarantine {
+    /// The reason, in words.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Quarantine::New => "new since an operator judged the server's tools",
+            Quarantine::Changed => "its definition changed since an operator accepted it",
+        }
+    }
+}
+
+/// A tool's definition as pinned: its name, description, input schema and
+/// annotations, as canonical JSON (keys sorted). The one rule for what an
+/// operator accepts and what quarantine compares.
+pub fn tool_definition(
+    remote_name: &str,
+    description: &str,
+    input_schema: &str,
+    annotations: Option<&str>,
+) -> String {
+    let parse = |text: &str| {
+        serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+    };
+    let definition = serde_json::json!({
+        "name": remote_name,
+        "description": description,
+        "input_schema": parse(input_schema),
+        "annotations": annotations.map(parse),
+    });
+    // A `Value` of strings and parsed JSON always serialises.
+    serde_json::to_string(&definition).unwrap_or_default()
 }
 
 impl CatalogueRow {
+    /// The tool's current definition, as [`tool_definition`] writes it.
+    pub fn definition(&self) -> String {
+        tool_definition(
+            &self.remote_name,
+            &self.description,
+            &self.input_schema,
+            self.annotations.as_deref(),
+        )
+    }
+
+    /// Whether the tool is quarantined on a server whose approval is
+    /// `approval`: only a server whose approval is off quarantines.
+    pub fn quarantine(&self, approval: toolgate::OperatorDeclaration) -> Option<Quarantine> {
+        if approval == toolgate::OperatorDeclaration::ApprovalRequired {
+            return None;
+        }
+        match &self.pinned_definition {
+            None => Some(Quarantine::New),
+            Some(pinned) if *pinned != self.definition() => Some(Quarantine::Changed),
+            Some(_) => None,
+        }
+    }
+
     fn from_row(row: &SqliteRow) -> Result<Self, sqlx::Error> {
         Ok(Self {
             server_id: row.try_get("server_id")?,
@@ -56,12 +199,14 @@ impl CatalogueRow {
             orphaned: row.try_get::<i64, _>("orphaned")? == 1,
             first_seen_at: row.try_get("first_seen_at")?,
             last_seen_at: row.try_get("last_seen_at")?,
+            pinned_definition: row.try_get("pinned_definition")?,
         })
     }
 }
 
 /// What a provider needs of a live catalogue row to build a tool — and
-/// nothing else: the server's annotations are not read on this path.
+/// nothing else: the server's annotations are not read on this path, except
+/// to tell whether the definition is the pinned one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveTool {
     /// The server.
@@ -74,6 +219,10 @@ pub struct LiveTool {
     pub description: String,
     /// The input schema as stored (JSON text).
     pub input_schema: String,
+    /// True when the tool's definition is not the one an operator accepted
+    /// (see [`CatalogueRow::quarantine`]); it matters only on a server whose
+    /// approval is off.
+    pub unpinned: bool,
 }
 
 /// What an import changed.
@@ -89,6 +238,9 @@ pub struct CatalogueChange {
     pub unchanged: usize,
     /// Tools the server no longer lists; kept, marked orphaned.
     pub orphaned: Vec<String>,
+    /// Tools that require approval until an operator accepts them: the
+    /// server's approval is off and their definition is new or changed.
+    pub quarantined: Vec<(String, Quarantine)>,
 }
 
 fn json(value: &Value, what: &'static str) -> Result<String, StoreError> {
@@ -172,8 +324,39 @@ impl Store {
                 change.orphaned.push(row.local_name.clone());
             }
         }
+        let server = sqlx::query("SELECT * FROM mcp_server WHERE id = ?")
+            .bind(server_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let approval = crate::flag::approval_from_stored(&crate::flag::read_stored_flag(&server));
+        let rows = sqlx::query(
+            "SELECT * FROM mcp_tool WHERE server_id = ? AND orphaned = 0 ORDER BY local_name",
+        )
+        .bind(server_id)
+        .fetch_all(&mut *tx)
+        .await?;
+        for row in rows.iter().map(CatalogueRow::from_row) {
+            let row = row?;
+            if let Some(why) = row.quarantine(approval) {
+                change.quarantined.push((row.local_name.clone(), why));
+            }
+        }
         tx.commit().await?;
         Ok(change)
+    }
+
+    /// Pins the current definition of a server's tools — every live one, or
+    /// those named (by local name) — as accepted by an operator. Returns, for
+    /// each tool pinned, what was pinned before (if anything) and now.
+    pub async fn accept_tools(
+        &self,
+        server_id: &str,
+        names: &[String],
+    ) -> Result<Vec<Accepted>, StoreError> {
+        let (_writer, mut tx) = self.write().await?;
+        let accepted = pin_in(&mut tx, server_id, Some(names)).await?;
+        tx.commit().await?;
+        Ok(accepted)
     }
 
     /// A server's catalogue, orphaned rows included, by local name.
@@ -192,19 +375,36 @@ impl Store {
     /// the columns a provider builds tools from.
     pub async fn live_tools(&self) -> Result<Vec<LiveTool>, StoreError> {
         let rows = sqlx::query(
-            "SELECT server_id, remote_name, local_name, description, input_schema
+            "SELECT server_id, remote_name, local_name, description, input_schema, annotations,
+                    pinned_definition
              FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name",
         )
         .fetch_all(&self.pool)
         .await?;
         let mut tools = Vec::with_capacity(rows.len());
         for row in &rows {
+            let remote_name: String = row.try_get(1)?;
+            let description: String = row.try_get(3)?;
+            let input_schema: String = row.try_get(4)?;
+            let annotations: Option<String> = row.try_get(5)?;
+            let pinned: Option<String> = row.try_get(6)?;
+            let unpinned = pinned.as_deref()
+                != Some(
+                    tool_definition(
+                        &remote_name,
+                        &description,
+                        &input_schema,
+                        annotations.as_deref(),
+                    )
+                    .as_str(),
+                );
             tools.push(LiveTool {
                 server_id: row.try_get(0)?,
-                remote_name: row.try_get(1)?,
+                remote_name,
                 local_name: row.try_get(2)?,
-                description: row.try_get(3)?,
-                input_schema: row.try_get(4)?,
+                description,
+                input_schema,
+                unpinned,
             });
         }
         Ok(tools)

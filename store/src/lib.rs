@@ -46,7 +46,9 @@ use sqlx::sqlite::{
 };
 use toolgate::integrity::IntegrityKey;
 
-pub use catalogue::{CatalogueChange, CatalogueRow, ImportedTool, LiveTool};
+pub use catalogue::{
+    Accepted, CatalogueChange, CatalogueRow, ImportedTool, LiveTool, Quarantine, tool_definition,
+};
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::{StoredFlag, approval_from_stored};
 pub use host::{Choice, Chosen, Ended, Host, Resumable, Resumed, host_name_problem};
@@ -117,6 +119,14 @@ pub enum StoreError {
     /// No server has that identifier.
     #[error("no server `{0}`")]
     NoSuchServer(String),
+    /// The server has no live tool of that name.
+    #[error("server `{server}` has no tool `{tool}`")]
+    NoSuchTool {
+        /// The server.
+        server: String,
+        /// The tool's local name, with hidden characters made visible.
+        tool: String,
+    },
     /// A server with that identifier exists.
     #[error("a server `{0}` exists already")]
     ServerExists(String),

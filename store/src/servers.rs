@@ -258,12 +258,20 @@ impl Store {
         declaration: OperatorDeclaration,
     ) -> Result<(ServerRecord, ServerRecord), StoreError> {
         let before = self.server(id).await?;
+        let (_writer, mut tx) = self.write().await?;
         sqlx::query("UPDATE mcp_server SET requires_approval = ?, updated_at = ? WHERE id = ?")
             .bind(stored_for(declaration))
             .bind(now_ms())
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+        // Turning approval off judges the tools the server has now: their
+        // definitions are pinned in the same transaction, and a tool that is
+        // new or changed later is quarantined until accepted.
+        if declaration == OperatorDeclaration::NoApproval {
+            crate::catalogue::pin_in(&mut tx, id, None).await?;
+        }
+        tx.commit().await?;
         let after = self.server(id).await?;
         tracing::info!(server = %id, before = ?before.approval, after = ?after.approval, "operator changed the approval declaration");
         Ok((before, after))

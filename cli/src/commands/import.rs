@@ -44,6 +44,7 @@ pub(super) async fn import(
             "added": report.change.added, "changed": report.change.changed,
             "restored": report.change.restored, "unchanged": report.change.unchanged,
             "orphaned": report.change.orphaned,
+            "quarantined": report.change.quarantined.iter().map(|(t, why)| json!({"tool": t, "reason": why.as_str()})).collect::<Vec<_>>(),
             "skipped": report.skipped.iter().map(|s| json!({"remote_name": s.remote_name, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
         }))?;
         return Ok(report);
@@ -90,6 +91,23 @@ pub(super) async fn import(
         Col::from(skipped.len().to_string()),
         Col::from(skipped.join("; ")),
     ]);
+    let quarantined: Vec<String> = report
+        .change
+        .quarantined
+        .iter()
+        .map(|(tool, why)| format!("{tool} ({})", why.as_str()))
+        .collect();
+    table.row([
+        Col::from("quarantined"),
+        Col::from(quarantined.len().to_string()),
+        Col::from(quarantined.join("; ")),
+    ]);
     table.print();
+    if !quarantined.is_empty() {
+        say!(
+            "quarantined tools require approval until accepted: `toolgate server accept {} [TOOL…]` shows what changed",
+            report.server
+        );
+    }
     Ok(report)
 }

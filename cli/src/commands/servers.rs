@@ -38,15 +38,7 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
             data_class,
             command,
         } => {
-            let transport = match (url, command.is_empty()) {
-                (Some(url), _) => Transport::Http { url },
-                (None, false) => Transport::Stdio { command },
-                (None, true) => {
-                    return Err(Failure::Usage(
-                        "give the server's --url, or its program and arguments after `--`".into(),
-                    ));
-                }
-            };
+            let transport = transport_of(url, command)?;
             add_server(
                 store,
                 out,
@@ -61,31 +53,7 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
         }
         ServerCommand::List => list_servers(store, out).await,
         ServerCommand::Show { id } => show_server(store, out, &id).await,
-        ServerCommand::SetApproval { id, setting } => {
-            let declaration = match setting {
-                OnOff::On => OperatorDeclaration::ApprovalRequired,
-                OnOff::Off => OperatorDeclaration::NoApproval,
-            };
-            let (before, after) = store.set_approval(&id, declaration).await?;
-            if out.json {
-                return out.json(&json!({"server": id, "before": approval_word(before.approval), "after": approval_word(after.approval)}));
-            }
-            if before.approval == after.approval {
-                say!(
-                    "server `{}`: approval {} (unchanged)",
-                    id,
-                    approval_word(after.approval)
-                );
-            } else {
-                say!(
-                    "server `{}`: approval {} → {}",
-                    id,
-                    approval_word(before.approval),
-                    approval_word(after.approval)
-                );
-            }
-            Ok(())
-        }
+        ServerCommand::SetApproval { id, setting } => set_approval(store, out, &id, setting).await,
         ServerCommand::SetDataClass { id, class } => {
             let s = store.set_data_class(&id, class).await?;
             if out.json {
@@ -117,6 +85,21 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
             say!("server `{}`: disabled; it supplies no tools", id);
             Ok(())
         }
+        ServerCommand::SetTransport { id, url, command } => {
+            let s = store
+                .set_transport(&id, &transport_of(url, command)?)
+                .await?;
+            if out.json {
+                return out.json(&server_json(&s));
+            }
+            say!(
+                "server `{}`: reached by {}; import it again to read its tools there",
+                id,
+                s.transport.describe()
+            );
+            Ok(())
+        }
+        ServerCommand::Accept { id, tools } => accept(store, out, &id, &tools).await,
         ServerCommand::Remove { id } => {
             store.remove_server(&id).await?;
             if out.json {
@@ -125,6 +108,120 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
             say!("server `{}`: removed, with its catalogue", id);
             Ok(())
         }
+    }
+}
+
+/// `server set-approval`: the only way the flag is written.
+async fn set_approval(store: &Store, out: Out, id: &str, setting: OnOff) -> Result<(), Failure> {
+    let declaration = match setting {
+        OnOff::On => OperatorDeclaration::ApprovalRequired,
+        OnOff::Off => OperatorDeclaration::NoApproval,
+    };
+    let (before, after) = store.set_approval(id, declaration).await?;
+    if out.json {
+        return out.json(&json!({"server": id, "before": approval_word(before.approval), "after": approval_word(after.approval)}));
+    }
+    if before.approval == after.approval {
+        say!(
+            "server `{}`: approval {} (unchanged)",
+            id,
+            approval_word(after.approval)
+        );
+    } else {
+        say!(
+            "server `{}`: approval {} → {}",
+            id,
+            approval_word(before.approval),
+            approval_word(after.approval)
+        );
+    }
+    Ok(())
+}
+
+/// The transport a command names: `--url`, or a program after `--`.
+fn transport_of(url: Option<String>, command: Vec<String>) -> Result<Transport, Failure> {
+    match (url, command.is_empty()) {
+        (Some(url), _) => Ok(Transport::Http { url }),
+        (None, false) => Ok(Transport::Stdio { command }),
+        (None, true) => Err(Failure::Usage(
+            "give the server's --url, or its program and arguments after `--`".into(),
+        )),
+    }
+}
+
+/// `server accept`: pins the tools' current definitions, showing what
+/// changed since the last accepted one.
+async fn accept(store: &Store, out: Out, id: &str, tools: &[String]) -> Result<(), Failure> {
+    let accepted = store.accept_tools(id, tools).await?;
+    if out.json {
+        return out.json(&json!({
+            "server": id,
+            "accepted": accepted.iter().map(|a| json!({
+                "tool": a.local_name,
+                "before": a.before.as_deref().and_then(|b| serde_json::from_str::<Value>(b).ok()),
+                "after": serde_json::from_str::<Value>(&a.after).ok(),
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    if accepted.is_empty() {
+        say!(
+            "server `{}`: nothing to accept; every tool is as accepted",
+            id
+        );
+        return Ok(());
+    }
+    for a in &accepted {
+        let after: Value = serde_json::from_str(&a.after).unwrap_or(Value::Null);
+        if let Some(Ok(before)) = a.before.as_deref().map(serde_json::from_str::<Value>) {
+            say!(
+                "accepted `{}`, changed since it was last accepted:",
+                a.local_name
+            );
+            let mut changes = Vec::new();
+            json_changes(&before, &after, "", &mut changes);
+            for change in changes {
+                say!("  {}", change);
+            }
+        } else {
+            say!("accepted `{}`, new:", a.local_name);
+            say!(
+                "  description: {}",
+                after
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            );
+            say!(
+                "  input schema: {}",
+                after.get("input_schema").cloned().unwrap_or(Value::Null)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What differs between two JSON values, one line per changed leaf, by
+/// JSON pointer: `/description: "a" → "b"`, `/input_schema/properties/x:
+/// added {…}`.
+fn json_changes(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
+    match (before, after) {
+        (Value::Object(b), Value::Object(a)) => {
+            for (key, old) in b {
+                let here = format!("{path}/{key}");
+                match a.get(key) {
+                    Some(new) => json_changes(old, new, &here, out),
+                    None => out.push(format!("{here}: removed (was {old})")),
+                }
+            }
+            for (key, new) in a.iter().filter(|(k, _)| !b.contains_key(*k)) {
+                out.push(format!("{path}/{key}: added {new}"));
+            }
+        }
+        (old, new) if old != new => out.push(format!(
+            "{}: {old} → {new}",
+            if path.is_empty() { "/" } else { path }
+        )),
+        _ => {}
     }
 }
 

@@ -34,6 +34,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
             .collect();
         provider.close().await;
         return out.json(&json!({
+            "quarantined": quarantined(&rows, &servers).iter().map(|(r, why)| json!({"tool": r.local_name, "reason": why.as_str()})).collect::<Vec<_>>(),
             "tools": tools,
             "skipped": skipped.iter().map(|s| json!({"tool": s.local_name, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
             "inert_servers": servers.iter().filter_map(|s| s.inert_reason().map(|r| json!({"server": s.id, "reason": r}))).collect::<Vec<_>>(),
@@ -79,6 +80,29 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
             s.reason.to_string()
         );
     }
+    for (row, why) in quarantined(&rows, &servers) {
+        say!(
+            "quarantined `{}`: {}; it requires approval until `toolgate server accept {} {}`",
+            row.local_name,
+            why.as_str(),
+            row.server_id,
+            row.local_name
+        );
+    }
     provider.close().await;
     Ok(())
+}
+
+/// The live tools a server whose approval is off holds in quarantine, and
+/// why.
+fn quarantined<'a>(
+    rows: &'a [toolgate_store::CatalogueRow],
+    servers: &[toolgate_store::ServerRecord],
+) -> Vec<(&'a toolgate_store::CatalogueRow, toolgate_store::Quarantine)> {
+    rows.iter()
+        .filter_map(|row| {
+            let server = servers.iter().find(|s| s.id == row.server_id)?;
+            row.quarantine(server.approval).map(|why| (row, why))
+        })
+        .collect()
 }
