@@ -6,7 +6,8 @@
 //! four eyes are required, input that does not fit its schema); 4 not found.
 //!
 //! Everything printed for a person passes `toolgate::visible` (see
-//! `output`). Logs go to stderr, filtered by `TOOLGATE_LOG` (default `error`;
+//! `output`). Logs go to stderr, filtered by `TOOLGATE_LOG` (default
+//! `error,rmcp=off`;
 //! `TOOLGATE_LOG=toolgate_mcp=info` shows what stdio servers write to their
 //! stderr), coloured only when stderr is a terminal and `NO_COLOR` is unset.
 
@@ -368,7 +369,9 @@ fn main() -> ExitCode {
         .fmt_fields(output::log_fields())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+                // rmcp's own error lines repeat, with internal type names,
+                // what the command reports in one line.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error,rmcp=off")),
         )
         .init();
     let Some(runtime) = runtime() else {

@@ -1129,3 +1129,123 @@ fn a_tool_changed_or_added_after_approval_was_turned_off_is_quarantined() {
     let tools = json(dir, &["tools"]);
     assert_eq!(gate(&tools, "notes.read_note").as_deref(), Some("approval"));
 }
+
+/// A server that cannot be reached is reported in one line with its cause —
+/// no internal type names, no page of HTML — and logs are plain text when
+/// standard error is not a terminal.
+#[test]
+#[allow(clippy::too_many_lines, reason = "three kinds of failure, step by step")]
+fn connection_failures_are_one_line_with_their_cause() {
+    use std::io::{Read as _, Write as _};
+    let dir = temp();
+    let dir = dir.path();
+    // Nothing listens on a port that was just freed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    ok(
+        dir,
+        &[
+            "server",
+            "add",
+            "gone",
+            "--name",
+            "Gone",
+            "--data-class",
+            "public_content",
+            "--url",
+            &url,
+        ],
+    );
+    let failed = toolgate(dir, &["import", "gone", "--timeout", "5"]);
+    assert_eq!(failed.status.code(), Some(1));
+    let err = stderr(&failed);
+    assert_eq!(
+        err.trim(),
+        format!(
+            "error: cannot connect to server `gone`: cannot reach {url}: Connection refused (os error 111)"
+        )
+    );
+
+    // A stdio server that stops at once: what it wrote on its stderr.
+    ok(
+        dir,
+        &[
+            "server",
+            "add",
+            "dies",
+            "--name",
+            "Dies",
+            "--data-class",
+            "public_content",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo 'config file missing' >&2; exit 7",
+        ],
+    );
+    let failed = toolgate(dir, &["import", "dies", "--timeout", "5"]);
+    let err = stderr(&failed);
+    assert!(
+        err.contains("the server stopped before it answered")
+            && err.contains("the last it wrote on its stderr: config file missing"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    // A web server that answers with an HTML error page.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("an address").port();
+    let page = std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let body = "<html>\n<head><title>404 Not Found</title></head>\n<body>\n<h1>Not Found</h1>\n</body>\n</html>\n";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    ok(
+        dir,
+        &[
+            "server",
+            "add",
+            "web",
+            "--name",
+            "Web",
+            "--data-class",
+            "public_content",
+            "--url",
+            &url,
+        ],
+    );
+    let failed = toolgate(dir, &["import", "web", "--timeout", "5"]);
+    let err = stderr(&failed);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("404 Not Found"), "{err}");
+    let shown = ok(dir, &["server", "show", "web"]);
+    let import_line = shown
+        .lines()
+        .find(|l| l.contains("last import"))
+        .expect("the import is shown");
+    assert!(import_line.contains("404 Not Found"), "{shown}");
+    drop(page);
+
+    // Logs to a file are plain text.
+    let logged = Command::new(TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["import", "gone", "--timeout", "5"])
+        .env("TOOLGATE_LOG", "info")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("toolgate runs");
+    assert!(!stderr(&logged).contains('\u{1b}'), "{}", stderr(&logged));
+}

@@ -82,6 +82,105 @@ pub enum ClientError {
 
 type Session = RunningService<RoleClient, ()>;
 
+/// The most characters of a failure's reason kept: a server that answers
+/// with an HTML page does not fill the operator's screen or the store.
+const MAX_REASON: usize = 300;
+
+/// A failure as an operator reads it: the deepest cause in the error's
+/// chain (`Connection refused (os error 111)`, not the transport's type
+/// names), on one line, shortened.
+fn reason_of(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut deepest = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        deepest = cause.to_string();
+        source = cause.source();
+    }
+    one_line(&deepest)
+}
+
+/// Why a handshake failed: for a transport failure, the deepest cause of
+/// the transport's own error (which the handshake error does not chain).
+fn handshake_reason(error: &rmcp::service::ClientInitializeError) -> String {
+    match error {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            // The HTTP client's error does not chain its cause through the
+            // transport's error type; read it from the client's own.
+            match error
+                .error
+                .downcast_ref::<rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>>()
+            {
+                Some(rmcp::transport::streamable_http_client::StreamableHttpError::Client(client)) => {
+                    reason_of(client)
+                }
+                _ => reason_of(error.error.as_ref()),
+            }
+        }
+        other => reason_of(other),
+    }
+}
+
+/// Text on one line: runs of white space (line breaks included) become one
+/// space, bracketed type paths (`[rmcp::transport::…]`) are dropped, and
+/// the rest is cut at [`MAX_REASON`] characters.
+pub(crate) fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_REASON));
+    let mut depth = 0usize;
+    let mut last_space = true;
+    for c in text.chars() {
+        match c {
+            '[' if text.contains("::") => depth += 1,
+            ']' if depth > 0 => depth -= 1,
+            _ if depth > 0 => {}
+            c if c.is_whitespace() => {
+                if !last_space {
+                    out.push(' ');
+                    last_space = true;
+                }
+            }
+            c => {
+                out.push(c);
+                last_space = false;
+            }
+        }
+    }
+    let out = out.trim();
+    if out.chars().count() > MAX_REASON {
+        let cut: String = out.chars().take(MAX_REASON).collect();
+        format!("{cut}… (cut)")
+    } else {
+        out.to_owned()
+    }
+}
+
+/// The last lines a stdio server wrote to its stderr, for the operator when
+/// it stops before answering.
+#[derive(Clone, Default)]
+struct StderrTail {
+    lines: Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
+    done: Arc<tokio::sync::Notify>,
+}
+
+impl StderrTail {
+    const KEEP: usize = 3;
+
+    fn push(&self, line: String) {
+        if let Ok(mut lines) = self.lines.lock() {
+            if lines.len() == Self::KEEP {
+                lines.pop_front();
+            }
+            lines.push_back(line);
+        }
+    }
+
+    fn joined(&self) -> String {
+        self.lines
+            .lock()
+            .map(|l| l.iter().cloned().collect::<Vec<_>>().join(" | "))
+            .unwrap_or_default()
+    }
+}
+
 /// The most bytes of one stderr line logged; the rest of a longer line is
 /// dropped, and the line says so.
 const MAX_STDERR_LINE: usize = 4096;
@@ -92,7 +191,13 @@ const MAX_STDERR_LINE: usize = 4096;
 /// rewrite the operator's terminal through its diagnostics. Lines are read
 /// with a bound, so a server that never ends a line cannot grow memory.
 /// Ends when the server closes its stderr (it exits or is stopped).
-async fn log_stderr(server: String, stderr: ChildStderr) {
+async fn log_stderr(server: String, stderr: ChildStderr, tail: StderrTail) {
+    read_stderr(&server, stderr, &tail).await;
+    tail.done.notify_waiters();
+    tail.done.notify_one();
+}
+
+async fn read_stderr(server: &str, stderr: ChildStderr, tail: &StderrTail) {
     let mut reader = tokio::io::BufReader::new(stderr);
     let mut line = Vec::new();
     let mut cut = 0usize;
@@ -100,7 +205,7 @@ async fn log_stderr(server: String, stderr: ChildStderr) {
         let (used, ended) = match reader.fill_buf().await {
             Ok([]) | Err(_) => {
                 if !line.is_empty() || cut > 0 {
-                    emit_stderr_line(&server, &line, cut);
+                    tail.push(emit_stderr_line(server, &line, cut));
                 }
                 return;
             }
@@ -118,22 +223,24 @@ async fn log_stderr(server: String, stderr: ChildStderr) {
         };
         reader.consume(used);
         if ended {
-            emit_stderr_line(&server, &line, cut);
+            tail.push(emit_stderr_line(server, &line, cut));
             line.clear();
             cut = 0;
         }
     }
 }
 
-fn emit_stderr_line(server: &str, line: &[u8], cut: usize) {
+/// Logs one stderr line, escaped, and hands it back for the tail.
+fn emit_stderr_line(server: &str, line: &[u8], cut: usize) -> String {
     let text = String::from_utf8_lossy(line);
     let text = text.strip_suffix('\r').unwrap_or(&text);
-    let text = visible(text);
+    let text = visible(text).into_owned();
     if cut == 0 {
         tracing::info!(server = %server, line = %text, "server stderr");
     } else {
         tracing::info!(server = %server, line = %text, cut_bytes = cut, "server stderr (line cut)");
     }
+    text
 }
 
 /// One server's connection, made on first use and remade after a failure.
@@ -185,14 +292,41 @@ impl Connection {
                         .stderr(Stdio::piped())
                         .spawn()
                         .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+                    let tail = StderrTail::default();
                     if let Some(stderr) = stderr {
-                        tokio::spawn(log_stderr(self.server.clone(), stderr));
+                        tokio::spawn(log_stderr(self.server.clone(), stderr, tail.clone()));
                     }
-                    ().serve(process).await.map_err(|e| e.to_string())
+                    match ().serve(process).await {
+                        Ok(session) => Ok(session),
+                        Err(error) => {
+                            // A server that stopped at once has written why
+                            // on its stderr: wait a moment for the last lines.
+                            let _ = tokio::time::timeout(
+                                Duration::from_millis(300),
+                                tail.done.notified(),
+                            )
+                            .await;
+                            let said = tail.joined();
+                            Err(if said.is_empty() {
+                                format!(
+                                    "the server stopped before it answered ({}), and wrote nothing on its stderr",
+                                    handshake_reason(&error)
+                                )
+                            } else {
+                                format!(
+                                    "the server stopped before it answered ({}); the last it wrote on its stderr: {}",
+                                    handshake_reason(&error),
+                                    one_line(&said)
+                                )
+                            })
+                        }
+                    }
                 }
                 Transport::Http { url } => {
                     let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-                    ().serve(transport).await.map_err(|e| e.to_string())
+                    ().serve(transport).await.map_err(|e| {
+                        format!("cannot reach {}: {}", visible(url), handshake_reason(&e))
+                    })
                 }
                 Transport::Unreadable { reason } => Err(reason.clone()),
             }
@@ -254,7 +388,7 @@ impl Connection {
                 Err(ClientError::Request {
                     server: self.server.clone(),
                     what: "tools/list",
-                    reason: error.to_string(),
+                    reason: reason_of(&error),
                 })
             }
             Err(_) => {
@@ -294,7 +428,7 @@ impl Connection {
                 return Err(ClientError::Request {
                     server: self.server.clone(),
                     what: "tools/call",
-                    reason: error.to_string(),
+                    reason: reason_of(&error),
                 });
             }
             Err(_) => {

@@ -41,7 +41,7 @@ pub(super) async fn import(
     if out.json {
         out.json(&json!({
             "server": report.server, "pages": report.pages, "listed": report.listed,
-            "added": report.change.added, "changed": report.change.changed,
+            "new": report.change.added, "changed": report.change.changed,
             "restored": report.change.restored, "unchanged": report.change.unchanged,
             "orphaned": report.change.orphaned,
             "quarantined": report.change.quarantined.iter().map(|(t, why)| json!({"tool": t, "reason": why.as_str()})).collect::<Vec<_>>(),

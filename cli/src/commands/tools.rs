@@ -24,7 +24,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
             .map(|e| {
                 json!({
                     "name": e.name,
-                    "origin": e.server.clone().unwrap_or_else(|| "builtin".into()),
+                    "origin": e.server.clone().unwrap_or_else(|| "demo builtin".into()),
                     "effect": e.effect.as_str(),
                     "gate": e.ruling.pause.as_str(),
                     "cause": e.cause_text(),
@@ -55,7 +55,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
             Col::from(
                 e.server
                     .as_deref()
-                    .map_or_else(|| "builtin".to_owned(), |s| format!("server {s}")),
+                    .map_or_else(|| "demo builtin".to_owned(), |s| format!("server {s}")),
             ),
             Col::from(e.effect.as_str()),
             Col::Gate(e.ruling.pause.as_str()),
@@ -66,6 +66,9 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
     table.print();
     say!(
         "A server's claims are shown as it sent them; no decision reads them. A remote tool's effect is assumed, not claimed."
+    );
+    say!(
+        "The builtin tools listed are the demo host's (`toolgate demo`, `toolgate host`); a host of your own lists its own builtins with `Registry::explain_all`."
     );
     for s in servers.iter().filter(|s| !s.is_usable()) {
         if let Some(reason) = s.inert_reason() {
