@@ -55,6 +55,11 @@ impl Out {
         if !self.colour {
             table.force_no_tty();
         }
+        // A terminal that reports no usable width (a pseudo-terminal nobody
+        // sized) gets the width a pipe gets, not one column per letter.
+        if table.width().is_some_and(|w| w < 40) {
+            table.set_width(120);
+        }
         table.set_header(header.iter().map(|h| Cell::new(visible(h))));
         Grid { table, out: self }
     }

@@ -1134,7 +1134,10 @@ fn a_tool_changed_or_added_after_approval_was_turned_off_is_quarantined() {
 /// no internal type names, no page of HTML — and logs are plain text when
 /// standard error is not a terminal.
 #[test]
-#[allow(clippy::too_many_lines, reason = "three kinds of failure, step by step")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "three kinds of failure, step by step"
+)]
 fn connection_failures_are_one_line_with_their_cause() {
     use std::io::{Read as _, Write as _};
     let dir = temp();
@@ -1248,4 +1251,50 @@ fn connection_failures_are_one_line_with_their_cause() {
         .output()
         .expect("toolgate runs");
     assert!(!stderr(&logged).contains('\u{1b}'), "{}", stderr(&logged));
+}
+
+/// The interactive demo on a pseudo-terminal (`script` gives it one): each
+/// call of a turn is asked for; the input is asked field by field from its
+/// schema, a required field left empty is asked again, and input that does
+/// not fit hands the run back to be asked again instead of ending.
+#[test]
+fn the_interactive_demo_asks_field_by_field_and_again() {
+    use std::io::Write as _;
+    let dir = temp();
+    let command = format!(
+        "{TOOLGATE} --data-dir {} demo --as alice",
+        dir.path().display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script gives the demo a terminal");
+    {
+        let mut stdin = child.stdin.take().expect("piped");
+        // Three approvals; then the whole input as JSON that does not fit;
+        // then the form again: an empty required field, the notes, and an
+        // optional field skipped.
+        stdin
+            .write_all(b"a\na\na\n{\"notes\": \"\"}\n\nShip it.\n\n")
+            .expect("answers written");
+    }
+    let output = child.wait_with_output().expect("the demo ends");
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}\n{}", stderr(&output));
+    for expected in [
+        "call_2 (write_file): [a]pprove, [d]eny or [e]dit?",
+        "notes (string, required): The release notes: one line at least.",
+        "prerelease (boolean, optional): Whether to mark the release as a pre-release.",
+        "does not fit: /notes:",
+        "the run still waits; try again",
+        "notes is required; try again",
+        "→ alice submits {\"notes\":\"Ship it.\"}",
+        "finished: Release v0.2.0 prepared.",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
 }

@@ -1,12 +1,13 @@
 //! `toolgate demo`: a scripted agent through the gate, end to end, deciding
 //! each pause on the terminal or from its flags.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use toolgate::identity::{IdentitySource, Operator};
+use toolgate::suspend::Refusal;
 use toolgate::{
     Agent, Registry,
     run::{Outcome, RunOptions, RunRequest, ToolCall},
@@ -14,14 +15,17 @@ use toolgate::{
     testing::MemoryLog,
 };
 use toolgate_mcp::Deadlines;
-use toolgate_store::{Answer, DataClass, Host, NewServer, Store, StoreError, Transport};
+use toolgate_store::{
+    Answer, ClaimError, DataClass, Host, NewServer, Store, StoreError, Transport,
+};
 
 use super::decide::{print_results, report_recorded, report_resumed};
+use super::form::{ask_form, ask_json, ask_line};
 use super::identity::operator_identity;
 use super::import::import;
 use super::runs::{load, show};
 use crate::host::{self, DEMO_HOST, DEMO_SERVER, DemoModel, Workspace};
-use crate::output::{Col, Out, ask, say};
+use crate::output::{Col, Out, say};
 use crate::{DemoArgs, Failure};
 
 pub(super) async fn demo(
@@ -123,22 +127,46 @@ async fn demo_run(
         let digest = run.digest();
         let answer = match &run {
             SuspendedRun::AwaitingApproval(pending) => {
-                decide_turn(pending, args, interactive, decider.name())?
+                Decided::Answer(decide_turn(pending, args, interactive, decider.name())?)
             }
-            SuspendedRun::WaitingForInput(_) => {
-                let data = match &args.input {
-                    Some(text) => serde_json::from_str(text)
-                        .map_err(|e| Failure::Refused(format!("--input is not JSON: {e}")))?,
-                    None if interactive && !args.yes => ask_json("input (JSON)")?,
-                    None => json!({"notes": "Faster gate, clearer errors."}),
-                };
-                say!("→ {} submits {}", decider.name(), data);
-                Answer::Input(data)
+            SuspendedRun::WaitingForInput(waiting) => {
+                let asking = interactive && !args.yes && args.input.is_none();
+                loop {
+                    let data = match &args.input {
+                        Some(text) => serde_json::from_str(text)
+                            .map_err(|e| Failure::Refused(format!("--input is not JSON: {e}")))?,
+                        None if asking => ask_form(waiting.input_schema().as_value())?,
+                        None => json!({"notes": "Faster gate, clearer errors."}),
+                    };
+                    say!("→ {} submits {}", decider.name(), data);
+                    // Input that does not fit hands the run back intact: ask
+                    // again on a terminal, rather than end.
+                    match store
+                        .decide(&run_id, Some(&digest), &decider, Answer::Input(data))
+                        .await
+                    {
+                        Err(ClaimError::Refused {
+                            reason: Refusal::InvalidInput(errors),
+                            ..
+                        }) if asking => {
+                            for error in errors {
+                                say!("  does not fit: {}", error.to_string());
+                            }
+                            say!("  the run still waits; try again");
+                        }
+                        other => break Decided::Now(other?),
+                    }
+                }
             }
         };
-        let recorded = store
-            .decide(&run_id, Some(&digest), &decider, answer)
-            .await?;
+        let recorded = match answer {
+            Decided::Now(recorded) => recorded,
+            Decided::Answer(answer) => {
+                store
+                    .decide(&run_id, Some(&digest), &decider, answer)
+                    .await?
+            }
+        };
         report_recorded(out, &recorded, &decider)?;
         // Acting as the host: resume what is decided, this run among them.
         while let Some(task) = host.next().await? {
@@ -240,6 +268,13 @@ fn ask_verdict(call: &ToolCall) -> Result<CallVerdict, Failure> {
     }
 }
 
+/// An answer to record, or one recorded already (input, asked until it
+/// fits).
+enum Decided {
+    Answer(Answer),
+    Now(toolgate_store::Recorded),
+}
+
 /// Prints how the run's first stretch went, and saves its pause for the
 /// demo host.
 async fn first_pause(
@@ -305,26 +340,4 @@ async fn print_decision_log(store: &Store, out: Out, run_id: &str) -> Result<(),
     say!("decision log of run {}:", run_id);
     table.print();
     Ok(())
-}
-
-fn ask_line(prompt: &str) -> Result<String, Failure> {
-    ask!("{} ", prompt);
-    std::io::stdout()
-        .flush()
-        .map_err(|e| Failure::Error(e.to_string()))?;
-    let mut line = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| Failure::Error(e.to_string()))?;
-    Ok(line.trim().to_owned())
-}
-
-fn ask_json(prompt: &str) -> Result<Value, Failure> {
-    loop {
-        match serde_json::from_str(&ask_line(&format!("{prompt}:"))?) {
-            Ok(value) => return Ok(value),
-            Err(error) => say!("not JSON ({}); try again", error.to_string()),
-        }
-    }
 }

@@ -7,6 +7,7 @@
 
 mod decide;
 mod demo;
+mod form;
 mod identity;
 mod import;
 mod runs;
