@@ -11,5 +11,9 @@
 -- record says which definitions were judged. That tightens; it never
 -- relaxes.
 
+-- `definition` is written by every import (the tool as the server lists it
+-- now); `pinned_definition` by the operator's judgement. A provider compares
+-- the two as text, so hydration parses nothing to tell.
+ALTER TABLE mcp_tool ADD COLUMN definition TEXT;
 ALTER TABLE mcp_tool ADD COLUMN pinned_definition TEXT;
 ALTER TABLE mcp_tool ADD COLUMN pinned_at BIGINT;

@@ -64,8 +64,10 @@ pub(crate) async fn pin_in(
             continue;
         }
         sqlx::query(
-            "UPDATE mcp_tool SET pinned_definition = ?, pinned_at = ? WHERE server_id = ? AND remote_name = ?",
+            "UPDATE mcp_tool SET pinned_definition = ?, definition = ?, pinned_at = ?
+             WHERE server_id = ? AND remote_name = ?",
         )
+        .bind(&after)
         .bind(&after)
         .bind(now)
         .bind(server_id)
@@ -120,6 +122,8 @@ pub struct CatalogueRow {
     /// The definition an operator accepted, as canonical JSON; `None` when
     /// none was.
     pub pinned_definition: Option<String>,
+    /// The definition the last import stored, as canonical JSON.
+    pub stored_definition: Option<String>,
 }
 
 /// Why a tool of a server whose approval is off requires approval anyway.
@@ -167,6 +171,9 @@ pub fn tool_definition(
 impl CatalogueRow {
     /// The tool's current definition, as [`tool_definition`] writes it.
     pub fn definition(&self) -> String {
+        if let Some(stored) = &self.stored_definition {
+            return stored.clone();
+        }
         tool_definition(
             &self.remote_name,
             &self.description,
@@ -181,10 +188,11 @@ impl CatalogueRow {
         if approval == toolgate::OperatorDeclaration::ApprovalRequired {
             return None;
         }
-        match &self.pinned_definition {
-            None => Some(Quarantine::New),
-            Some(pinned) if *pinned != self.definition() => Some(Quarantine::Changed),
-            Some(_) => None,
+        // The same comparison the provider asks the database for.
+        match (&self.pinned_definition, &self.stored_definition) {
+            (None, _) => Some(Quarantine::New),
+            (Some(pinned), Some(stored)) if pinned == stored => None,
+            _ => Some(Quarantine::Changed),
         }
     }
 
@@ -200,6 +208,7 @@ impl CatalogueRow {
             first_seen_at: row.try_get("first_seen_at")?,
             last_seen_at: row.try_get("last_seen_at")?,
             pinned_definition: row.try_get("pinned_definition")?,
+            stored_definition: row.try_get("definition")?,
         })
     }
 }
@@ -293,13 +302,20 @@ impl Store {
                 }
                 Some(_) => change.unchanged += 1,
             }
+            let definition = tool_definition(
+                &tool.remote_name,
+                &tool.description,
+                &schema,
+                annotations.as_deref(),
+            );
             sqlx::query(
-                "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at)
-                 VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
+                "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at, definition)
+                 VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
                  ON CONFLICT (server_id, remote_name) DO UPDATE SET
                    local_name = excluded.local_name, description = excluded.description,
                    input_schema = excluded.input_schema, annotations = excluded.annotations,
-                   orphaned = 0, last_seen_at = excluded.last_seen_at",
+                   orphaned = 0, last_seen_at = excluded.last_seen_at,
+                   definition = excluded.definition",
             )
             .bind(server_id)
             .bind(&tool.remote_name)
@@ -309,6 +325,7 @@ impl Store {
             .bind(annotations)
             .bind(now)
             .bind(now)
+            .bind(definition)
             .execute(&mut *tx)
             .await?;
         }
