@@ -1,7 +1,8 @@
 //! Operator decides, host resumes — with real processes.
 //!
-//! The host is this test binary run again as a child process (the ignored
-//! test `host_process`, selected by its exact name): its registry holds two
+//! The host is this test binary run again as a child process (the test
+//! `host_process`, selected by its exact name, with the data directory in
+//! its environment): its registry holds two
 //! local tools of its own — `append_ledger`, a `non_idempotent_write` that
 //! appends a line to a file, and `set_marker`, an `idempotent_write` — and
 //! the `notes` server's tools, served by the workspace's MCP test server
@@ -209,57 +210,81 @@ async fn start_run(store: &Store, dir: &Path, tag: &str) -> SuspendedRun {
     run
 }
 
-/// The host process: `serve` resumes decided runs of host `worker` until
-/// `TOOLGATE_TEST_HOST_IDLE_MS` pass with nothing decided or resuming left,
-/// printing one `ENDED <run> <state>` line for each.
+/// The host: resumes decided runs of host `worker` until `idle` passes with
+/// nothing decided or resuming left, printing one `ENDED <run> <state>` line
+/// for each, and returns them.
+async fn serve(dir: &Path, lease: Duration, idle: Duration) -> Vec<(String, &'static str)> {
+    let store = Store::open(dir.join("toolgate.db")).await.expect("store");
+    let registry = host_registry(&store, dir);
+    let host = Host::new(store.clone(), HOST)
+        .expect("a usable name")
+        .with_lease(lease);
+    println!("HOST READY");
+    let mut ended = Vec::new();
+    let mut quiet_since = Instant::now();
+    loop {
+        if let Some(task) = host.next().await.expect("the store answers") {
+            let resumed = host
+                .resume(task, &registry, &Script)
+                .await
+                .expect("the store answers");
+            let state = state_word(&resumed.ended);
+            println!("ENDED {} {state}", resumed.run_id);
+            ended.push((resumed.run_id, state));
+            quiet_since = Instant::now();
+            continue;
+        }
+        let busy = store
+            .open_runs()
+            .await
+            .expect("the store answers")
+            .iter()
+            .any(|r| {
+                r.owner == HOST
+                    && r.state == "decided"
+                    && (r.execution == "pending" || r.execution == "resuming")
+            });
+        if busy {
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() >= idle {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    store.close().await;
+    ended
+}
+
+/// The host process. Run as a child by the tests of this file (with
+/// `TOOLGATE_TEST_HOST_DIR` set), it serves that data directory. Run by the
+/// test harness itself, it serves a directory of its own in this process:
+/// one decided run, resumed to its end, its write done once.
 #[test]
-#[ignore = "run as a child process by the tests of this file"]
 fn host_process() {
-    let Some(dir) = std::env::var_os("TOOLGATE_TEST_HOST_DIR").map(PathBuf::from) else {
-        panic!("TOOLGATE_TEST_HOST_DIR names the data directory");
-    };
-    let lease = env_ms("TOOLGATE_TEST_HOST_LEASE_MS", 30_000);
-    let idle = env_ms("TOOLGATE_TEST_HOST_IDLE_MS", 60_000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a runtime");
+    if let Some(dir) = std::env::var_os("TOOLGATE_TEST_HOST_DIR").map(PathBuf::from) {
+        let lease = env_ms("TOOLGATE_TEST_HOST_LEASE_MS", 30_000);
+        let idle = env_ms("TOOLGATE_TEST_HOST_IDLE_MS", 60_000);
+        runtime.block_on(serve(&dir, lease, idle));
+        return;
+    }
     runtime.block_on(async {
-        let store = Store::open(dir.join("toolgate.db")).await.expect("store");
-        let registry = host_registry(&store, &dir);
-        let host = Host::new(store.clone(), HOST)
-            .expect("a usable name")
-            .with_lease(lease);
-        println!("HOST READY");
-        let mut quiet_since = Instant::now();
-        loop {
-            if let Some(task) = host.next().await.expect("the store answers") {
-                let resumed = host
-                    .resume(task, &registry, &Script)
-                    .await
-                    .expect("the store answers");
-                println!("ENDED {} {}", resumed.run_id, state_word(&resumed.ended));
-                quiet_since = Instant::now();
-                continue;
-            }
-            let busy = store
-                .open_runs()
-                .await
-                .expect("the store answers")
-                .iter()
-                .any(|r| {
-                    r.owner == HOST
-                        && r.state == "decided"
-                        && (r.execution == "pending" || r.execution == "resuming")
-                });
-            if busy {
-                quiet_since = Instant::now();
-            } else if quiet_since.elapsed() >= idle {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let dir = prepared();
+        let path = dir.path();
+        let store = Store::open(path.join("toolgate.db")).await.expect("store");
+        let run = start_run(&store, path, "in-process").await;
+        store
+            .decide(run.run_id(), Some(&run.digest()), &bob(), Answer::Approve)
+            .await
+            .expect("recorded");
+        let ended = serve(path, Duration::from_secs(30), Duration::ZERO).await;
+        assert_eq!(ended, [(run.run_id().to_owned(), "finished")]);
+        assert_eq!(lines(&path.join("ledger.txt"), "in-process"), 1);
+        store.close().await;
     });
 }
 
@@ -288,7 +313,7 @@ fn state_word(ended: &Ended) -> &'static str {
 /// Spawns the host process over `dir`.
 fn spawn_host(dir: &Path, lease_ms: u64, idle_ms: u64) -> Child {
     Command::new(std::env::current_exe().expect("this test binary"))
-        .args(["--ignored", "--exact", "host_process", "--nocapture"])
+        .args(["--exact", "host_process", "--nocapture"])
         .env("TOOLGATE_TEST_HOST_DIR", dir)
         .env("TOOLGATE_TEST_HOST_LEASE_MS", lease_ms.to_string())
         .env("TOOLGATE_TEST_HOST_IDLE_MS", idle_ms.to_string())
