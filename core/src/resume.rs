@@ -25,6 +25,22 @@ fn answer(output: ToolOutput) -> Action {
     Action::Answer { output }
 }
 
+/// Runs a decided turn's plan — journaled when the agent has a journal —
+/// then drives the run on.
+async fn run_decided<S>(
+    agent: &Agent<'_>,
+    offered: &Offered,
+    state: crate::transcript::RunState,
+    steps: Vec<Step>,
+) -> Result<Outcome, ResumeError<S>> {
+    let plan = TurnPlan { run: state, steps };
+    let state = agent
+        .run_plan(offered, plan)
+        .await
+        .map_err(ResumeError::Run)?;
+    agent.drive(state).await.map_err(ResumeError::Run)
+}
+
 /// What the model reads for a denied call.
 pub(crate) fn denied_text(by: &str, reason: &str) -> String {
     if reason.trim().is_empty() {
@@ -219,12 +235,7 @@ impl<S> Suspended<S> {
                 Step { call, action }
             })
             .collect();
-        let plan = TurnPlan { run: state, steps };
-        let state = agent
-            .run_plan(&offered, plan)
-            .await
-            .map_err(ResumeError::Run)?;
-        agent.drive(state).await.map_err(ResumeError::Run)
+        run_decided(agent, &offered, state, steps).await
     }
 
     /// The receipt: every call that would run runs as reviewed — its tool's
@@ -413,11 +424,6 @@ impl<S> Suspended<S> {
                 Step { call, action }
             })
             .collect();
-        let plan = TurnPlan { run: state, steps };
-        let state = agent
-            .run_plan(&offered, plan)
-            .await
-            .map_err(ResumeError::Run)?;
-        agent.drive(state).await.map_err(ResumeError::Run)
+        run_decided(agent, &offered, state, steps).await
     }
 }

@@ -612,18 +612,7 @@ impl Host {
         next: Option<&SuspendedRun>,
     ) -> Result<bool, StoreError> {
         let (_writer, mut tx) = self.store.write().await?;
-        let closed = sqlx::query(
-            "UPDATE suspended_run SET execution = 'done', outcome = ?, resumed_by = NULL,
-                    lease_until = NULL, updated_at = ?
-             WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
-        )
-        .bind(outcome)
-        .bind(now_ms())
-        .bind(suspension_id)
-        .bind(token)
-        .execute(&mut *tx)
-        .await?;
-        if closed.rows_affected() != 1 {
+        if !conclude(&mut tx, suspension_id, token, "done", outcome).await? {
             tracing::warn!(
                 suspension = suspension_id,
                 "the run was taken over by another host; nothing stored"
@@ -650,18 +639,7 @@ impl Host {
         fresh: &SuspendedRun,
     ) -> Result<bool, StoreError> {
         let (_writer, mut tx) = self.store.write().await?;
-        let closed = sqlx::query(
-            "UPDATE suspended_run SET execution = 'done', outcome = ?, resumed_by = NULL,
-                    lease_until = NULL, updated_at = ?
-             WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
-        )
-        .bind(why)
-        .bind(now_ms())
-        .bind(suspension_id)
-        .bind(token)
-        .execute(&mut *tx)
-        .await?;
-        if closed.rows_affected() != 1 {
+        if !conclude(&mut tx, suspension_id, token, "done", why).await? {
             return Ok(false);
         }
         sqlx::query("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
@@ -687,26 +665,48 @@ impl Host {
             .map(|c| (c.id.clone(), c.name.clone()))
             .unwrap_or_default();
         let (_writer, mut tx) = self.store.write().await?;
-        let marked = sqlx::query(
-            "UPDATE suspended_run SET execution = 'outcome_unknown', outcome = ?, resumed_by = NULL,
-                    lease_until = NULL, updated_at = ?
-             WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+        let marked = conclude(
+            &mut tx,
+            suspension_id,
+            token,
+            "outcome_unknown",
+            &format!(
+                "outcome unknown: call `{call_id}` ({tool}) started and never ended; it is a non_idempotent_write, so it is not run again unless an operator chooses `rerun` (or `skip`)"
+            ),
         )
-        .bind(format!(
-            "outcome unknown: call `{call_id}` ({tool}) started and never ended; it is a non_idempotent_write, so it is not run again unless an operator chooses `rerun` (or `skip`)"
-        ))
-        .bind(now_ms())
-        .bind(suspension_id)
-        .bind(token)
-        .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(if marked.rows_affected() == 1 {
+        Ok(if marked {
             Ended::OutcomeUnknown { call_id, tool }
         } else {
             Ended::Lost
         })
     }
+}
+
+/// Ends this claim's hold on a suspension — `execution` becomes `to`, with
+/// `outcome` in words — inside the caller's transaction; false when the
+/// claim's token no longer holds it (another host took the run over).
+async fn conclude(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    suspension_id: i64,
+    token: &str,
+    to: &str,
+    outcome: &str,
+) -> Result<bool, StoreError> {
+    let concluded = sqlx::query(
+        "UPDATE suspended_run SET execution = ?, outcome = ?, resumed_by = NULL,
+                lease_until = NULL, updated_at = ?
+         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+    )
+    .bind(to)
+    .bind(outcome)
+    .bind(now_ms())
+    .bind(suspension_id)
+    .bind(token)
+    .execute(&mut **tx)
+    .await?;
+    Ok(concluded.rows_affected() == 1)
 }
 
 /// What a resume came to, before it is stored.

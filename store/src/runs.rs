@@ -694,24 +694,7 @@ impl Store {
         answer: Answer,
     ) -> Result<Recorded, ClaimError> {
         let (_writer, mut tx) = self.write().await?;
-        let row = sqlx::query(
-            "SELECT id, run_id, status, document, digest, requested_by, owner FROM suspended_run
-             WHERE run_id = ? AND state = 'open'",
-        )
-        .bind(run_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            return Err(not_waiting(&mut tx, run_id).await);
-        };
-        let suspension_id: i64 = row.try_get("id")?;
-        let owner: String = row.try_get("owner")?;
-        let run = self
-            .read_document(&row)?
-            .map_err(|error| ClaimError::Corrupt {
-                run_id: run_id.to_owned(),
-                error,
-            })?;
+        let (suspension_id, owner, run) = self.open_suspension(&mut tx, run_id).await?;
         let expected = run.digest();
         if digest != Some(&expected) {
             return Err(ClaimError::StaleDigest {
@@ -833,30 +816,40 @@ impl Store {
         Ok(())
     }
 
-    /// Asks an expired turn again: the turn is paused afresh — its time limit
-    /// starts over and it has a new digest — and the expired pause is closed,
-    /// saying who asked again; partial approvals of it are voided. Only an
-    /// expired turn can be asked again.
-    pub async fn ask_again(&self, run_id: &str, by: &Operator) -> Result<String, ClaimError> {
-        let (_writer, mut tx) = self.write().await?;
+    /// The open suspension of a run, read inside the caller's transaction:
+    /// its row id, its owner and its document, decoded fail-closed; why there
+    /// is none, otherwise.
+    async fn open_suspension(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        run_id: &str,
+    ) -> Result<(i64, String, SuspendedRun), ClaimError> {
         let row = sqlx::query(
             "SELECT id, run_id, status, document, digest, requested_by, owner FROM suspended_run
              WHERE run_id = ? AND state = 'open'",
         )
         .bind(run_id)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await?;
         let Some(row) = row else {
-            return Err(not_waiting(&mut tx, run_id).await);
+            return Err(not_waiting(tx, run_id).await);
         };
-        let suspension_id: i64 = row.try_get("id")?;
-        let owner: String = row.try_get("owner")?;
         let run = self
             .read_document(&row)?
             .map_err(|error| ClaimError::Corrupt {
                 run_id: run_id.to_owned(),
                 error,
             })?;
+        Ok((row.try_get("id")?, row.try_get("owner")?, run))
+    }
+
+    /// Asks an expired turn again: the turn is paused afresh — its time limit
+    /// starts over and it has a new digest — and the expired pause is closed,
+    /// saying who asked again; partial approvals of it are voided. Only an
+    /// expired turn can be asked again.
+    pub async fn ask_again(&self, run_id: &str, by: &Operator) -> Result<String, ClaimError> {
+        let (_writer, mut tx) = self.write().await?;
+        let (suspension_id, owner, run) = self.open_suspension(&mut tx, run_id).await?;
         let now = now_ms();
         let expired = run
             .expires_at_ms()
