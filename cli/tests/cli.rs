@@ -1298,3 +1298,108 @@ fn the_interactive_demo_asks_field_by_field_and_again() {
         assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
     }
 }
+
+/// SIGTERM while a host runs a long remote call: the host ends promptly,
+/// the stdio server it started is gone (no orphan), and the run is left in
+/// a visible state — the call shown executing, for a host to pick up.
+#[test]
+fn a_host_stopped_mid_call_leaves_no_server_behind_and_the_run_visible() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(dir, &["demo", "--detach", "--as", "alice"]);
+    let (run, digest) = waiting_run(dir);
+    ok(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    // The notes server now takes a minute to write a note; its ledger path
+    // marks its process.
+    let marker = dir.join("slow-notes-ledger");
+    let marker_text = marker.to_str().expect("a UTF-8 path").to_owned();
+    ok(
+        dir,
+        &[
+            "server",
+            "set-transport",
+            "notes",
+            "--",
+            TOOLGATE,
+            "mcp-test-server",
+            "--delay",
+            "write_note=60",
+            "--ledger",
+            &marker_text,
+        ],
+    );
+    ok(dir, &["import", "notes"]);
+    ok(dir, &["host", "--once"]);
+    let (run, digest) = waiting_run(dir);
+    ok(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let mut host = Command::new(TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["host", "--poll-ms", "50"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the host starts");
+    let servers = || {
+        std::fs::read_dir("/proc").map_or(0, |entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .filter(|cmdline| String::from_utf8_lossy(cmdline).contains(&marker_text))
+                .count()
+        })
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let listed = json(dir, &["runs", "list"]);
+        if listed[0]["standing"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("executing call_3"))
+            && servers() > 0
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the host never started the call: {listed}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let signalled = Command::new("kill")
+        .args(["-TERM", &host.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(signalled.success());
+    let stopped = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = host.try_wait().expect("waits") {
+            break status;
+        }
+        assert!(
+            stopped.elapsed() < std::time::Duration::from_secs(10),
+            "the host did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let output = host.wait_with_output().expect("its output");
+    assert!(status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("stops mid-run"),
+        "{}",
+        stdout(&output)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(servers(), 0, "the stdio server the host started is gone");
+    let listed = json(dir, &["runs", "list"]);
+    let standing = listed[0]["standing"].as_str().unwrap_or_default();
+    assert!(
+        standing.contains("call_3 (notes.write_note)"),
+        "the run shows what was executing: {standing}"
+    );
+}

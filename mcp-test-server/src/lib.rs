@@ -9,7 +9,8 @@
 //! Usage: `toolgate-mcp-test-server [--http 127.0.0.1:0] [--page-size N]
 //! [--fillers N] [--drop NAME]... [--odd-names] [--hang-on-list]
 //! [--die-on-list] [--garbage] [--ledger FILE] [--describe NAME=TEXT]...`;
-//! `--describe` gives a tool another description (a tool changed under its
+//! `--delay NAME=SECONDS` makes a tool's calls wait first; `--describe`
+//! gives a tool another description (a tool changed under its
 //! operator); with `--ledger`, every
 //! `write_note` also appends its text as a line to FILE, so a test counts
 //! how often it ran across processes.
@@ -47,6 +48,7 @@ pub struct Options {
     pub garbage: bool,
     pub ledger: Option<std::path::PathBuf>,
     pub describe: Vec<(String, String)>,
+    pub delay: Vec<(String, f64)>,
 }
 
 /// Parses the command-line flags (without the program name).
@@ -77,6 +79,16 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
             "--die-on-list" => options.die_on_list = true,
             "--garbage" => options.garbage = true,
             "--ledger" => options.ledger = Some(value("--ledger")?.into()),
+            "--delay" => {
+                let given = value("--delay")?;
+                let (name, seconds) = given.split_once('=').ok_or("--delay takes NAME=SECONDS")?;
+                let seconds: f64 = seconds
+                    .parse()
+                    .map_err(|e| format!("--delay {given}: {e}"))?;
+                options
+                    .delay
+                    .push((name.to_owned(), seconds.clamp(0.0, 3600.0)));
+            }
             "--describe" => {
                 let given = value("--describe")?;
                 let (name, text) = given
@@ -294,6 +306,14 @@ impl ServerHandler for NotesServer {
         _: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.clone().unwrap_or_default();
+        if let Some((_, seconds)) = self
+            .options
+            .delay
+            .iter()
+            .find(|(name, _)| name == request.name.as_ref())
+        {
+            tokio::time::sleep(Duration::from_secs_f64(*seconds)).await;
+        }
         if request.name == "slow" {
             let seconds = arguments
                 .get("seconds")

@@ -47,6 +47,7 @@ async fn serve(
     poll: Duration,
 ) -> Result<(), Failure> {
     let mut resumed_any = false;
+    let mut stop = Stop::new()?;
     loop {
         let task = if args.once {
             match host.next().await? {
@@ -56,8 +57,7 @@ async fn serve(
         } else {
             tokio::select! {
                 task = host.wait(poll) => task?,
-                stop = tokio::signal::ctrl_c() => {
-                    stop.map_err(|e| Failure::Error(format!("cannot wait for Ctrl-C: {e}")))?;
+                () = stop.requested() => {
                     say!("host `{}` stops", host.name());
                     break;
                 }
@@ -74,12 +74,73 @@ async fn serve(
                 task.run_id()
             );
         }
-        let resumed = host.resume(task, registry, &DemoModel).await?;
-        report_resumed(store, registry, out, &resumed).await?;
+        let run_id = task.run_id().to_owned();
+        let spinner = Spinner::start(out, &run_id);
+        // Ctrl-C or SIGTERM mid-run stops the resume where it is: the calls
+        // it started stay journaled (the run shows what was executing), and
+        // the stdio servers it started are stopped with the provider.
+        let resumed = tokio::select! {
+            resumed = host.resume(task, registry, &DemoModel) => resumed,
+            () = stop.requested() => {
+                spinner.finish();
+                say!(
+                    "host `{}` stops mid-run: run {} keeps its journal, and a host `{}` picks it up once this one's lease runs out",
+                    host.name(),
+                    run_id,
+                    host.name()
+                );
+                return Ok(());
+            }
+        };
+        spinner.finish();
+        report_resumed(store, registry, out, &resumed?).await?;
         resumed_any = true;
     }
     if args.once && !resumed_any && !out.json {
         say!("host `{}`: no decided run to resume", host.name());
     }
     Ok(())
+}
+
+/// Ctrl-C or SIGTERM, whichever comes first.
+struct Stop {
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Stop {
+    fn new() -> Result<Self, Failure> {
+        let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| Failure::Error(format!("cannot wait for SIGTERM: {e}")))?;
+        Ok(Self { terminate })
+    }
+
+    async fn requested(&mut self) {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
+}
+
+/// A spinner with the time a resume has taken, on a terminal only.
+struct Spinner(indicatif::ProgressBar);
+
+impl Spinner {
+    fn start(out: Out, run_id: &str) -> Self {
+        use std::io::IsTerminal;
+        if out.json || !std::io::stderr().is_terminal() {
+            return Self(indicatif::ProgressBar::hidden());
+        }
+        let bar = indicatif::ProgressBar::new_spinner();
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+            bar.set_style(style);
+        }
+        bar.set_message(format!("run {}", toolgate::visible::visible(run_id)));
+        bar.enable_steady_tick(Duration::from_millis(100));
+        Self(bar)
+    }
+
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
 }
