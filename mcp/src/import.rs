@@ -157,11 +157,7 @@ async fn list_and_store(
     let mut names = HashSet::new();
     for tool in &listed {
         let remote = tool.name.to_string();
-        let object = tool
-            .input_schema
-            .get("type")
-            .and_then(serde_json::Value::as_str)
-            == Some("object");
+        let object = crate::names::is_object_schema(tool.input_schema.get("type"));
         let mapped = local_name(&server, &remote).and_then(|local| {
             if !object {
                 Err(SkipReason::SchemaNotAnObject)

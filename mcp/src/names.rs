@@ -64,6 +64,12 @@ impl fmt::Display for SkipReason {
     }
 }
 
+/// Whether a remote tool's input schema is one MCP allows, from its
+/// `"type"` field: `"object"`. The one check, at import and at hydration.
+pub(crate) fn is_object_schema(type_field: Option<&serde_json::Value>) -> bool {
+    type_field.and_then(serde_json::Value::as_str) == Some("object")
+}
+
 /// The local name of a remote tool, or why it has none. Names are never
 /// altered to fit: a name that does not fit is skipped, so two remote tools
 /// can never be merged into one local name.

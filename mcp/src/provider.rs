@@ -81,7 +81,7 @@ impl McpProvider {
                 // MCP requires an object schema: `"type": "object"`.
                 let schema = match serde_json::from_str::<Value>(&row.input_schema) {
                     Ok(value @ Value::Object(_))
-                        if value.get("type").and_then(Value::as_str) == Some("object") =>
+                        if crate::names::is_object_schema(value.get("type")) =>
                     {
                         Schema::try_from(value).ok()
                     }
