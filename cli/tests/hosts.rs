@@ -14,6 +14,10 @@
     reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
 )]
 
+mod common;
+
+use common::{TOOLGATE, toolgate};
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -32,7 +36,6 @@ use toolgate::{Agent, Execute, Registry, Tool, ToolOutput};
 use toolgate_mcp::{Deadlines, McpProvider};
 use toolgate_store::{Answer, Ended, Host, Store};
 
-const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
 const HOST: &str = "worker";
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -140,22 +143,6 @@ fn host_registry(store: &Store, dir: &Path) -> Registry {
         .provider(McpProvider::new(store.clone(), Deadlines::default()))
         .build()
         .expect("the host's registry boots")
-}
-
-fn toolgate(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("toolgate runs");
-    assert!(
-        output.status.success(),
-        "toolgate {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// A data directory with the notes server registered (approval required),

@@ -9,8 +9,9 @@
     reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
 )]
 
-use std::path::Path;
-use std::process::Command;
+mod common;
+
+use common::{TOOLGATE, toolgate};
 
 use serde_json::json;
 use toolgate::run::{RunOptions, RunState, ToolCall, TurnOutcome};
@@ -18,24 +19,6 @@ use toolgate::testing::{MemoryLog, ScriptedModel};
 use toolgate::{Agent, Registry};
 use toolgate_mcp::{Deadlines, McpProvider};
 use toolgate_store::Store;
-
-const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
-
-fn toolgate(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("toolgate runs");
-    assert!(
-        output.status.success(),
-        "toolgate {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turning_approval_on_mid_loop_suspends_the_hosts_next_turn() {

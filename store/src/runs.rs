@@ -426,6 +426,12 @@ impl Store {
         .fetch_optional(&self.pool)
         .await
         .map_err(StoreError::from)?;
+        self.decoded(run_id, row)
+    }
+
+    /// A suspension row found for `run_id`, decoded fail-closed; none is
+    /// [`LoadError::NotFound`].
+    fn decoded(&self, run_id: &str, row: Option<SqliteRow>) -> Result<SuspendedRun, LoadError> {
         let Some(row) = row else {
             return Err(LoadError::NotFound(run_id.to_owned()));
         };
@@ -646,15 +652,7 @@ impl Store {
         .fetch_optional(&self.pool)
         .await
         .map_err(StoreError::from)?;
-        let Some(row) = row else {
-            return Err(LoadError::NotFound(run_id.to_owned()));
-        };
-        self.read_document(&row)
-            .map_err(StoreError::from)?
-            .map_err(|error| LoadError::Corrupt {
-                run_id: run_id.to_owned(),
-                error,
-            })
+        self.decoded(run_id, row)
     }
 
     /// Records a decision on a stored run — and nothing else: the host that
