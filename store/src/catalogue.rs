@@ -1,8 +1,7 @@
 //! The tool catalogue imported from each server.
 
+use crate::db::{Query, Row, Tx};
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
 use crate::{Store, StoreError, now_ms};
 
@@ -21,22 +20,23 @@ pub struct Accepted {
 /// ones) inside the caller's transaction. A name that is not a live tool of
 /// the server is refused.
 pub(crate) async fn pin_in(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    tx: &mut Tx,
     server_id: &str,
     names: Option<&[String]>,
 ) -> Result<Vec<Accepted>, StoreError> {
-    let known: Option<String> = sqlx::query_scalar("SELECT id FROM mcp_server WHERE id = ?")
+    tx.lock_server(server_id).await?;
+    let known: Option<String> = Query::new("SELECT id FROM mcp_server WHERE id = ?")
         .bind(server_id)
-        .fetch_optional(&mut **tx)
+        .scalar_optional(&mut *tx)
         .await?;
     if known.is_none() {
         return Err(StoreError::NoSuchServer(server_id.to_owned()));
     }
-    let rows = sqlx::query(
+    let rows = Query::new(
         "SELECT * FROM mcp_tool WHERE server_id = ? AND orphaned = 0 ORDER BY local_name",
     )
     .bind(server_id)
-    .fetch_all(&mut **tx)
+    .fetch_all(&mut *tx)
     .await?
     .iter()
     .map(CatalogueRow::from_row)
@@ -63,7 +63,7 @@ pub(crate) async fn pin_in(
         if row.pinned_definition.as_deref() == Some(after.as_str()) {
             continue;
         }
-        sqlx::query(
+        Query::new(
             "UPDATE mcp_tool SET pinned_definition = ?, definition = ?, pinned_at = ?
              WHERE server_id = ? AND remote_name = ?",
         )
@@ -72,7 +72,7 @@ pub(crate) async fn pin_in(
         .bind(now)
         .bind(server_id)
         .bind(&row.remote_name)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         accepted.push(Accepted {
             local_name: row.local_name.clone(),
@@ -196,7 +196,7 @@ impl CatalogueRow {
         }
     }
 
-    fn from_row(row: &SqliteRow) -> Result<Self, sqlx::Error> {
+    fn from_row(row: &Row) -> Result<Self, sqlx::Error> {
         Ok(Self {
             server_id: row.try_get("server_id")?,
             remote_name: row.try_get("remote_name")?,
@@ -267,16 +267,17 @@ impl Store {
     ) -> Result<CatalogueChange, StoreError> {
         let now = now_ms();
         let (_writer, mut tx) = self.write().await?;
-        let known: Option<String> = sqlx::query_scalar("SELECT id FROM mcp_server WHERE id = ?")
+        tx.lock_server(server_id).await?;
+        let known: Option<String> = Query::new("SELECT id FROM mcp_server WHERE id = ?")
             .bind(server_id)
-            .fetch_optional(&mut *tx)
+            .scalar_optional(&mut tx)
             .await?;
         if known.is_none() {
             return Err(StoreError::NoSuchServer(server_id.to_owned()));
         }
-        let existing = sqlx::query("SELECT * FROM mcp_tool WHERE server_id = ?")
+        let existing = Query::new("SELECT * FROM mcp_tool WHERE server_id = ?")
             .bind(server_id)
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut tx)
             .await?
             .iter()
             .map(CatalogueRow::from_row)
@@ -308,7 +309,7 @@ impl Store {
                 &schema,
                 annotations.as_deref(),
             );
-            sqlx::query(
+            Query::new(
                 "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at, definition)
                  VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
                  ON CONFLICT (server_id, remote_name) DO UPDATE SET
@@ -326,31 +327,31 @@ impl Store {
             .bind(now)
             .bind(now)
             .bind(definition)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
         }
         for row in existing.iter().filter(|r| !r.orphaned) {
             if !tools.iter().any(|t| t.remote_name == row.remote_name) {
-                sqlx::query(
+                Query::new(
                     "UPDATE mcp_tool SET orphaned = 1 WHERE server_id = ? AND remote_name = ?",
                 )
                 .bind(server_id)
                 .bind(&row.remote_name)
-                .execute(&mut *tx)
+                .execute(&mut tx)
                 .await?;
                 change.orphaned.push(row.local_name.clone());
             }
         }
-        let server = sqlx::query("SELECT * FROM mcp_server WHERE id = ?")
+        let server = Query::new("SELECT * FROM mcp_server WHERE id = ?")
             .bind(server_id)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut tx)
             .await?;
         let approval = crate::flag::approval_from_stored(&crate::flag::read_stored_flag(&server));
-        let rows = sqlx::query(
+        let rows = Query::new(
             "SELECT * FROM mcp_tool WHERE server_id = ? AND orphaned = 0 ORDER BY local_name",
         )
         .bind(server_id)
-        .fetch_all(&mut *tx)
+        .fetch_all(&mut tx)
         .await?;
         for row in rows.iter().map(CatalogueRow::from_row) {
             let row = row?;
@@ -378,7 +379,7 @@ impl Store {
 
     /// A server's catalogue, orphaned rows included, by local name.
     pub async fn catalogue(&self, server_id: &str) -> Result<Vec<CatalogueRow>, StoreError> {
-        let rows = sqlx::query("SELECT * FROM mcp_tool WHERE server_id = ? ORDER BY local_name")
+        let rows = Query::new("SELECT * FROM mcp_tool WHERE server_id = ? ORDER BY local_name")
             .bind(server_id)
             .fetch_all(&self.pool)
             .await?;
@@ -391,7 +392,7 @@ impl Store {
     /// The live rows of every server, by server and local name, with only
     /// the columns a provider builds tools from.
     pub async fn live_tools(&self) -> Result<Vec<LiveTool>, StoreError> {
-        let rows = sqlx::query(
+        let rows = Query::new(
             "SELECT server_id, remote_name, local_name, description, input_schema, annotations,
                     pinned_definition
              FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name",
@@ -431,7 +432,7 @@ impl Store {
     /// and local name.
     pub async fn live_catalogue(&self) -> Result<Vec<CatalogueRow>, StoreError> {
         let rows =
-            sqlx::query("SELECT * FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name")
+            Query::new("SELECT * FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name")
                 .fetch_all(&self.pool)
                 .await?;
         Ok(rows

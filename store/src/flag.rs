@@ -1,13 +1,19 @@
 //! The reading of the operator's `requires_approval` flag (SPEC §8).
 //!
 //! One pure, total function — [`approval_from_stored`] — turns whatever the
-//! store holds (or its absence, or a failed read) into the decision. Only an
-//! integer 0 means "no approval"; everything else, including anything a
-//! future schema might write, reads as "approval required".
+//! store holds (or its absence, or a failed read) into the decision. Only
+//! what the typed write path stores for "off" means "no approval": the
+//! integer 0 in SQLite, the label `not_required` of the `toolgate_approval`
+//! type in PostgreSQL. Everything else, including anything a future schema
+//! might write, reads as "approval required".
 
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, TypeInfo, ValueRef};
 use toolgate::OperatorDeclaration;
+
+use crate::db::{Arg, Backend, Row, Val};
+
+/// PostgreSQL's type for the flag, and its label for "off".
+const APPROVAL_TYPE: &str = "toolgate_approval";
+const NOT_REQUIRED: &str = "not_required";
 
 /// The flag as stored, before any interpretation.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +32,13 @@ pub enum StoredFlag {
     Text(String),
     /// Bytes.
     Blob(Vec<u8>),
+    /// A label of a PostgreSQL enumerated type.
+    Label {
+        /// The type.
+        ty: String,
+        /// The label.
+        label: String,
+    },
 }
 
 /// The stored value as an operator reads it: `integer 1`, `NULL`, `text
@@ -40,55 +53,57 @@ impl std::fmt::Display for StoredFlag {
             StoredFlag::Real(value) => write!(f, "real {value}"),
             StoredFlag::Text(text) => write!(f, "text {text:?}"),
             StoredFlag::Blob(bytes) => write!(f, "blob of {} bytes", bytes.len()),
+            StoredFlag::Label { ty, label } => write!(f, "{ty} {label:?}"),
         }
     }
 }
 
 /// The decision the gate acts on, from the stored flag. Total and pure: only
-/// [`StoredFlag::Integer`] of 0 yields [`OperatorDeclaration::NoApproval`].
+/// [`StoredFlag::Integer`] of 0 (SQLite's typed "off") and the label
+/// `not_required` of the `toolgate_approval` type (PostgreSQL's) yield
+/// [`OperatorDeclaration::NoApproval`].
 pub fn approval_from_stored(flag: &StoredFlag) -> OperatorDeclaration {
     match flag {
         StoredFlag::Integer(0) => OperatorDeclaration::NoApproval,
+        StoredFlag::Label { ty, label } if ty == APPROVAL_TYPE && label == NOT_REQUIRED => {
+            OperatorDeclaration::NoApproval
+        }
         _ => OperatorDeclaration::ApprovalRequired,
     }
 }
 
-/// The integer the typed write path stores for a declaration: 1 or 0.
-pub(crate) fn stored_for(declaration: OperatorDeclaration) -> i64 {
-    match declaration {
-        OperatorDeclaration::ApprovalRequired => 1,
-        OperatorDeclaration::NoApproval => 0,
+/// What the typed write path stores for a declaration on a backend — the
+/// integer 1 or 0 in SQLite, the label `required` or `not_required` in
+/// PostgreSQL — and the SQL expression that writes it from one `?`.
+pub(crate) fn stored_for(
+    backend: Backend,
+    declaration: OperatorDeclaration,
+) -> (Arg, &'static str) {
+    let off = declaration == OperatorDeclaration::NoApproval;
+    match backend {
+        Backend::Sqlite => (Arg::Int(Some(if off { 0 } else { 1 })), "?"),
+        Backend::Postgres => (
+            Arg::Text(Some(if off { NOT_REQUIRED } else { "required" }.to_owned())),
+            "CAST(? AS toolgate_approval)",
+        ),
     }
 }
 
 /// Reads the raw `requires_approval` column of a row, keeping its storage
 /// class: a text `'0'` stays text.
-pub(crate) fn read_stored_flag(row: &SqliteRow) -> StoredFlag {
-    let raw = match row.try_get_raw("requires_approval") {
-        Ok(raw) => raw,
-        Err(sqlx::Error::ColumnNotFound(_)) => return StoredFlag::Missing,
-        Err(error) => return StoredFlag::Unreadable(error.to_string()),
-    };
-    if raw.is_null() {
-        return StoredFlag::Null;
+pub(crate) fn read_stored_flag(row: &Row) -> StoredFlag {
+    match row.value("requires_approval") {
+        None => StoredFlag::Missing,
+        Some(Val::Null) => StoredFlag::Null,
+        Some(Val::Int(v)) => StoredFlag::Integer(*v),
+        Some(Val::Real(v)) => StoredFlag::Real(*v),
+        Some(Val::Text(v)) => StoredFlag::Text(v.clone()),
+        Some(Val::Blob(v)) => StoredFlag::Blob(v.clone()),
+        Some(Val::Label { ty, label }) => StoredFlag::Label {
+            ty: ty.clone(),
+            label: label.clone(),
+        },
     }
-    let kind = raw.type_info().name().to_ascii_uppercase();
-    let decoded = match kind.as_str() {
-        "INTEGER" => row
-            .try_get::<i64, _>("requires_approval")
-            .map(StoredFlag::Integer),
-        "REAL" => row
-            .try_get::<f64, _>("requires_approval")
-            .map(StoredFlag::Real),
-        "TEXT" => row
-            .try_get::<String, _>("requires_approval")
-            .map(StoredFlag::Text),
-        "BLOB" => row
-            .try_get::<Vec<u8>, _>("requires_approval")
-            .map(StoredFlag::Blob),
-        other => return StoredFlag::Unreadable(format!("unexpected storage class {other}")),
-    };
-    decoded.unwrap_or_else(|error| StoredFlag::Unreadable(error.to_string()))
 }
 
 #[cfg(test)]
@@ -113,6 +128,19 @@ mod tests {
             StoredFlag::Text("false".into()),
             StoredFlag::Blob(vec![0]),
             StoredFlag::Blob(Vec::new()),
+            StoredFlag::Text(NOT_REQUIRED.into()),
+            StoredFlag::Label {
+                ty: "other_enum".into(),
+                label: NOT_REQUIRED.into(),
+            },
+            StoredFlag::Label {
+                ty: APPROVAL_TYPE.into(),
+                label: "required".into(),
+            },
+            StoredFlag::Label {
+                ty: APPROVAL_TYPE.into(),
+                label: "Not_Required".into(),
+            },
         ] {
             assert_eq!(approval_from_stored(&flag), required, "{flag:?}");
         }
@@ -123,15 +151,26 @@ mod tests {
     }
 
     #[test]
-    fn the_write_path_stores_only_zero_or_one() {
-        assert_eq!(stored_for(OperatorDeclaration::ApprovalRequired), 1);
-        assert_eq!(stored_for(OperatorDeclaration::NoApproval), 0);
-        for declaration in [
-            OperatorDeclaration::ApprovalRequired,
-            OperatorDeclaration::NoApproval,
-        ] {
-            let read = approval_from_stored(&StoredFlag::Integer(stored_for(declaration)));
-            assert_eq!(read, declaration);
+    fn the_write_path_stores_what_the_reading_takes_for_off_and_nothing_else() {
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            for declaration in [
+                OperatorDeclaration::ApprovalRequired,
+                OperatorDeclaration::NoApproval,
+            ] {
+                let stored = match stored_for(backend, declaration).0 {
+                    Arg::Int(Some(v)) => StoredFlag::Integer(v),
+                    Arg::Text(Some(label)) => StoredFlag::Label {
+                        ty: APPROVAL_TYPE.into(),
+                        label,
+                    },
+                    other => panic!("unexpected {other:?}"),
+                };
+                assert_eq!(approval_from_stored(&stored), declaration, "{backend}");
+            }
         }
+        assert!(matches!(
+            stored_for(Backend::Sqlite, OperatorDeclaration::ApprovalRequired).0,
+            Arg::Int(Some(1))
+        ));
     }
 }

@@ -8,10 +8,10 @@
 //! runs so that a host that dies mid-turn is followed by one that knows
 //! exactly what ran (see [`toolgate::journal`]).
 
+use crate::db::{Backend, Query, Tx};
 use std::time::Duration;
 
 use serde_json::Value;
-use sqlx::Row;
 use toolgate::audit::{DecisionKind, DecisionLog, DecisionRecord, LogError};
 use toolgate::erased::BoxFuture;
 use toolgate::journal::{
@@ -237,6 +237,7 @@ impl Host {
     /// and wakes at once when a decision is recorded through a handle of this
     /// process's store.
     pub async fn wait(&self, poll: Duration) -> Result<Resumable, StoreError> {
+        self.store.listen();
         loop {
             let notified = self.store.inbox.notified();
             if let Some(next) = self.next().await? {
@@ -268,7 +269,7 @@ impl Host {
         let (_writer, mut tx) = self.store.write().await?;
         // Back to what it was: waiting for a host, or — when a turn was
         // planned — a resume any host of the name picks up.
-        sqlx::query(
+        Query::new(
             "UPDATE suspended_run SET
                  execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = ?)
                                   THEN 'resuming' ELSE 'pending' END,
@@ -279,7 +280,7 @@ impl Host {
         .bind(now_ms())
         .bind(suspension_id)
         .bind(token)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
         tx.commit().await?;
         Ok(())
@@ -287,32 +288,57 @@ impl Host {
 
     async fn claim(&self) -> Result<Option<(i64, String, String)>, StoreError> {
         self.store.check_keyed()?;
-        // The poll: one indexed read, no write lock, while nothing is decided.
-        let now = now_ms();
-        let waiting: Option<i64> = sqlx::query_scalar(
+        // A candidate can be out of reach for a moment — another host of the
+        // name is claiming it, or a decider's transaction that lost is still
+        // rolling back on PostgreSQL — while the poll still sees it waiting:
+        // look again, briefly, rather than report nothing to do.
+        for attempt in 0..CLAIM_ATTEMPTS {
+            if !self.anything_waiting().await? {
+                return Ok(None);
+            }
+            if let Some(claimed) = self.try_claim().await? {
+                return Ok(Some(claimed));
+            }
+            tokio::time::sleep(Duration::from_millis(2 * (attempt + 1).min(10))).await;
+        }
+        Ok(None)
+    }
+
+    /// The poll: one indexed read, no write lock, while nothing is decided.
+    async fn anything_waiting(&self) -> Result<bool, StoreError> {
+        let waiting: Option<i64> = Query::new(
             "SELECT id FROM suspended_run
              WHERE owner = ? AND state = 'decided'
                AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))
              LIMIT 1",
         )
         .bind(&self.name)
-        .bind(now)
-        .fetch_optional(&self.store.pool)
+        .bind(now_ms())
+        .scalar_optional(&self.store.pool)
         .await?;
-        if waiting.is_none() {
-            return Ok(None);
-        }
+        Ok(waiting.is_some())
+    }
+
+    /// One attempt: the oldest waiting run, claimed by a conditional update.
+    async fn try_claim(&self) -> Result<Option<(i64, String, String)>, StoreError> {
         let (_writer, mut tx) = self.store.write().await?;
         let now = now_ms();
-        let row = sqlx::query(
+        // On PostgreSQL, hosts of one name on several machines each take a
+        // different row: one another's candidates are skipped, not waited
+        // on. The update below stays conditional either way.
+        let pick = match tx.backend() {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+        };
+        let row = Query::new(format!(
             "SELECT id, run_id FROM suspended_run
              WHERE owner = ? AND state = 'decided'
                AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))
-             ORDER BY decided_at, id LIMIT 1",
-        )
+             ORDER BY decided_at, id LIMIT 1{pick}"
+        ))
         .bind(&self.name)
         .bind(now)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut tx)
         .await?;
         let Some(row) = row else {
             return Ok(None);
@@ -320,7 +346,7 @@ impl Host {
         let id: i64 = row.try_get("id")?;
         let run_id: String = row.try_get("run_id")?;
         let token = format!("{}/{}", self.name, claim_token());
-        let claimed = sqlx::query(
+        let claimed = Query::new(
             "UPDATE suspended_run SET execution = 'resuming', resumed_by = ?, lease_until = ?, updated_at = ?
              WHERE id = ? AND state = 'decided'
                AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))",
@@ -330,10 +356,10 @@ impl Host {
         .bind(now)
         .bind(id)
         .bind(now)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
         tx.commit().await?;
-        if claimed.rows_affected() == 1 {
+        if claimed == 1 {
             tracing::info!(run = %run_id, claim = %token, "decided run claimed");
             Ok(Some((id, run_id, token)))
         } else {
@@ -357,7 +383,7 @@ impl Host {
                 .map_err(|e| e.to_string())?;
             return Ok(Work::Recover { plan, known });
         }
-        let row = sqlx::query(
+        let row = Query::new(
             "SELECT run_id, status, document, digest, requested_by FROM suspended_run WHERE id = ?",
         )
         .bind(suspension_id)
@@ -642,10 +668,10 @@ impl Host {
         if !conclude(&mut tx, suspension_id, token, "done", why).await? {
             return Ok(false);
         }
-        sqlx::query("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+        Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
             .bind(why)
             .bind(suspension_id)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
         self.store
             .insert_suspended(&mut tx, fresh, &self.name)
@@ -684,17 +710,21 @@ impl Host {
     }
 }
 
+/// How many times [`Host::next`] looks again for a waiting run it could not
+/// take at once (about half a second in all).
+const CLAIM_ATTEMPTS: u64 = 50;
+
 /// Ends this claim's hold on a suspension — `execution` becomes `to`, with
 /// `outcome` in words — inside the caller's transaction; false when the
 /// claim's token no longer holds it (another host took the run over).
 async fn conclude(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    tx: &mut Tx,
     suspension_id: i64,
     token: &str,
     to: &str,
     outcome: &str,
 ) -> Result<bool, StoreError> {
-    let concluded = sqlx::query(
+    let concluded = Query::new(
         "UPDATE suspended_run SET execution = ?, outcome = ?, resumed_by = NULL,
                 lease_until = NULL, updated_at = ?
          WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
@@ -704,9 +734,9 @@ async fn conclude(
     .bind(now_ms())
     .bind(suspension_id)
     .bind(token)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
-    Ok(concluded.rows_affected() == 1)
+    Ok(concluded == 1)
 }
 
 /// What a resume came to, before it is stored.
@@ -808,12 +838,9 @@ impl StoreJournal {
         Ok(held)
     }
 
-    async fn renew_in(
-        &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-    ) -> Result<bool, StoreError> {
+    async fn renew_in(&self, tx: &mut Tx) -> Result<bool, StoreError> {
         let now = now_ms();
-        let held = sqlx::query(
+        let held = Query::new(
             "UPDATE suspended_run SET lease_until = ?, updated_at = ?
              WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
         )
@@ -821,18 +848,16 @@ impl StoreJournal {
         .bind(now)
         .bind(self.suspension_id)
         .bind(&self.instance)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
-        Ok(held.rows_affected() == 1)
+        Ok(held == 1)
     }
 
     /// One journal entry: the lease renewed and `write` applied, in one
     /// transaction.
     async fn entry<F>(&self, write: F) -> Result<(), JournalError>
     where
-        F: for<'t> FnOnce(
-            &'t mut sqlx::Transaction<'static, sqlx::Sqlite>,
-        ) -> BoxFuture<'t, Result<(), StoreError>>,
+        F: for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<(), StoreError>>,
     {
         let run = async {
             let (_writer, mut tx) = self.store.write().await?;
@@ -848,7 +873,10 @@ impl StoreJournal {
             Ok(false) => Err(JournalError::new(
                 "this host no longer holds the run (its lease ran out and another host took it over)",
             )),
-            Err(error) => Err(JournalError::with_source("the store failed", error)),
+            Err(error) => Err(JournalError::with_source(
+                format!("the store failed: {error}"),
+                error,
+            )),
         }
     }
 }
@@ -866,7 +894,7 @@ impl Journal for StoreJournal {
                 .map(|key| key.tag(&plan_bytes(suspension_id, turn, &text)));
             self.entry(move |tx| {
                 Box::pin(async move {
-                    sqlx::query(
+                    Query::new(
                         "INSERT INTO turn_plan (suspension_id, turn, plan, mac, created_at)
                          VALUES (?, ?, ?, ?, ?)",
                     )
@@ -875,7 +903,7 @@ impl Journal for StoreJournal {
                     .bind(text)
                     .bind(mac)
                     .bind(now_ms())
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await?;
                     Ok(())
                 })
@@ -896,11 +924,11 @@ impl Journal for StoreJournal {
             let index = i64::try_from(index).unwrap_or(i64::MAX);
             self.entry(move |tx| {
                 Box::pin(async move {
-                    sqlx::query(
+                    Query::new(
                         "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, started_at)
                          SELECT id, ?, ?, ?, ?, 'started', ? FROM turn_plan WHERE suspension_id = ? AND turn = ?
                          ON CONFLICT (plan_id, call_index) DO UPDATE SET
-                             state = 'started', attempts = attempts + 1, output = NULL,
+                             state = 'started', attempts = call_execution.attempts + 1, output = NULL,
                              started_at = excluded.started_at, ended_at = NULL",
                     )
                     .bind(index)
@@ -910,7 +938,7 @@ impl Journal for StoreJournal {
                     .bind(now_ms())
                     .bind(suspension_id)
                     .bind(turn)
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await?;
                     Ok(())
                 })
@@ -939,7 +967,7 @@ impl Journal for StoreJournal {
             self.entry(move |tx| {
                 Box::pin(async move {
                     let now = now_ms();
-                    sqlx::query(
+                    Query::new(
                         "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, output, started_at, ended_at, mac)
                          SELECT id, ?, ?, ?, ?, 'ended', ?, ?, ?, ? FROM turn_plan WHERE suspension_id = ? AND turn = ?
                          ON CONFLICT (plan_id, call_index) DO UPDATE SET
@@ -956,7 +984,7 @@ impl Journal for StoreJournal {
                     .bind(mac)
                     .bind(suspension_id)
                     .bind(turn)
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await?;
                     Ok(())
                 })
@@ -1041,7 +1069,7 @@ impl Store {
         &self,
         suspension_id: i64,
     ) -> Result<Option<(i64, TurnPlan)>, StoreError> {
-        let row = sqlx::query(
+        let row = Query::new(
             "SELECT id, turn, plan, mac FROM turn_plan WHERE suspension_id = ? ORDER BY turn DESC LIMIT 1",
         )
         .bind(suspension_id)
@@ -1081,7 +1109,7 @@ impl Store {
     ) -> Result<Vec<CallRecord>, StoreError> {
         let steps = plan.steps.len();
         let turn = i64::from(plan.turn());
-        let rows = sqlx::query(
+        let rows = Query::new(
             "SELECT call_index, state, output, attempts, mac FROM call_execution WHERE plan_id = ?",
         )
         .bind(plan_id)
@@ -1147,7 +1175,7 @@ impl Store {
         turn: i64,
         plan_id: i64,
     ) -> Result<std::collections::HashMap<(i64, i64), (String, String)>, StoreError> {
-        let rows = sqlx::query(
+        let rows = Query::new(
             "SELECT call_index, attempt, choice, decided_by, mac FROM execution_choice
              WHERE plan_id = ? ORDER BY id",
         )
@@ -1188,7 +1216,8 @@ impl Store {
     ) -> Result<Chosen, StoreError> {
         self.check_keyed()?;
         let (_writer, mut tx) = self.write().await?;
-        let row = sqlx::query(
+        tx.lock_run(run_id).await?;
+        let row = Query::new(
             "SELECT s.id AS suspension_id, s.owner, p.id AS plan_id, p.turn, e.call_index, e.call_id, e.tool, e.attempts
              FROM suspended_run s
              JOIN turn_plan p ON p.suspension_id = s.id
@@ -1197,7 +1226,7 @@ impl Store {
              ORDER BY p.turn DESC LIMIT 1",
         )
         .bind(run_id)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut tx)
         .await?;
         let Some(row) = row else {
             return Err(StoreError::NotUnknown(run_id.to_owned()));
@@ -1217,7 +1246,7 @@ impl Store {
             ))
         });
         let now = now_ms();
-        sqlx::query(
+        Query::new(
             "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at, mac)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -1229,15 +1258,15 @@ impl Store {
         .bind(by.source().as_str())
         .bind(now)
         .bind(mac)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
-        sqlx::query(
+        Query::new(
             "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = ?
              WHERE id = ? AND execution = 'outcome_unknown'",
         )
         .bind(now)
         .bind(suspension_id)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
         tx.commit().await?;
         self.inbox.notify_waiters();

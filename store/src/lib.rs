@@ -30,6 +30,7 @@
 
 mod catalogue;
 mod class;
+mod db;
 mod flag;
 mod host;
 mod runs;
@@ -41,10 +42,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use toolgate::integrity::IntegrityKey;
+
+pub use db::{Arg, Backend, ColumnRef, FromVal, IntoArg, Query, Row, Val};
+pub(crate) use db::{Pool, Tx};
 
 pub use catalogue::{
     Accepted, CatalogueChange, CatalogueRow, ImportedTool, LiveTool, Quarantine, tool_definition,
@@ -57,12 +59,126 @@ pub use runs::{
 };
 pub use servers::{ImportState, NewServer, ServerRecord, Transport, server_id_problem};
 
-/// The schema history, embedded at build time.
-pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+/// The SQLite schema history, embedded at build time.
+pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
-/// The newest schema version this build knows.
+/// The PostgreSQL schema history: the same versions, telling the same story,
+/// in PostgreSQL's types.
+pub static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// The newest schema version this build knows (both histories end on it).
 pub fn latest_version() -> i64 {
     MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// Where a store is kept: an SQLite file (the embedded default) or a
+/// PostgreSQL database.
+///
+/// Parsed from what an operator types: `postgres://…` or `postgresql://…`
+/// is a server; `sqlite:PATH` or `sqlite://PATH`, or anything else, is the
+/// path of an SQLite file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// An SQLite file, created on first use.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection URL (the database must exist).
+    Postgres(String),
+}
+
+impl Location {
+    /// Reads a path or a database URL.
+    pub fn parse(text: &str) -> Location {
+        let lower = text.get(..13).unwrap_or(text).to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            Location::Postgres(text.to_owned())
+        } else if let Some(rest) = text.strip_prefix("sqlite://") {
+            Location::Sqlite(PathBuf::from(rest))
+        } else if let Some(rest) = text.strip_prefix("sqlite:") {
+            Location::Sqlite(PathBuf::from(rest))
+        } else {
+            Location::Sqlite(PathBuf::from(text))
+        }
+    }
+
+    /// The backend this location names.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Location::Sqlite(_) => Backend::Sqlite,
+            Location::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The location as an operator reads it: a path, or a URL with its
+    /// password left out.
+    pub fn display(&self) -> String {
+        match self {
+            Location::Sqlite(path) => path.display().to_string(),
+            Location::Postgres(url) => redact_password(url),
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display())
+    }
+}
+
+impl From<&str> for Location {
+    fn from(text: &str) -> Self {
+        Location::parse(text)
+    }
+}
+
+impl From<String> for Location {
+    fn from(text: String) -> Self {
+        Location::parse(&text)
+    }
+}
+
+impl From<&Path> for Location {
+    fn from(path: &Path) -> Self {
+        match path.to_str() {
+            Some(text) => Location::parse(text),
+            None => Location::Sqlite(path.to_owned()),
+        }
+    }
+}
+
+impl From<PathBuf> for Location {
+    fn from(path: PathBuf) -> Self {
+        Location::from(path.as_path())
+    }
+}
+
+impl From<&PathBuf> for Location {
+    fn from(path: &PathBuf) -> Self {
+        Location::from(path.as_path())
+    }
+}
+
+impl From<&Location> for Location {
+    fn from(location: &Location) -> Self {
+        location.clone()
+    }
+}
+
+/// A URL with any password replaced by `***`.
+fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
 }
 
 /// How far to migrate when opening.
@@ -84,13 +200,23 @@ pub enum StoreError {
         "this store authenticates its runs and decisions: open it with its integrity key (`--integrity-key-file` or TOOLGATE_INTEGRITY_KEY_FILE); read without it, a run could have been rewritten by anyone who can write the database"
     )]
     KeyRequired,
-    /// The database file could not be opened or created.
-    #[error("cannot open the database at {path}: {source}")]
+    /// The database could not be opened or created.
+    #[error("cannot open the database at {location}: {source}")]
     Open {
-        /// The file.
-        path: PathBuf,
+        /// The file or URL (a password left out).
+        location: String,
         /// Why.
         source: sqlx::Error,
+    },
+    /// The location names a backend this build leaves out.
+    #[error(
+        "{location} is a {backend} database, and this build of toolgate-store has no {backend} backend (enable the crate's `{backend}` feature)"
+    )]
+    BackendNotBuilt {
+        /// The URL (a password left out).
+        location: String,
+        /// The backend.
+        backend: Backend,
     },
     /// The database has a migration this build does not know.
     #[error(
@@ -173,12 +299,12 @@ pub enum StoreError {
     },
 }
 
-/// The store: one SQLite file.
+/// The store: one SQLite file, or one PostgreSQL database.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: SqlitePool,
-    /// The database file, for reopening after a migration.
-    path: PathBuf,
+    pool: Pool,
+    /// Where it is, for reopening after a migration.
+    location: Location,
     /// Write transactions of this process queue here rather than in SQLite's
     /// busy handler, which sleeps in steps of up to 100 ms. Other processes
     /// are still serialised by SQLite's own lock.
@@ -189,68 +315,80 @@ pub struct Store {
     /// them.
     keyed: bool,
     /// Wakes this process's hosts when a decision is recorded through any
-    /// handle of it; hosts in other processes poll.
+    /// handle of it — and, on PostgreSQL, when the database announces one
+    /// from any process on any machine (`LISTEN`). Hosts poll as well.
     inbox: Arc<tokio::sync::Notify>,
+    /// Set once this handle's PostgreSQL listener runs.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    listening: Arc<std::sync::OnceLock<()>>,
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `path` and migrates it to
-    /// the latest schema. A database from a newer build, or one whose applied
-    /// migrations were edited, is refused.
-    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_to(path, MigrateTo::Latest).await
+    /// Opens the store at `location` — an SQLite path (created if needed)
+    /// or a `postgres://` URL — and migrates it to the latest schema. A
+    /// database from a newer build, or one whose applied migrations were
+    /// edited, is refused.
+    pub async fn open(location: impl Into<Location>) -> Result<Self, StoreError> {
+        Self::open_to(location, MigrateTo::Latest).await
     }
 
-    /// Opens the database at `path`, migrating only as far as `to`.
-    pub async fn open_to(path: impl AsRef<Path>, to: MigrateTo) -> Result<Self, StoreError> {
-        let path = path.as_ref();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
-                path: path.to_owned(),
-                source: sqlx::Error::Io(e),
-            })?;
-        }
-        let options = SqliteConnectOptions::from_str("sqlite:")
-            .map_err(|source| StoreError::Open {
-                path: path.to_owned(),
-                source,
-            })?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(30));
-        // Migrations are serialised across processes by an exclusive lock on
-        // a file beside the database, held from before the first connection
-        // until the schema is settled: several processes opening a database
-        // that needs migrating take turns instead of racing the same DDL.
-        let lock = migration_lock(path).await?;
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .connect_with(options)
-            .await
-            .map_err(|source| StoreError::Open {
-                path: path.to_owned(),
-                source,
-            })?;
-        let store = Self {
+    /// Opens the store at `location`, migrating only as far as `to`.
+    pub async fn open_to(location: impl Into<Location>, to: MigrateTo) -> Result<Self, StoreError> {
+        let location = location.into();
+        let pool = match &location {
+            Location::Sqlite(path) => {
+                // Migrations are serialised across processes by an exclusive
+                // lock on a file beside the database, held from before the
+                // first connection until the schema is settled: several
+                // processes opening a database that needs migrating take
+                // turns instead of racing the same DDL.
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
+                        location: path.display().to_string(),
+                        source: sqlx::Error::Io(e),
+                    })?;
+                }
+                let lock = migration_lock(path).await?;
+                let pool = open_sqlite(path).await?;
+                let pool = Pool::Sqlite(pool);
+                run_migrations(&pool, to).await?;
+                drop(lock);
+                pool
+            }
+            Location::Postgres(url) => {
+                // The migrator holds PostgreSQL's advisory lock for the
+                // database while it migrates, so processes on any machine
+                // take turns.
+                let pool = open_postgres(url).await?;
+                run_migrations(&pool, to).await?;
+                pool
+            }
+        };
+        let mut store = Self {
             pool,
-            path: path.to_owned(),
+            location,
             writer: Arc::new(tokio::sync::Mutex::new(())),
             key: None,
             keyed: false,
             inbox: Arc::new(tokio::sync::Notify::new()),
+            listening: Arc::new(std::sync::OnceLock::new()),
         };
-        store.run_migrations(to).await?;
-        drop(lock);
-        let mut store = store;
         store.keyed = store.applied_versions().await?.contains(&5)
-            && sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM integrity")
-                .fetch_one(&store.pool)
+            && Query::new("SELECT COUNT(*) FROM integrity")
+                .scalar::<i64>(&store.pool)
                 .await?
                 > 0;
         Ok(store)
+    }
+
+    /// Which backend this store is kept in.
+    pub fn backend(&self) -> Backend {
+        self.pool.backend()
+    }
+
+    /// Where this store is kept.
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
     /// Authenticates what this handle writes and requires what it reads to
@@ -275,8 +413,8 @@ impl Store {
     /// catalogue moves (kept by triggers in the database, so every writer
     /// moves it). One cheap query; a provider reads it once per turn.
     pub async fn operator_revision(&self) -> Result<u64, StoreError> {
-        let value: i64 = sqlx::query_scalar("SELECT value FROM operator_revision WHERE id = 1")
-            .fetch_one(&self.pool)
+        let value: i64 = Query::new("SELECT value FROM operator_revision WHERE id = 1")
+            .scalar(&self.pool)
             .await?;
         u64::try_from(value).map_err(|_| StoreError::Unreadable {
             what: "operator revision",
@@ -310,65 +448,164 @@ impl Store {
     pub async fn migrate(self, to: MigrateTo) -> Result<Store, StoreError> {
         let key = self.key.clone();
         self.pool.close().await;
-        let store = Self::open_to(&self.path, to).await?;
+        let store = Self::open_to(&self.location, to).await?;
         Ok(match key {
             Some(key) => store.with_integrity_key(key),
             None => store,
         })
     }
 
-    /// Applies migrations up to `to`, under the migration lock.
-    async fn run_migrations(&self, to: MigrateTo) -> Result<(), StoreError> {
-        let result = match to {
-            MigrateTo::Latest => MIGRATOR.run(&self.pool).await,
-            MigrateTo::Version(version) => MIGRATOR.run_to(version, &self.pool).await,
-        };
-        result.map_err(|error| match error {
-            MigrateError::VersionMissing(version) => StoreError::NewerSchema {
-                version,
-                known: latest_version(),
-            },
-            MigrateError::VersionMismatch(version) => StoreError::EditedMigration { version },
-            other => StoreError::Migrate(other),
-        })?;
-        tracing::debug!(?to, "database migrated");
-        Ok(())
-    }
-
     /// The versions applied to this database, in order.
     pub async fn applied_versions(&self) -> Result<Vec<i64>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
+        Ok(
+            Query::new("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|row| row.try_get(0))
+                .collect::<Result<_, _>>()?,
         )
-        .fetch_all(&self.pool)
-        .await?)
     }
 
-    /// The connection pool, for an operator's own queries and for tests that
-    /// write rows the way an older schema did.
-    pub fn pool(&self) -> &SqlitePool {
+    pub(crate) fn pool(&self) -> &Pool {
         &self.pool
     }
 
-    /// Begins a write transaction, queued behind this process's other writers.
+    /// Begins a write transaction. On SQLite it queues behind this
+    /// process's other writers (the database has one writer at a time, and
+    /// SQLite's busy handler sleeps in steps of up to 100 ms); on PostgreSQL
+    /// writers run side by side and take row locks.
     pub(crate) async fn write(
         &self,
-    ) -> Result<
-        (
-            tokio::sync::MutexGuard<'_, ()>,
-            sqlx::Transaction<'static, sqlx::Sqlite>,
-        ),
-        sqlx::Error,
-    > {
-        let guard = self.writer.lock().await;
-        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+    ) -> Result<(Option<tokio::sync::MutexGuard<'_, ()>>, Tx), sqlx::Error> {
+        let guard = match self.backend() {
+            Backend::Sqlite => Some(self.writer.lock().await),
+            Backend::Postgres => None,
+        };
+        let tx = self.pool.begin().await?;
         Ok((guard, tx))
+    }
+
+    /// On PostgreSQL, starts (once per handle and its clones) a task that
+    /// listens for the database's announcements — a run decided, asked
+    /// again or given a choice (`toolgate_inbox`), an operator change
+    /// (`toolgate_operator`), sent by triggers whoever wrote — and wakes
+    /// this process's waiting hosts. Polling stays the fallback: a lost
+    /// connection only slows waking down until the listener reconnects.
+    pub(crate) fn listen(&self) {
+        #[cfg(feature = "postgres")]
+        if let Pool::Postgres(pool) = &self.pool {
+            if self.listening.set(()).is_err() {
+                return;
+            }
+            let pool = pool.clone();
+            let inbox = Arc::downgrade(&self.inbox);
+            tokio::spawn(async move {
+                let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+                    Ok(listener) => listener,
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot listen for decided runs; polling only");
+                        return;
+                    }
+                };
+                if let Err(error) = listener
+                    .listen_all(["toolgate_inbox", "toolgate_operator"])
+                    .await
+                {
+                    tracing::warn!(%error, "cannot listen for decided runs; polling only");
+                    return;
+                }
+                loop {
+                    match listener.recv().await {
+                        Ok(note) => {
+                            let Some(inbox) = inbox.upgrade() else { return };
+                            tracing::debug!(channel = note.channel(), "announcement received");
+                            inbox.notify_waiters();
+                        }
+                        Err(error) => {
+                            if inbox.strong_count() == 0 || pool.is_closed() {
+                                return;
+                            }
+                            tracing::debug!(%error, "listener interrupted; reconnecting");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        }
+                    }
+                }
+            });
+        }
     }
 
     /// Closes every connection.
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Applies migrations up to `to`: the backend's own history.
+async fn run_migrations(pool: &Pool, to: MigrateTo) -> Result<(), StoreError> {
+    let result = match (pool, to) {
+        (Pool::Sqlite(pool), MigrateTo::Latest) => MIGRATOR.run(pool).await,
+        (Pool::Sqlite(pool), MigrateTo::Version(v)) => MIGRATOR.run_to(v, pool).await,
+        #[cfg(feature = "postgres")]
+        (Pool::Postgres(pool), MigrateTo::Latest) => POSTGRES_MIGRATOR.run(pool).await,
+        #[cfg(feature = "postgres")]
+        (Pool::Postgres(pool), MigrateTo::Version(v)) => POSTGRES_MIGRATOR.run_to(v, pool).await,
+    };
+    result.map_err(|error| match error {
+        MigrateError::VersionMissing(version) => StoreError::NewerSchema {
+            version,
+            known: latest_version(),
+        },
+        MigrateError::VersionMismatch(version) => StoreError::EditedMigration { version },
+        other => StoreError::Migrate(other),
+    })?;
+    tracing::debug!(?to, backend = %pool.backend(), "database migrated");
+    Ok(())
+}
+
+/// Opens an SQLite file, creating it if needed.
+async fn open_sqlite(path: &Path) -> Result<sqlx::SqlitePool, StoreError> {
+    let open_error = |source| StoreError::Open {
+        location: path.display().to_string(),
+        source,
+    };
+    let options = SqliteConnectOptions::from_str("sqlite:")
+        .map_err(open_error)?
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(30));
+    SqlitePoolOptions::new()
+        .max_connections(8)
+        .connect_with(options)
+        .await
+        .map_err(open_error)
+}
+
+/// Connects to a PostgreSQL database.
+#[cfg(feature = "postgres")]
+async fn open_postgres(url: &str) -> Result<Pool, StoreError> {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect(url)
+        .await
+        .map_err(|source| StoreError::Open {
+            location: redact_password(url),
+            source,
+        })?;
+    Ok(Pool::Postgres(pool))
+}
+
+/// This build has no PostgreSQL backend.
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(url: &str) -> Result<Pool, StoreError> {
+    Err(StoreError::BackendNotBuilt {
+        location: redact_password(url),
+        backend: Backend::Postgres,
+    })
 }
 
 /// Takes the exclusive migration lock of the database at `path` (a file
@@ -379,7 +616,7 @@ async fn migration_lock(path: &Path) -> Result<std::fs::File, StoreError> {
     name.push(".migrate-lock");
     let lock_path = PathBuf::from(name);
     let open_error = |error: std::io::Error| StoreError::Open {
-        path: lock_path.clone(),
+        location: lock_path.display().to_string(),
         source: sqlx::Error::Io(error),
     };
     let file = std::fs::OpenOptions::new()

@@ -1,9 +1,8 @@
 //! Suspended runs in the store, and the decision protocol — claim, resume,
 //! release on refusal — written out once, in [`Store::decide`].
 
+use crate::db::{Query, Row, Tx};
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 use std::collections::BTreeMap;
 use toolgate::identity::{self, IdentitySource, Operator};
 
@@ -386,22 +385,22 @@ impl Store {
     /// Inserts a suspension inside the caller's transaction.
     pub(crate) async fn insert_suspended(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        tx: &mut Tx,
         run: &SuspendedRun,
         owner: &str,
     ) -> Result<i64, StoreError> {
         self.check_keyed()?;
         let document = run.encode_with(self.key())?;
         if self.key().is_some() {
-            sqlx::query("INSERT OR IGNORE INTO integrity (id, since) VALUES (1, ?)")
+            Query::new("INSERT INTO integrity (id, since) VALUES (1, ?) ON CONFLICT DO NOTHING")
                 .bind(now_ms())
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         let now = now_ms();
-        let result = sqlx::query(
+        let id = Query::new(
             "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at, owner, execution, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+             VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?) RETURNING id",
         )
         .bind(run.run_id())
         .bind(run.status().as_str())
@@ -411,14 +410,14 @@ impl Store {
         .bind(now)
         .bind(owner)
         .bind(now)
-        .execute(&mut **tx)
+        .scalar(&mut *tx)
         .await?;
-        Ok(result.last_insert_rowid())
+        Ok(id)
     }
 
     /// The open suspension of a run, decoded fail-closed.
     pub async fn load_suspended(&self, run_id: &str) -> Result<SuspendedRun, LoadError> {
-        let row = sqlx::query(
+        let row = Query::new(
             "SELECT run_id, status, document, digest, requested_by FROM suspended_run
              WHERE run_id = ? AND state = 'open'",
         )
@@ -431,7 +430,7 @@ impl Store {
 
     /// A suspension row found for `run_id`, decoded fail-closed; none is
     /// [`LoadError::NotFound`].
-    fn decoded(&self, run_id: &str, row: Option<SqliteRow>) -> Result<SuspendedRun, LoadError> {
+    fn decoded(&self, run_id: &str, row: Option<Row>) -> Result<SuspendedRun, LoadError> {
         let Some(row) = row else {
             return Err(LoadError::NotFound(run_id.to_owned()));
         };
@@ -449,7 +448,7 @@ impl Store {
     /// document disagree was written by something other than this store.
     pub(crate) fn read_document(
         &self,
-        row: &SqliteRow,
+        row: &Row,
     ) -> Result<Result<SuspendedRun, CorruptState>, sqlx::Error> {
         if self.check_keyed().is_err() {
             return Ok(Err(CorruptState::new(
@@ -524,7 +523,7 @@ impl Store {
              FROM suspended_run s {filter} ORDER BY s.id"
         );
         // `filter` is one of this module's fixed clauses, never input.
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(query));
+        let mut query = Query::new(query);
         if let Some(run_id) = run_id {
             query = query.bind(run_id);
         }
@@ -570,7 +569,7 @@ impl Store {
     pub async fn run_history(&self, run_id: &str) -> Result<RunHistory, StoreError> {
         let suspensions = self.listed("WHERE s.run_id = ?", Some(run_id)).await?;
         self.check_keyed()?;
-        let decisions = sqlx::query("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
+        let decisions = Query::new("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
             .bind(run_id)
             .fetch_all(&self.pool)
             .await?
@@ -583,7 +582,7 @@ impl Store {
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let rows = sqlx::query(
+        let rows = Query::new(
             "SELECT p.turn, e.plan_id, e.call_index, e.call_id, e.tool, e.effect, e.state, e.attempts, e.output
              FROM call_execution e JOIN turn_plan p ON p.id = e.plan_id
              JOIN suspended_run s ON s.id = p.suspension_id
@@ -605,7 +604,7 @@ impl Store {
                         first
                     }
                 });
-            let choices = sqlx::query(
+            let choices = Query::new(
                 "SELECT choice, decided_by, attempt FROM execution_choice
                  WHERE plan_id = ? AND call_index = ? ORDER BY id",
             )
@@ -644,7 +643,7 @@ impl Store {
     /// The newest suspension of a run, decoded fail-closed, whether it waits
     /// or was decided: what the run last paused on.
     pub async fn latest_suspended(&self, run_id: &str) -> Result<SuspendedRun, LoadError> {
-        let row = sqlx::query(
+        let row = Query::new(
             "SELECT run_id, status, document, digest, requested_by FROM suspended_run
              WHERE run_id = ? ORDER BY id DESC LIMIT 1",
         )
@@ -770,7 +769,7 @@ impl Store {
     /// Writes a decision row, tagged under the key when there is one.
     async fn insert_decision(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        tx: &mut Tx,
         suspension_id: i64,
         record: &DecisionRecord,
         input: Option<String>,
@@ -787,10 +786,10 @@ impl Store {
         let mac = self
             .key()
             .map(|key| key.tag(&decision_bytes(suspension_id, record, input.as_deref())));
-        let revision: i64 = sqlx::query_scalar("SELECT value FROM operator_revision WHERE id = 1")
-            .fetch_one(&mut **tx)
+        let revision: i64 = Query::new("SELECT value FROM operator_revision WHERE id = 1")
+            .scalar(&mut *tx)
             .await?;
-        sqlx::query(
+        Query::new(
             "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac, input, calls, policy_revision, partial)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -809,7 +808,7 @@ impl Store {
         .bind(calls_text)
         .bind(revision)
         .bind(i64::from(partial))
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         Ok(())
     }
@@ -819,15 +818,19 @@ impl Store {
     /// is none, otherwise.
     async fn open_suspension(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        tx: &mut Tx,
         run_id: &str,
     ) -> Result<(i64, String, SuspendedRun), ClaimError> {
-        let row = sqlx::query(
+        // Concurrent deciders of one run take turns from here: each reads
+        // the open suspension, checks and counts after the one before it
+        // committed.
+        tx.lock_run(run_id).await?;
+        let row = Query::new(
             "SELECT id, run_id, status, document, digest, requested_by, owner FROM suspended_run
              WHERE run_id = ? AND state = 'open'",
         )
         .bind(run_id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {
             return Err(not_waiting(tx, run_id).await);
@@ -858,7 +861,7 @@ impl Store {
             });
         }
         let why = format!("expired; asked again by {}", by.name());
-        sqlx::query(
+        Query::new(
             "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
                     execution = 'done', outcome = ?, updated_at = ?
              WHERE id = ? AND state = 'open'",
@@ -868,12 +871,12 @@ impl Store {
         .bind(&why)
         .bind(now)
         .bind(suspension_id)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
-        sqlx::query("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+        Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
             .bind(&why)
             .bind(suspension_id)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
         self.insert_suspended(&mut tx, &run.asked_again(), &owner)
             .await?;
@@ -892,7 +895,7 @@ impl Store {
         why: &str,
     ) -> Result<(), StoreError> {
         let (_writer, mut tx) = self.write().await?;
-        let released = sqlx::query(
+        let released = Query::new(
             "UPDATE suspended_run SET state = 'open', decided_by = NULL, decided_at = NULL,
                     execution = 'pending', resumed_by = NULL, lease_until = NULL, updated_at = ?
              WHERE id = ? AND state = 'decided' AND resumed_by = ?",
@@ -900,17 +903,15 @@ impl Store {
         .bind(now_ms())
         .bind(suspension_id)
         .bind(instance)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
-        if released.rows_affected() == 1 {
+        if released == 1 {
             // Audit rows are never deleted: the decision stays, voided, with why.
-            sqlx::query(
-                "UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL",
-            )
-            .bind(why)
-            .bind(suspension_id)
-            .execute(&mut *tx)
-            .await?;
+            Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+                .bind(why)
+                .bind(suspension_id)
+                .execute(&mut tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -919,7 +920,7 @@ impl Store {
     /// The decisions taken on a run, oldest first, voided ones included.
     pub async fn decisions(&self, run_id: &str) -> Result<Vec<DecisionRecord>, StoreError> {
         self.check_keyed()?;
-        let rows = sqlx::query("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
+        let rows = Query::new("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
             .bind(run_id)
             .fetch_all(&self.pool)
             .await?;
@@ -935,7 +936,7 @@ impl Store {
         suspension_id: i64,
     ) -> Result<Option<(DecisionRecord, Option<Value>)>, StoreError> {
         self.check_keyed()?;
-        let row = sqlx::query(
+        let row = Query::new(
             "SELECT * FROM decision WHERE suspension_id = ? AND voided IS NULL AND partial = 0",
         )
         .bind(suspension_id)
@@ -945,10 +946,7 @@ impl Store {
     }
 
     /// A decision row, verified under this store's key when it has one.
-    fn decision_from(
-        &self,
-        row: &SqliteRow,
-    ) -> Result<(DecisionRecord, Option<Value>), StoreError> {
+    fn decision_from(&self, row: &Row) -> Result<(DecisionRecord, Option<Value>), StoreError> {
         let verdict = verdict_from(&row.try_get::<String, _>("verdict")?)?;
         let tools: String = row.try_get("tools")?;
         let tools = serde_json::from_str(&tools).map_err(|e| StoreError::Unreadable {
@@ -1006,15 +1004,12 @@ impl Store {
 
 /// Why a run has no open suspension: decided already (and by whom), or
 /// unknown.
-async fn not_waiting(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-    run_id: &str,
-) -> ClaimError {
-    let by: Result<Option<Option<String>>, sqlx::Error> = sqlx::query_scalar(
+async fn not_waiting(tx: &mut Tx, run_id: &str) -> ClaimError {
+    let by: Result<Option<Option<String>>, sqlx::Error> = Query::new(
         "SELECT decided_by FROM suspended_run WHERE run_id = ? ORDER BY id DESC LIMIT 1",
     )
     .bind(run_id)
-    .fetch_optional(&mut **tx)
+    .scalar_optional(&mut *tx)
     .await;
     match by {
         Ok(Some(by)) => ClaimError::AlreadyDecided {
@@ -1105,13 +1100,13 @@ fn audit_of(
 /// Marks the open suspension decided — the conditional update of which, of
 /// any number of concurrent deciders, exactly one wins.
 async fn mark_decided(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    tx: &mut Tx,
     run_id: &str,
     suspension_id: i64,
     decided_by: &Operator,
     now: i64,
 ) -> Result<(), ClaimError> {
-    let claimed = sqlx::query(
+    let claimed = Query::new(
         "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
                 execution = 'pending', updated_at = ?
          WHERE id = ? AND state = 'open'",
@@ -1120,9 +1115,9 @@ async fn mark_decided(
     .bind(now)
     .bind(now)
     .bind(suspension_id)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
-    if claimed.rows_affected() == 1 {
+    if claimed == 1 {
         Ok(())
     } else {
         Err(ClaimError::AlreadyDecided {
@@ -1136,7 +1131,7 @@ async fn mark_decided(
 /// approver must not have approved it already, and must approve the same
 /// verdicts as those before.
 async fn count_approvals(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    tx: &mut Tx,
     run_id: &str,
     suspension_id: i64,
     decided_by: &Operator,
@@ -1164,14 +1159,14 @@ async fn count_approvals(
 
 /// The partial approvals recorded on a suspension: who, and the verdicts.
 async fn partial_approvals(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    tx: &mut Tx,
     suspension_id: i64,
 ) -> Result<Vec<(String, Option<String>)>, sqlx::Error> {
-    let rows = sqlx::query(
+    let rows = Query::new(
         "SELECT decided_by, calls FROM decision WHERE suspension_id = ? AND partial = 1 AND voided IS NULL ORDER BY id",
     )
     .bind(suspension_id)
-    .fetch_all(&mut **tx)
+    .fetch_all(&mut *tx)
     .await?;
     rows.iter()
         .map(|row| Ok((row.try_get("decided_by")?, row.try_get("calls")?)))
@@ -1181,17 +1176,13 @@ async fn partial_approvals(
 /// A digest names one suspension of one run: a decision already taken on it
 /// means an open row replays a decided turn (a copied or reopened row), never
 /// a new one.
-async fn refuse_replay(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-    run_id: &str,
-    digest: &TurnDigest,
-) -> Result<(), ClaimError> {
-    let replayed: Option<String> = sqlx::query_scalar(
+async fn refuse_replay(tx: &mut Tx, run_id: &str, digest: &TurnDigest) -> Result<(), ClaimError> {
+    let replayed: Option<String> = Query::new(
         "SELECT decided_by FROM decision WHERE run_id = ? AND digest = ? AND voided IS NULL AND partial = 0 LIMIT 1",
     )
     .bind(run_id)
     .bind(digest.as_str())
-    .fetch_optional(&mut **tx)
+    .scalar_optional(&mut *tx)
     .await?;
     match replayed {
         Some(by) => Err(ClaimError::AlreadyDecided {

@@ -1,8 +1,7 @@
 //! Server records: the operator's declarations per MCP server.
 
+use crate::db::{Query, Row};
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 use toolgate::OperatorDeclaration;
 
 use crate::class::DataClass;
@@ -116,7 +115,7 @@ impl ServerRecord {
         }
     }
 
-    pub(crate) fn from_row(row: &SqliteRow) -> Result<Self, sqlx::Error> {
+    pub(crate) fn from_row(row: &Row) -> Result<Self, sqlx::Error> {
         let transport_kind: String = row.try_get("transport")?;
         let command: Option<String> = row.try_get("command")?;
         let url: Option<String> = row.try_get("url")?;
@@ -187,7 +186,7 @@ impl Store {
         }
         let (kind, command, url) = transport_columns(&server.transport)?;
         let now = now_ms();
-        let inserted = sqlx::query(
+        let inserted = Query::new(
             "INSERT INTO mcp_server (id, name, transport, command, url, data_class, created_at, updated_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
         )
@@ -201,7 +200,7 @@ impl Store {
         .bind(now)
         .execute(&self.pool)
         .await?;
-        if inserted.rows_affected() == 0 {
+        if inserted == 0 {
             return Err(StoreError::ServerExists(server.id));
         }
         tracing::info!(server = %server.id, "server added; approval required until an operator turns it off");
@@ -210,7 +209,7 @@ impl Store {
 
     /// One server.
     pub async fn server(&self, id: &str) -> Result<ServerRecord, StoreError> {
-        let row = sqlx::query("SELECT * FROM mcp_server WHERE id = ?")
+        let row = Query::new("SELECT * FROM mcp_server WHERE id = ?")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -222,7 +221,7 @@ impl Store {
 
     /// Every server, by identifier.
     pub async fn servers(&self) -> Result<Vec<ServerRecord>, StoreError> {
-        let rows = sqlx::query("SELECT * FROM mcp_server ORDER BY id")
+        let rows = Query::new("SELECT * FROM mcp_server ORDER BY id")
             .fetch_all(&self.pool)
             .await?;
         Ok(rows
@@ -233,7 +232,7 @@ impl Store {
 
     /// The servers that may supply tools: enabled, with a known data class.
     pub async fn usable_servers(&self) -> Result<Vec<ServerRecord>, StoreError> {
-        let rows = sqlx::query(
+        let rows = Query::new(
             "SELECT * FROM mcp_server WHERE enabled = 1 AND data_class IS NOT NULL ORDER BY id",
         )
         .fetch_all(&self.pool)
@@ -259,12 +258,16 @@ impl Store {
     ) -> Result<(ServerRecord, ServerRecord), StoreError> {
         let before = self.server(id).await?;
         let (_writer, mut tx) = self.write().await?;
-        sqlx::query("UPDATE mcp_server SET requires_approval = ?, updated_at = ? WHERE id = ?")
-            .bind(stored_for(declaration))
-            .bind(now_ms())
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        tx.lock_server(id).await?;
+        let (flag, write_flag) = stored_for(tx.backend(), declaration);
+        Query::new(format!(
+            "UPDATE mcp_server SET requires_approval = {write_flag}, updated_at = ? WHERE id = ?"
+        ))
+        .bind(flag)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&mut tx)
+        .await?;
         // Turning approval off judges the tools the server has now: their
         // definitions are pinned in the same transaction, and a tool that is
         // new or changed later is quarantined until accepted.
@@ -284,13 +287,13 @@ impl Store {
         class: DataClass,
     ) -> Result<ServerRecord, StoreError> {
         let result =
-            sqlx::query("UPDATE mcp_server SET data_class = ?, updated_at = ? WHERE id = ?")
+            Query::new("UPDATE mcp_server SET data_class = ?, updated_at = ? WHERE id = ?")
                 .bind(class.as_str())
                 .bind(now_ms())
                 .bind(id)
                 .execute(&self.pool)
                 .await?;
-        self.changed(id, result.rows_affected()).await
+        self.changed(id, result).await
     }
 
     /// Changes how the server is reached.
@@ -300,7 +303,7 @@ impl Store {
         transport: &Transport,
     ) -> Result<ServerRecord, StoreError> {
         let (kind, command, url) = transport_columns(transport)?;
-        let result = sqlx::query(
+        let result = Query::new(
             "UPDATE mcp_server SET transport = ?, command = ?, url = ?, updated_at = ? WHERE id = ?",
         )
         .bind(kind)
@@ -310,18 +313,18 @@ impl Store {
         .bind(id)
         .execute(&self.pool)
         .await?;
-        self.changed(id, result.rows_affected()).await
+        self.changed(id, result).await
     }
 
     /// Enables or disables the server.
     pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<ServerRecord, StoreError> {
-        let result = sqlx::query("UPDATE mcp_server SET enabled = ?, updated_at = ? WHERE id = ?")
+        let result = Query::new("UPDATE mcp_server SET enabled = ?, updated_at = ? WHERE id = ?")
             .bind(i64::from(enabled))
             .bind(now_ms())
             .bind(id)
             .execute(&self.pool)
             .await?;
-        self.changed(id, result.rows_affected()).await
+        self.changed(id, result).await
     }
 
     async fn changed(&self, id: &str, rows: u64) -> Result<ServerRecord, StoreError> {
@@ -334,7 +337,7 @@ impl Store {
     /// Removes the server and its catalogue.
     pub async fn remove_server(&self, id: &str) -> Result<ServerRecord, StoreError> {
         let record = self.server(id).await?;
-        sqlx::query("DELETE FROM mcp_server WHERE id = ?")
+        Query::new("DELETE FROM mcp_server WHERE id = ?")
             .bind(id)
             .execute(&self.pool)
             .await?;
@@ -345,7 +348,7 @@ impl Store {
     pub async fn record_import(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
         let status = if error.is_some() { "failed" } else { "ok" };
         let now = now_ms();
-        let result = sqlx::query(
+        let result = Query::new(
             "UPDATE mcp_server SET import_status = ?, import_error = ?, imported_at = ?, updated_at = ? WHERE id = ?",
         )
         .bind(status)
@@ -355,7 +358,7 @@ impl Store {
         .bind(id)
         .execute(&self.pool)
         .await?;
-        self.changed(id, result.rows_affected()).await.map(drop)
+        self.changed(id, result).await.map(drop)
     }
 }
 

@@ -22,7 +22,16 @@ use toolgate::{
     suspend::{CallVerdict, Refusal, SuspendedRun},
     testing::{MemoryLog, ScriptedModel},
 };
-use toolgate_store::{Answer, Choice, ClaimError, Ended, Host, Store, StoreError};
+use toolgate_store::{Answer, Choice, ClaimError, Ended, Host, Query, Store, StoreError};
+
+mod backend;
+use backend::TestDb;
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    backend::rerun_on_postgres();
+}
 
 /// Sends a payment: counts its calls.
 #[derive(Tool)]
@@ -160,8 +169,8 @@ fn two_of_three_with_the_last_two_racing_resumes_exactly_once() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("decisions.db");
+        let db = TestDb::new().await;
+        let path = db.location();
         let stores = [
             Store::open(&path).await.unwrap(),
             Store::open(&path).await.unwrap(),
@@ -246,8 +255,8 @@ fn two_of_three_with_the_last_two_racing_resumes_exactly_once() {
 /// review, with its own digest; nothing ran.
 #[tokio::test]
 async fn a_receipt_that_no_longer_holds_pauses_the_turn_afresh() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("receipt.db")).await.unwrap();
+    let db = TestDb::new().await;
+    let store = Store::open(db.location()).await.unwrap();
     let paid = Arc::new(AtomicUsize::new(0));
     let run = paused(&pay_registry(&paid), RunOptions::default()).await;
     store.save_suspended(&run, "payments").await.unwrap();
@@ -336,8 +345,8 @@ async fn a_receipt_that_no_longer_holds_pauses_the_turn_afresh() {
 /// with a new digest and a fresh limit.
 #[tokio::test]
 async fn an_expired_turn_is_shown_expired_and_can_be_asked_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("expiry.db")).await.unwrap();
+    let db = TestDb::new().await;
+    let store = Store::open(db.location()).await.unwrap();
     let paid = Arc::new(AtomicUsize::new(0));
     let options = RunOptions {
         decision_ttl_ms: Some(60),
@@ -399,8 +408,8 @@ async fn an_expired_turn_is_shown_expired_and_can_be_asked_again() {
 /// run over, the first can write nothing more — the payment runs once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clones_of_one_host_never_run_a_call_twice() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("clones.db")).await.unwrap();
+    let db = TestDb::new().await;
+    let store = Store::open(db.location()).await.unwrap();
     let paid = Arc::new(AtomicUsize::new(0));
     let registry = pay_registry(&paid);
     let run = paused(&registry, RunOptions::default()).await;
@@ -446,8 +455,8 @@ async fn clones_of_one_host_never_run_a_call_twice() {
 /// visible for a host that has the key.
 #[tokio::test]
 async fn a_host_without_the_key_stops_and_loses_no_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("keyed.db");
+    let db = TestDb::new().await;
+    let path = db.location();
     let key = || IntegrityKey::new(b"the store's own sixteen-plus byte key").unwrap();
     let store = Store::open(&path).await.unwrap().with_integrity_key(key());
     let paid = Arc::new(AtomicUsize::new(0));
@@ -509,9 +518,9 @@ fn host_names_that_could_pass_for_another_are_refused() {
 /// not a choice: the call stays "outcome unknown", and nothing runs again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_choice_written_without_the_key_is_ignored() {
-    let dir = tempfile::tempdir().unwrap();
+    let db = TestDb::new().await;
     let key = || IntegrityKey::new(b"the store's own sixteen-plus byte key").unwrap();
-    let store = Store::open(dir.path().join("choice.db"))
+    let store = Store::open(db.location())
         .await
         .unwrap()
         .with_integrity_key(key());
@@ -549,17 +558,17 @@ async fn a_choice_written_without_the_key_is_ignored() {
     let resumed = second.resume_all(&registry, &model).await.unwrap();
     assert!(matches!(resumed[0].ended, Ended::OutcomeUnknown { .. }));
     // A database writer without the key forges "rerun by carol".
-    sqlx::query(
+    Query::new(
         "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at)
          SELECT plan_id, call_index, attempts, 'rerun', 'carol', 'flag', 0 FROM call_execution",
     )
-    .execute(store.pool())
+    .execute_on(&store)
     .await
     .unwrap();
-    sqlx::query(
+    Query::new(
         "UPDATE suspended_run SET execution = 'pending' WHERE execution = 'outcome_unknown'",
     )
-    .execute(store.pool())
+    .execute_on(&store)
     .await
     .unwrap();
     let resumed = second.resume_all(&registry, &model).await.unwrap();

@@ -1,5 +1,6 @@
-//! The operator flag as SQLite stores it (SPEC §8): what each spelling of
-//! zero becomes, in every storage class, and what the gate reads from it.
+//! The operator flag as each backend stores it (SPEC §8): what each spelling
+//! of "off" becomes — every SQLite storage class, PostgreSQL's typed column —
+//! and what the gate reads from it.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -7,15 +8,25 @@
 )]
 
 use proptest::prelude::*;
-use sqlx::Row;
 use toolgate::OperatorDeclaration;
-use toolgate_store::{DataClass, NewServer, Store, StoredFlag, Transport, approval_from_stored};
+use toolgate_store::{
+    DataClass, NewServer, Query, Store, StoredFlag, Transport, approval_from_stored,
+};
+
+mod backend;
+use backend::{TestDb, on_postgres};
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres_too() {
+    backend::rerun_on_postgres();
+}
 
 const NO: OperatorDeclaration = OperatorDeclaration::NoApproval;
 const YES: OperatorDeclaration = OperatorDeclaration::ApprovalRequired;
 
-async fn store_with_server(dir: &tempfile::TempDir) -> Store {
-    let store = match Store::open(dir.path().join("flag.db")).await {
+async fn store_with_server(db: &TestDb) -> Store {
+    let store = match Store::open(db.location()).await {
         Ok(store) => store,
         Err(error) => panic!("{error}"),
     };
@@ -33,26 +44,22 @@ async fn store_with_server(dir: &tempfile::TempDir) -> Store {
     store
 }
 
-fn temp() -> tempfile::TempDir {
-    match tempfile::tempdir() {
-        Ok(dir) => dir,
-        Err(error) => panic!("{error}"),
-    }
-}
-
 /// What a raw write did: refused (with SQLite's message), or stored as
 /// (storage class, text of the value).
 async fn raw_write(store: &Store, table: &str, literal: &str) -> Result<(String, String), String> {
     let sql = format!("UPDATE {table} SET requires_approval = {literal}");
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(store.pool())
+    Query::new(sql)
+        .execute_on(&store)
         .await
         .map_err(|e| e.to_string())?;
-    let sql = format!(
-        "SELECT typeof(requires_approval) AS t, CAST(requires_approval AS TEXT) AS v FROM {table}"
-    );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .fetch_one(store.pool())
+    let type_of = if on_postgres() {
+        "pg_typeof(requires_approval)::text"
+    } else {
+        "typeof(requires_approval)"
+    };
+    let sql = format!("SELECT {type_of} AS t, CAST(requires_approval AS TEXT) AS v FROM {table}");
+    let row = Query::new(sql)
+        .fetch_one_on(&store)
         .await
         .map_err(|e| e.to_string())?;
     Ok((
@@ -70,13 +77,16 @@ async fn raw_write(store: &Store, table: &str, literal: &str) -> Result<(String,
 /// choice the migration explains it did not make.
 #[tokio::test]
 async fn the_flag_table() {
-    let dir = temp();
+    if on_postgres() {
+        return the_typed_flag_table().await;
+    }
+    let dir = TestDb::new().await;
     let store = store_with_server(&dir).await;
-    let scratch = sqlx::query(
+    let scratch = Query::new(
         "CREATE TABLE integer_affinity (requires_approval INTEGER NOT NULL DEFAULT 1 CHECK (requires_approval IN (0, 1)));
          INSERT INTO integer_affinity DEFAULT VALUES;",
     )
-    .execute(store.pool())
+    .execute_on(&store)
     .await;
     assert!(scratch.is_ok(), "{scratch:?}");
 
@@ -141,25 +151,93 @@ async fn the_flag_table() {
     }
 }
 
+/// PostgreSQL's column is typed (`toolgate_approval`, an enumeration of
+/// `required` and `not_required`): every spelling of "off" but the label is
+/// refused by the type itself, and the gate reads "no approval" only from
+/// that label. Beside it, a boolean column — the choice the migration
+/// explains it did not make — takes five spellings of "off".
+async fn the_typed_flag_table() {
+    let db = TestDb::new().await;
+    let store = store_with_server(&db).await;
+    for statement in [
+        "CREATE TABLE boolean_flag (requires_approval boolean NOT NULL DEFAULT true)",
+        "INSERT INTO boolean_flag DEFAULT VALUES",
+    ] {
+        Query::new(statement)
+            .execute_on(&store)
+            .await
+            .expect("the boolean scratch table");
+    }
+    let refused = "refused";
+    // (raw SQL, stored in our column, the gate's reading, stored in a boolean)
+    let table: [(&str, &str, OperatorDeclaration, &str); 14] = [
+        (
+            "'not_required'",
+            "toolgate_approval not_required",
+            NO,
+            refused,
+        ),
+        ("'required'", "toolgate_approval required", YES, refused),
+        ("'Not_Required'", refused, YES, refused),
+        ("' not_required'", refused, YES, refused),
+        ("'off'", refused, YES, "boolean false"),
+        ("'no'", refused, YES, "boolean false"),
+        ("'0'", refused, YES, "boolean false"),
+        ("'f'", refused, YES, "boolean false"),
+        ("' false '", refused, YES, "boolean false"),
+        ("''", refused, YES, refused),
+        ("0", refused, YES, refused),
+        ("false", refused, YES, "boolean false"),
+        ("NULL", refused, YES, refused),
+        ("1", refused, YES, refused),
+    ];
+    for (literal, ours, reading, boolean) in table {
+        store.set_approval("gh", YES).await.expect("reset");
+        let described = match raw_write(&store, "mcp_server", literal).await {
+            Ok((class, value)) => format!("{class} {value}"),
+            Err(_) => refused.to_owned(),
+        };
+        assert_eq!(described, ours, "our column, raw write of {literal}");
+        let server = store.server("gh").await.expect("the server reads");
+        assert_eq!(server.approval, reading, "reading after {literal}");
+        assert_eq!(server.approval, approval_from_stored(&server.stored_flag));
+        let described = match raw_write(&store, "boolean_flag", literal).await {
+            Ok((class, value)) => format!("{class} {value}"),
+            Err(_) => refused.to_owned(),
+        };
+        assert_eq!(described, boolean, "boolean column, raw write of {literal}");
+    }
+}
+
 #[tokio::test]
-async fn the_typed_api_writes_zero_or_one_and_says_what_changed() {
-    let dir = temp();
+async fn the_typed_api_writes_only_on_or_off_and_says_what_changed() {
+    let dir = TestDb::new().await;
     let store = store_with_server(&dir).await;
+    let stored = |off: bool| {
+        if on_postgres() {
+            StoredFlag::Label {
+                ty: "toolgate_approval".into(),
+                label: if off { "not_required" } else { "required" }.into(),
+            }
+        } else {
+            StoredFlag::Integer(if off { 0 } else { 1 })
+        }
+    };
     let server = store.server("gh").await.ok();
     assert_eq!(
         server.map(|s| (s.stored_flag, s.approval)),
-        Some((StoredFlag::Integer(1), YES))
+        Some((stored(false), YES))
     );
     let Ok((before, after)) = store.set_approval("gh", NO).await else {
         panic!("set_approval failed");
     };
     assert_eq!((before.approval, after.approval), (YES, NO));
-    assert_eq!(after.stored_flag, StoredFlag::Integer(0));
+    assert_eq!(after.stored_flag, stored(true));
     let Ok((before, after)) = store.set_approval("gh", YES).await else {
         panic!("set_approval failed");
     };
     assert_eq!((before.approval, after.approval), (NO, YES));
-    assert_eq!(after.stored_flag, StoredFlag::Integer(1));
+    assert_eq!(after.stored_flag, stored(false));
     assert!(store.set_approval("nobody", NO).await.is_err());
 }
 
@@ -189,11 +267,12 @@ fn no_other_statement_in_this_crate_writes_the_flag() {
     }
     assert_eq!(writes.len(), 1, "{writes:#?}");
     assert!(
-        writes[0].contains("UPDATE mcp_server SET requires_approval = ?"),
+        writes[0].contains("UPDATE mcp_server SET requires_approval = {write_flag}"),
         "{writes:#?}"
     );
     let servers = std::fs::read_to_string("src/servers.rs").expect("`read_to_string` succeeds");
-    assert!(servers.contains(".bind(stored_for(declaration))"));
+    assert!(servers.contains("let (flag, write_flag) = stored_for(tx.backend(), declaration);"));
+    assert!(servers.contains(".bind(flag)"));
 }
 
 #[derive(Debug, Clone)]
@@ -238,9 +317,12 @@ proptest! {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
         let Ok(runtime) = runtime else { return Err(TestCaseError::fail("no runtime")); };
         runtime.block_on(async {
-            let dir = temp();
+            let dir = TestDb::new().await;
             let store = store_with_server(&dir).await;
-            let query = sqlx::query("UPDATE mcp_server SET requires_approval = ? WHERE id = 'gh'");
+            // PostgreSQL's typed column takes no bound integer, real, text
+            // or bytes at all: only a cast to its type writes it.
+            let accepted = !on_postgres() && matches!(value, Raw::Integer(0 | 1));
+            let query = Query::new("UPDATE mcp_server SET requires_approval = ? WHERE id = 'gh'");
             let query = match &value {
                 Raw::Null => query.bind(None::<i64>),
                 Raw::Integer(i) => query.bind(*i),
@@ -248,11 +330,10 @@ proptest! {
                 Raw::Text(t) => query.bind(t.clone()),
                 Raw::Blob(b) => query.bind(b.clone()),
             };
-            let written = query.execute(store.pool()).await.is_ok();
+            let written = query.execute_on(&store).await.is_ok();
             let server = store.server("gh").await.map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let accepted = matches!(value, Raw::Integer(0 | 1));
             prop_assert_eq!(written, accepted, "{:?}", value);
-            let expected = if matches!(value, Raw::Integer(0)) { NO } else { YES };
+            let expected = if accepted && matches!(value, Raw::Integer(0)) { NO } else { YES };
             prop_assert_eq!(server.approval, expected);
             prop_assert_eq!(server.approval, approval_from_stored(&server.stored_flag));
             Ok(())

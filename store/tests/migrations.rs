@@ -1,23 +1,25 @@
-//! The schema history of SPEC §9: a server that existed before the approval
-//! flag lands on "approval required", and nothing corrects it afterwards.
+//! The schema history of SPEC §9, on each backend: a server that existed
+//! before the approval flag lands on "approval required", and nothing
+//! corrects it afterwards.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
 )]
 
-use sqlx::Row;
 use toolgate::OperatorDeclaration;
-use toolgate_store::{MigrateTo, Store, StoreError, StoredFlag, latest_version};
+use toolgate_store::{Location, MigrateTo, Query, Store, StoreError, StoredFlag, latest_version};
 
-fn temp() -> tempfile::TempDir {
-    match tempfile::tempdir() {
-        Ok(dir) => dir,
-        Err(error) => panic!("{error}"),
-    }
+mod backend;
+use backend::{TestDb, on_postgres};
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres_too() {
+    backend::rerun_on_postgres();
 }
 
-async fn open_to(path: &std::path::Path, to: MigrateTo) -> Store {
+async fn open_to(path: &Location, to: MigrateTo) -> Store {
     match Store::open_to(path, to).await {
         Ok(store) => store,
         Err(error) => panic!("{error}"),
@@ -26,26 +28,26 @@ async fn open_to(path: &std::path::Path, to: MigrateTo) -> Store {
 
 #[tokio::test]
 async fn a_server_from_before_the_flag_requires_approval_after_the_upgrade() {
-    let dir = temp();
-    let path = dir.path().join("toolgate.db");
+    let db = TestDb::new().await;
+    let path = db.location();
 
     // The database as the first version left it.
     let store = open_to(&path, MigrateTo::Version(1)).await;
     assert_eq!(store.applied_versions().await.ok(), Some(vec![1]));
     // The server as that version wrote it: enabled, with a data class,
     // importing tools.
-    let inserted = sqlx::query(
+    let inserted = Query::new(
         "INSERT INTO mcp_server (id, name, transport, command, data_class, enabled, import_status, imported_at, created_at, updated_at)
          VALUES ('gh', 'GitHub', 'stdio', '[\"gh-mcp\"]', 'source_code', 1, 'ok', 1700000000000, 1700000000000, 1700000000000)",
     )
-    .execute(store.pool())
+    .execute_on(&store)
     .await;
     assert!(inserted.is_ok(), "{inserted:?}");
-    let tool = sqlx::query(
+    let tool = Query::new(
         "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, first_seen_at, last_seen_at)
          VALUES ('gh', 'create_issue', 'gh.create_issue', 'Creates an issue', '{\"type\":\"object\"}', '{\"readOnlyHint\":true}', 1700000000000, 1700000000000)",
     )
-    .execute(store.pool())
+    .execute_on(&store)
     .await;
     assert!(tool.is_ok(), "{tool:?}");
     // Before the upgrade the column does not exist; the reading fails closed.
@@ -66,26 +68,46 @@ async fn a_server_from_before_the_flag_requires_approval_after_the_upgrade() {
         store.applied_versions().await.ok(),
         Some((1..=latest_version()).collect())
     );
-    let raw = sqlx::query("SELECT typeof(requires_approval) AS t, requires_approval AS v FROM mcp_server WHERE id = 'gh'")
-        .fetch_one(store.pool())
-        .await;
+    let (type_of, stored) = if on_postgres() {
+        (
+            "pg_typeof(requires_approval)::text",
+            ("toolgate_approval", "required"),
+        )
+    } else {
+        ("typeof(requires_approval)", ("integer", "1"))
+    };
+    let raw = Query::new(format!(
+        "SELECT {type_of} AS t, CAST(requires_approval AS TEXT) AS v FROM mcp_server WHERE id = 'gh'"
+    ))
+    .fetch_one_on(&store)
+    .await;
     let (storage, value) = match raw {
         Ok(row) => (
             row.try_get::<String, _>("t").expect("`try_get` succeeds"),
-            row.try_get::<i64, _>("v").expect("`try_get` succeeds"),
+            row.try_get::<String, _>("v").expect("`try_get` succeeds"),
         ),
         Err(error) => panic!("{error}"),
     };
     assert_eq!(
-        (storage.as_str(), value),
-        ("integer", 1),
-        "the stored value is the integer 1"
+        (storage.as_str(), value.as_str()),
+        stored,
+        "the stored value is the typed \"required\""
     );
     let server = match store.server("gh").await {
         Ok(server) => server,
         Err(error) => panic!("{error}"),
     };
-    assert_eq!(server.stored_flag, StoredFlag::Integer(1));
+    assert_eq!(
+        server.stored_flag,
+        if on_postgres() {
+            StoredFlag::Label {
+                ty: "toolgate_approval".into(),
+                label: "required".into(),
+            }
+        } else {
+            StoredFlag::Integer(1)
+        }
+    );
     assert_eq!(server.approval, OperatorDeclaration::ApprovalRequired);
     assert!(
         server.is_usable(),
@@ -96,8 +118,8 @@ async fn a_server_from_before_the_flag_requires_approval_after_the_upgrade() {
 
 #[tokio::test]
 async fn migrating_twice_is_a_no_op() {
-    let dir = temp();
-    let path = dir.path().join("toolgate.db");
+    let db = TestDb::new().await;
+    let path = db.location();
     let store = open_to(&path, MigrateTo::Latest).await;
     let first = store.applied_versions().await.ok();
     let again = store.migrate(MigrateTo::Latest).await;
@@ -111,14 +133,18 @@ async fn migrating_twice_is_a_no_op() {
 
 #[tokio::test]
 async fn an_edited_applied_migration_is_detected() {
-    let dir = temp();
-    let path = dir.path().join("toolgate.db");
+    let db = TestDb::new().await;
+    let path = db.location();
     let store = open_to(&path, MigrateTo::Latest).await;
     // What an applied migration whose text later changed looks like: its
     // recorded checksum no longer matches this build's.
-    let tampered = sqlx::query("UPDATE _sqlx_migrations SET checksum = X'00' WHERE version = 2")
-        .execute(store.pool())
-        .await;
+    let tampered = Query::new(if on_postgres() {
+        "UPDATE _sqlx_migrations SET checksum = '\\x00' WHERE version = 2"
+    } else {
+        "UPDATE _sqlx_migrations SET checksum = X'00' WHERE version = 2"
+    })
+    .execute_on(&store)
+    .await;
     tampered.expect("`tampered` is Ok");
     store.close().await;
     match Store::open(&path).await {
@@ -132,14 +158,17 @@ async fn an_edited_applied_migration_is_detected() {
 
 #[tokio::test]
 async fn a_database_from_a_newer_version_is_refused() {
-    let dir = temp();
-    let path = dir.path().join("toolgate.db");
+    let db = TestDb::new().await;
+    let path = db.location();
     let store = open_to(&path, MigrateTo::Latest).await;
-    let newer = sqlx::query(
+    let newer = Query::new(if on_postgres() {
         "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
-         VALUES (99, 'from the future', 1, X'00', 0)",
-    )
-    .execute(store.pool())
+         VALUES (99, 'from the future', true, '\\x00', 0)"
+    } else {
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+         VALUES (99, 'from the future', 1, X'00', 0)"
+    })
+    .execute_on(&store)
     .await;
     assert!(newer.is_ok(), "{newer:?}");
     store.close().await;
@@ -157,10 +186,15 @@ async fn a_database_from_a_newer_version_is_refused() {
 
 #[tokio::test]
 async fn the_database_file_is_created_on_first_use() {
-    let dir = temp();
-    let path = dir.path().join("nested").join("data").join("toolgate.db");
+    if on_postgres() {
+        // A server database is the operator's to create; toolgate creates
+        // only its tables, as the other tests show.
+        return;
+    }
+    let db = TestDb::new().await;
+    let path = db.dir().join("nested").join("data").join("toolgate.db");
     assert!(!path.exists());
-    let store = open_to(&path, MigrateTo::Latest).await;
+    let store = open_to(&Location::Sqlite(path.clone()), MigrateTo::Latest).await;
     assert!(path.exists());
     assert_eq!(store.servers().await.map(|s| s.len()).ok(), Some(0));
 }
@@ -171,14 +205,14 @@ async fn the_database_file_is_created_on_first_use() {
 /// pooled connection panicked on a column it did not know).
 #[tokio::test]
 async fn migrating_an_open_store_reads_the_new_schema_at_once() {
-    let dir = temp();
-    let path = dir.path().join("toolgate.db");
+    let db = TestDb::new().await;
+    let path = db.location();
     let store = open_to(&path, MigrateTo::Version(1)).await;
-    let inserted = sqlx::query(
+    let inserted = Query::new(
         "INSERT INTO mcp_server (id, name, transport, command, data_class, enabled, import_status, imported_at, created_at, updated_at)
          VALUES ('srv', 'Server', 'stdio', '[\"srv\"]', 'source_code', 1, 'ok', 1700000000000, 1700000000000, 1700000000000)",
     )
-    .execute(store.pool())
+    .execute_on(&store)
     .await;
     assert!(inserted.is_ok(), "{inserted:?}");
     // Warm every pooled connection on the old schema.
@@ -206,12 +240,12 @@ async fn migrating_an_open_store_reads_the_new_schema_at_once() {
 /// migration lock makes them take turns, and every one opens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_first_opens_take_turns() {
-    let dir = temp();
-    let path = dir.path().join("toolgate.db");
+    let db = TestDb::new().await;
+    let path = db.location();
     let opens: Vec<_> = (0..8)
         .map(|_| {
             let path = path.clone();
-            tokio::spawn(async move { Store::open(&path).await.map(|s| s.requires_key()) })
+            tokio::spawn(async move { Store::open(path).await.map(|s| s.requires_key()) })
         })
         .collect();
     for open in opens {

@@ -8,17 +8,19 @@
 
 use serde_json::json;
 use toolgate::OperatorDeclaration;
-use toolgate_store::{DataClass, ImportedTool, NewServer, Store, StoreError, Transport};
+use toolgate_store::{DataClass, ImportedTool, NewServer, Query, Store, StoreError, Transport};
 
-fn temp() -> tempfile::TempDir {
-    match tempfile::tempdir() {
-        Ok(dir) => dir,
-        Err(error) => panic!("{error}"),
-    }
+mod backend;
+use backend::TestDb;
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    backend::rerun_on_postgres();
 }
 
-async fn open(dir: &tempfile::TempDir) -> Store {
-    match Store::open(dir.path().join("repo.db")).await {
+async fn open(db: &TestDb) -> Store {
+    match Store::open(db.location()).await {
         Ok(store) => store,
         Err(error) => panic!("{error}"),
     }
@@ -47,7 +49,7 @@ fn tool(remote: &str, description: &str) -> ImportedTool {
 
 #[tokio::test]
 async fn a_new_server_requires_approval_and_round_trips() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let added = store
         .add_server(NewServer {
@@ -94,7 +96,7 @@ async fn a_new_server_requires_approval_and_round_trips() {
 
 #[tokio::test]
 async fn undeclared_unknown_or_disabled_servers_are_inert() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     for (id, class) in [
         ("docs", Some(DataClass::PublicContent)),
@@ -108,8 +110,8 @@ async fn undeclared_unknown_or_disabled_servers_are_inert() {
             .expect("`add_server` succeeds");
     }
     // A class this build does not know, written by hand or a future build.
-    let odd = sqlx::query("UPDATE mcp_server SET data_class = 'top_secret' WHERE id = 'odd'")
-        .execute(store.pool())
+    let odd = Query::new("UPDATE mcp_server SET data_class = 'top_secret' WHERE id = 'odd'")
+        .execute_on(&store)
         .await;
     odd.expect("`odd` is Ok");
     store
@@ -151,7 +153,7 @@ async fn undeclared_unknown_or_disabled_servers_are_inert() {
 
 #[tokio::test]
 async fn imports_add_change_orphan_and_restore_tools_with_annotations_verbatim() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     assert!(
         store

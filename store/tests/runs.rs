@@ -20,7 +20,16 @@ use toolgate::{
     suspend::{Refusal, SuspendedRun, TurnDigest},
     testing::{MemoryLog, ScriptedModel},
 };
-use toolgate_store::{Answer, Choice, ClaimError, Ended, Host, LoadError, Store};
+use toolgate_store::{Answer, Choice, ClaimError, Ended, Host, LoadError, Query, Store};
+
+mod backend;
+use backend::TestDb;
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    backend::rerun_on_postgres();
+}
 
 /// Deletes a branch.
 #[derive(Tool)]
@@ -70,18 +79,12 @@ async fn suspended_with(
     }
 }
 
-async fn open(dir: &tempfile::TempDir) -> Store {
-    Store::open(dir.path().join("runs.db"))
-        .await
-        .expect("the store opens")
+async fn open(db: &TestDb) -> Store {
+    Store::open(db.location()).await.expect("the store opens")
 }
 
 fn operator(name: &str) -> Operator {
     Operator::new(name, IdentitySource::Flag).expect("a usable name")
-}
-
-fn temp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temporary directory")
 }
 
 /// True when the run waits, has no standing decision, and loads. Voided
@@ -108,7 +111,7 @@ async fn waits(store: &Store, run_id: &str) -> bool {
 
 #[tokio::test]
 async fn a_saved_run_loads_with_its_status_and_a_second_open_row_is_refused() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
@@ -133,19 +136,19 @@ async fn a_saved_run_loads_with_its_status_and_a_second_open_row_is_refused() {
 
 #[tokio::test]
 async fn a_corrupt_document_is_left_untouched_for_an_operator() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
     store.save_suspended(&run, "host").await.unwrap();
-    sqlx::query(
+    Query::new(
         "UPDATE suspended_run SET document = replace(document, 'delete_branch', 'delete_branches')",
     )
-    .execute(store.pool())
+    .execute_on(&store)
     .await
     .unwrap();
-    let before: String = sqlx::query_scalar("SELECT document FROM suspended_run")
-        .fetch_one(store.pool())
+    let before: String = Query::new("SELECT document FROM suspended_run")
+        .scalar_on(&store)
         .await
         .unwrap();
     match store.load_suspended(run.run_id()).await {
@@ -171,8 +174,8 @@ async fn a_corrupt_document_is_left_untouched_for_an_operator() {
     let listed = store.open_runs().await.unwrap();
     assert_eq!(listed.len(), 1, "still open, still there");
     assert!(listed[0].problem.is_some());
-    let after: String = sqlx::query_scalar("SELECT document FROM suspended_run")
-        .fetch_one(store.pool())
+    let after: String = Query::new("SELECT document FROM suspended_run")
+        .scalar_on(&store)
         .await
         .unwrap();
     assert_eq!(before, after, "the document is byte-for-byte as it was");
@@ -183,7 +186,7 @@ async fn a_corrupt_document_is_left_untouched_for_an_operator() {
 /// pause, are refused before anything changes; resume never runs.
 #[tokio::test]
 async fn a_stale_digest_or_a_decision_that_does_not_fit_changes_nothing() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
@@ -245,7 +248,7 @@ async fn a_stale_digest_or_a_decision_that_does_not_fit_changes_nothing() {
 /// host of another name never sees it.
 #[tokio::test]
 async fn a_recorded_decision_is_resumed_once_by_its_host() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
@@ -332,7 +335,7 @@ async fn a_recorded_decision_is_resumed_once_by_its_host() {
 /// recorded.
 #[tokio::test]
 async fn a_self_approval_under_four_eyes_is_refused_when_recorded() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let four_eyes = RunOptions {
@@ -376,7 +379,7 @@ async fn a_self_approval_under_four_eyes_is_refused_when_recorded() {
 /// run waits again for a fresh decision. Nothing ran.
 #[tokio::test]
 async fn a_decision_refused_at_resume_is_voided_and_the_run_waits_again() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let four_eyes = RunOptions {
@@ -395,8 +398,8 @@ async fn a_decision_refused_at_resume_is_voided_and_the_run_waits_again() {
         )
         .await
         .unwrap();
-    sqlx::query("UPDATE decision SET decided_by = 'alice'")
-        .execute(store.pool())
+    Query::new("UPDATE decision SET decided_by = 'alice'")
+        .execute_on(&store)
         .await
         .unwrap();
     let host = Host::new(store.clone(), "host").unwrap();
@@ -436,7 +439,7 @@ async fn a_decision_refused_at_resume_is_voided_and_the_run_waits_again() {
 /// is the run's stored outcome; nothing waits and nothing runs again.
 #[tokio::test]
 async fn a_run_error_after_the_turn_ran_is_the_runs_outcome() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
@@ -501,7 +504,7 @@ impl Execute for Charge {
 )]
 async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_chooses() {
     for choice in [Choice::Rerun, Choice::Skip] {
-        let dir = temp();
+        let dir = TestDb::new().await;
         let store = open(&dir).await;
         let charges = Arc::new(AtomicUsize::new(0));
         let registry = Registry::builder()
@@ -657,7 +660,7 @@ fn hosts_of_one_name_resume_a_decided_run_exactly_once() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let dir = temp();
+        let dir = TestDb::new().await;
         let registry = registry();
         let mut stores = Vec::new();
         for _ in 0..4 {
@@ -732,7 +735,7 @@ fn deciders_on_separate_handles_exactly_one_wins() {
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let dir = temp();
+        let dir = TestDb::new().await;
         let mut handles = Vec::new();
         for _ in 0..4 {
             handles.push(Arc::new(open(&dir).await));
@@ -759,7 +762,7 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let dir = temp();
+        let dir = TestDb::new().await;
         let store = Arc::new(open(&dir).await);
         let registry = registry();
         let template = suspended(&registry, "alice").await;
@@ -783,13 +786,17 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
             let winners = race(&[Arc::clone(&store)], &run_id, &digest, 16).await;
             assert_eq!(winners, 1, "round {round}");
         }
-        let rows: Vec<(String, i64)> =
-            sqlx::query_as("SELECT run_id, COUNT(*) FROM decision GROUP BY run_id ORDER BY run_id")
-                .fetch_all(store.pool())
-                .await
-                .unwrap();
+        let rows = Query::new(
+            "SELECT run_id, COUNT(*) AS n FROM decision GROUP BY run_id ORDER BY run_id",
+        )
+        .fetch_all_on(&store)
+        .await
+        .unwrap();
         assert_eq!(rows.len(), 1_000);
-        assert!(rows.iter().all(|(_, n)| *n == 1));
+        assert!(
+            rows.iter()
+                .all(|row| row.try_get::<i64, _>("n").unwrap() == 1)
+        );
     });
 }
 
@@ -797,7 +804,7 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
 /// verdict or an empty tool list.
 #[tokio::test]
 async fn an_unreadable_decision_row_is_an_error_not_a_guess() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
@@ -812,12 +819,12 @@ async fn an_unreadable_decision_row_is_an_error_not_a_guess() {
         DecisionKind::Denied
     );
     // The verdict column's CHECK refuses unknown verdicts outright.
-    let verdict = sqlx::query("UPDATE decision SET verdict = 'waved_through'")
-        .execute(store.pool())
+    let verdict = Query::new("UPDATE decision SET verdict = 'waved_through'")
+        .execute_on(&store)
         .await;
     assert!(verdict.is_err());
-    sqlx::query("UPDATE decision SET tools = 'not json'")
-        .execute(store.pool())
+    Query::new("UPDATE decision SET tools = 'not json'")
+        .execute_on(&store)
         .await
         .unwrap();
     let read = store.decisions(run.run_id()).await.unwrap_err().to_string();
@@ -835,13 +842,12 @@ fn key() -> toolgate::integrity::IntegrityKey {
 /// re-seal it with the plain checksum anyone can compute (and the columns to
 /// match, so only the seal can tell).
 async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
-    let document: String = sqlx::query_scalar(
-        "SELECT document FROM suspended_run WHERE run_id = ? AND state = 'open'",
-    )
-    .bind(run_id)
-    .fetch_one(store.pool())
-    .await
-    .unwrap();
+    let document: String =
+        Query::new("SELECT document FROM suspended_run WHERE run_id = ? AND state = 'open'")
+            .bind(run_id)
+            .scalar_on(&store)
+            .await
+            .unwrap();
     let mut doc: Value = serde_json::from_str(&document).unwrap();
     *doc.pointer_mut(pointer)
         .unwrap_or_else(|| panic!("no {pointer}")) = value;
@@ -857,7 +863,7 @@ async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
         .digest()
         .as_str()
         .to_owned();
-    sqlx::query(
+    Query::new(
         "UPDATE suspended_run SET document = ?, requested_by = ?, digest = ?
          WHERE run_id = ? AND state = 'open'",
     )
@@ -865,7 +871,7 @@ async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
     .bind(requested_by)
     .bind(digest)
     .bind(run_id)
-    .execute(store.pool())
+    .execute_on(&store)
     .await
     .unwrap();
 }
@@ -881,7 +887,7 @@ async fn with_a_key_a_re_sealed_change_in_the_database_is_refused_at_load() {
         ("/body/run/requested_by", json!("mallory")),
         ("/body/pending/0/arguments/branch", json!("main")),
     ] {
-        let dir = temp();
+        let dir = TestDb::new().await;
         let store = open(&dir).await.with_integrity_key(key());
         assert!(store.is_authenticated());
         let registry = registry();
@@ -914,7 +920,7 @@ async fn with_a_key_a_re_sealed_change_in_the_database_is_refused_at_load() {
         ));
 
         // Without a key, the same change is accepted.
-        let dir = temp();
+        let dir = TestDb::new().await;
         let plain = open(&dir).await;
         assert!(!plain.is_authenticated());
         plain.save_suspended(&run, "host").await.unwrap();
@@ -930,7 +936,7 @@ async fn with_a_key_a_re_sealed_change_in_the_database_is_refused_at_load() {
 /// column changed on its own is refused even without a key.
 #[tokio::test]
 async fn columns_that_disagree_with_the_document_are_refused() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
@@ -941,21 +947,21 @@ async fn columns_that_disagree_with_the_document_are_refused() {
         ("status", "waiting_for_input"),
     ] {
         // `column` is one of the three literals above.
-        let saved: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        let saved: String = Query::new(format!(
             "SELECT {column} FROM suspended_run WHERE run_id = ?"
-        )))
+        ))
         .bind(run.run_id())
-        .fetch_one(store.pool())
+        .scalar_on(&store)
         .await
         .unwrap();
         let set = |v: &str| {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
+            Query::new(format!(
                 "UPDATE suspended_run SET {column} = ? WHERE run_id = ?"
-            )))
+            ))
             .bind(v.to_owned())
             .bind(run.run_id().to_owned())
         };
-        set(value).execute(store.pool()).await.unwrap();
+        set(value).execute_on(&store).await.unwrap();
         match store.load_suspended(run.run_id()).await {
             Err(LoadError::Corrupt { error, .. }) => assert!(
                 error.reason.contains("disagrees with the document"),
@@ -963,7 +969,7 @@ async fn columns_that_disagree_with_the_document_are_refused() {
             ),
             other => panic!("{column}: expected a refusal, got {other:?}"),
         }
-        set(&saved).execute(store.pool()).await.unwrap();
+        set(&saved).execute_on(&store).await.unwrap();
         store.load_suspended(run.run_id()).await.unwrap();
     }
 }
@@ -972,7 +978,7 @@ async fn columns_that_disagree_with_the_document_are_refused() {
 /// carries a tag: a row changed afterwards does not read back.
 #[tokio::test]
 async fn decision_rows_keep_the_identity_source_and_verify_under_the_key() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await.with_integrity_key(key());
     let registry = registry();
     let run = suspended(&registry, "alice").await;
@@ -987,9 +993,9 @@ async fn decision_rows_keep_the_identity_source_and_verify_under_the_key() {
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].decided_by, "Bob");
     assert_eq!(records[0].decided_by_source, IdentitySource::Environment);
-    sqlx::query("UPDATE decision SET decided_by = 'carol' WHERE run_id = ?")
+    Query::new("UPDATE decision SET decided_by = 'carol' WHERE run_id = ?")
         .bind(run.run_id())
-        .execute(store.pool())
+        .execute_on(&store)
         .await
         .unwrap();
     let error = store.decisions(run.run_id()).await.unwrap_err().to_string();
@@ -1004,7 +1010,7 @@ async fn decision_rows_keep_the_identity_source_and_verify_under_the_key() {
 /// nobody.
 #[tokio::test]
 async fn self_decided_is_judged_on_normalised_names() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let registry = registry();
     let run = suspended(&registry, "alice").await;
@@ -1030,7 +1036,7 @@ async fn self_decided_is_judged_on_normalised_names() {
 /// the claim refuses it, key or no key.
 #[tokio::test]
 async fn a_decided_turn_copied_into_a_new_open_row_is_refused_as_a_replay() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await.with_integrity_key(key());
     let registry = registry();
     let run = suspended(&registry, "alice").await;
@@ -1045,13 +1051,13 @@ async fn a_decided_turn_copied_into_a_new_open_row_is_refused_as_a_replay() {
         )
         .await;
     assert!(first.is_ok(), "{first:?}");
-    let copied = sqlx::query(
+    let copied = Query::new(
         "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
          SELECT run_id, status, document, digest, requested_by, created_at FROM suspended_run
          WHERE run_id = ?",
     )
     .bind(run.run_id())
-    .execute(store.pool())
+    .execute_on(&store)
     .await;
     copied.expect("the copy is written");
     let again = store
@@ -1075,18 +1081,18 @@ async fn a_decided_turn_copied_into_a_new_open_row_is_refused_as_a_replay() {
 /// decided with the digest `runs show` computes now.
 #[tokio::test]
 async fn a_version_1_row_with_its_old_digest_column_can_still_be_decided() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let store = open(&dir).await;
     let document = include_str!("../../tests/fixtures/v1-awaiting-approval.json").trim_end();
     let run = SuspendedRun::decode(document).expect("the v1 fixture decodes");
-    let inserted = sqlx::query(
+    let inserted = Query::new(
         "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
          VALUES (?, 'awaiting_approval', ?, ?, 'alice', 0)",
     )
     .bind(run.run_id())
     .bind(document)
     .bind("sha256:73c17e85ad0c792e2db8ef8c24b1a5d6fdc43c15a2cd3f69a3095eb5dd02c6c0")
-    .execute(store.pool())
+    .execute_on(&store)
     .await;
     inserted.expect("the v1 row is written");
     assert!(store.load_suspended(run.run_id()).await.is_ok());
@@ -1104,7 +1110,7 @@ async fn a_version_1_row_with_its_old_digest_column_can_still_be_decided() {
 /// writer re-sealed with the plain checksum.
 #[tokio::test]
 async fn a_keyed_store_reopened_without_its_key_reads_no_run() {
-    let dir = temp();
+    let dir = TestDb::new().await;
     let keyed = open(&dir).await.with_integrity_key(key());
     assert!(!keyed.requires_key());
     let registry = registry();

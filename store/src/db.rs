@@ -1,0 +1,633 @@
+//! One way to talk to either backend.
+//!
+//! The store's queries are written once, in the SQL both SQLite and
+//! PostgreSQL understand, with `?` placeholders. [`Query`] carries the text
+//! and its arguments; running it on a [`Pool`] or inside a [`Tx`] binds them
+//! to the backend's own driver (for PostgreSQL the placeholders become `$1`,
+//! `$2`, …) and reads every row into a [`Row`] of plain values, so the code
+//! above never names a backend. Where the dialects differ (row locks, the
+//! typed approval column) the caller picks by [`Backend`].
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use sqlx::sqlite::{Sqlite, SqlitePool, SqliteRow};
+use sqlx::{AssertSqlSafe, Column, Row as _, TypeInfo, ValueRef};
+
+#[cfg(feature = "postgres")]
+use sqlx::postgres::{PgPool, PgRow, Postgres};
+
+/// Which database a store is kept in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Backend {
+    /// An SQLite file: the embedded default.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        })
+    }
+}
+
+/// A connection pool on either backend.
+#[derive(Clone, Debug)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    #[cfg(feature = "postgres")]
+    Postgres(PgPool),
+}
+
+impl Pool {
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    pub(crate) async fn close(&self) {
+        match self {
+            Pool::Sqlite(pool) => pool.close().await,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => pool.close().await,
+        }
+    }
+
+    /// Begins a write transaction. On SQLite it takes the database's write
+    /// lock at once (`BEGIN IMMEDIATE`), so a transaction that reads and
+    /// then writes never fails half-way on a lock upgrade; on PostgreSQL it
+    /// is a plain `BEGIN` (read committed), and the callers take row locks
+    /// ([`Tx::lock_run`], [`Tx::lock_server`]) where they read to decide.
+    pub(crate) async fn begin(&self) -> Result<Tx, sqlx::Error> {
+        Ok(match self {
+            Pool::Sqlite(pool) => Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        })
+    }
+}
+
+/// A write transaction on either backend; rolled back when dropped
+/// uncommitted.
+#[derive(Debug)]
+pub(crate) enum Tx {
+    Sqlite(sqlx::Transaction<'static, Sqlite>),
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::Transaction<'static, Postgres>),
+}
+
+impl Tx {
+    pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(tx) => tx.commit().await,
+            #[cfg(feature = "postgres")]
+            Tx::Postgres(tx) => tx.commit().await,
+        }
+    }
+
+    /// Locks every suspension row of a run until the transaction ends, so
+    /// that a decision, a claim or a release on the run reads what it acts
+    /// on with no other writer in between. SQLite's transactions hold the
+    /// whole database already; this is a row lock on PostgreSQL.
+    pub(crate) async fn lock_run(&mut self, run_id: &str) -> Result<(), sqlx::Error> {
+        self.lock(
+            "SELECT id FROM suspended_run WHERE run_id = ? FOR UPDATE",
+            run_id,
+        )
+        .await
+    }
+
+    /// Locks a server's row until the transaction ends, so that an import,
+    /// a pin and an approval change on one server take turns.
+    pub(crate) async fn lock_server(&mut self, server: &str) -> Result<(), sqlx::Error> {
+        self.lock("SELECT id FROM mcp_server WHERE id = ? FOR UPDATE", server)
+            .await
+    }
+
+    async fn lock(&mut self, sql: &'static str, key: &str) -> Result<(), sqlx::Error> {
+        if self.backend() == Backend::Sqlite {
+            return Ok(());
+        }
+        Query::new(sql).bind(key).fetch_all(self).await.map(drop)
+    }
+
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Tx::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
+            Tx::Postgres(_) => Backend::Postgres,
+        }
+    }
+}
+
+/// Where a query runs: on the pool, or inside a transaction.
+pub(crate) enum On<'e> {
+    Pool(&'e Pool),
+    Tx(&'e mut Tx),
+}
+
+impl<'e> From<&'e Pool> for On<'e> {
+    fn from(pool: &'e Pool) -> Self {
+        On::Pool(pool)
+    }
+}
+
+impl<'e> From<&'e mut Tx> for On<'e> {
+    fn from(tx: &'e mut Tx) -> Self {
+        On::Tx(tx)
+    }
+}
+
+/// An argument, typed even when NULL: PostgreSQL checks a parameter's type
+/// against its column.
+#[derive(Debug, Clone)]
+pub enum Arg {
+    /// A 64-bit integer.
+    Int(Option<i64>),
+    /// A floating-point number.
+    Real(Option<f64>),
+    /// Text.
+    Text(Option<String>),
+    /// Bytes.
+    Blob(Option<Vec<u8>>),
+}
+
+/// A value that binds as a query argument.
+pub trait IntoArg {
+    /// The argument.
+    fn into_arg(self) -> Arg;
+}
+
+macro_rules! into_arg {
+    ($($ty:ty => $variant:ident($conv:expr)),* $(,)?) => {$(
+        impl IntoArg for $ty {
+            fn into_arg(self) -> Arg {
+                #[allow(clippy::redundant_closure_call)]
+                Arg::$variant(Some(($conv)(self)))
+            }
+        }
+        impl IntoArg for Option<$ty> {
+            fn into_arg(self) -> Arg {
+                #[allow(clippy::redundant_closure_call)]
+                Arg::$variant(self.map($conv))
+            }
+        }
+    )*};
+}
+
+into_arg! {
+    i64 => Int(|v| v),
+    i32 => Int(i64::from),
+    u32 => Int(i64::from),
+    bool => Int(i64::from),
+    f64 => Real(|v| v),
+    String => Text(|v| v),
+    &str => Text(str::to_owned),
+    &String => Text(String::clone),
+    Vec<u8> => Blob(|v| v),
+}
+
+impl IntoArg for Arg {
+    fn into_arg(self) -> Arg {
+        self
+    }
+}
+
+/// A query and its arguments, for either backend.
+#[derive(Debug, Clone)]
+#[must_use = "a query does nothing until it is run"]
+pub struct Query {
+    sql: Cow<'static, str>,
+    args: Vec<Arg>,
+}
+
+impl Query {
+    /// A query with `?` placeholders.
+    pub fn new(sql: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            sql: sql.into(),
+            args: Vec::new(),
+        }
+    }
+
+    /// Binds the next placeholder.
+    pub fn bind(mut self, value: impl IntoArg) -> Self {
+        self.args.push(value.into_arg());
+        self
+    }
+
+    /// Runs an operator's own statement — or a test's, writing rows the way
+    /// an older schema did — on a store's database; the number of rows it
+    /// changed. Nothing is checked: what it writes is read back by the same
+    /// fail-closed readers as everything else.
+    pub async fn execute_on(self, store: &crate::Store) -> Result<u64, crate::StoreError> {
+        Ok(self.execute(store.pool()).await?)
+    }
+
+    /// Runs an operator's own query on a store's database and reads every
+    /// row; see [`Query::execute_on`].
+    pub async fn fetch_all_on(self, store: &crate::Store) -> Result<Vec<Row>, crate::StoreError> {
+        Ok(self.fetch_all(store.pool()).await?)
+    }
+
+    /// Runs an operator's own query and reads the first row, failing when
+    /// there is none; see [`Query::execute_on`].
+    pub async fn fetch_one_on(self, store: &crate::Store) -> Result<Row, crate::StoreError> {
+        Ok(self.fetch_one(store.pool()).await?)
+    }
+
+    /// Runs an operator's own query and reads the first column of the first
+    /// row; see [`Query::execute_on`].
+    pub async fn scalar_on<T: FromVal>(self, store: &crate::Store) -> Result<T, crate::StoreError> {
+        Ok(self.scalar(store.pool()).await?)
+    }
+
+    /// Runs a statement; the number of rows it changed.
+    pub(crate) async fn execute<'e>(self, on: impl Into<On<'e>>) -> Result<u64, sqlx::Error> {
+        match on.into() {
+            On::Pool(Pool::Sqlite(pool)) => Ok(self.sqlite().execute(pool).await?.rows_affected()),
+            On::Tx(Tx::Sqlite(tx)) => Ok(self.sqlite().execute(&mut **tx).await?.rows_affected()),
+            #[cfg(feature = "postgres")]
+            On::Pool(Pool::Postgres(pool)) => {
+                Ok(self.postgres().execute(pool).await?.rows_affected())
+            }
+            #[cfg(feature = "postgres")]
+            On::Tx(Tx::Postgres(tx)) => {
+                Ok(self.postgres().execute(&mut **tx).await?.rows_affected())
+            }
+        }
+    }
+
+    /// Every row.
+    pub(crate) async fn fetch_all<'e>(
+        self,
+        on: impl Into<On<'e>>,
+    ) -> Result<Vec<Row>, sqlx::Error> {
+        match on.into() {
+            On::Pool(Pool::Sqlite(pool)) => rows_of(&self.sqlite().fetch_all(pool).await?),
+            On::Tx(Tx::Sqlite(tx)) => rows_of(&self.sqlite().fetch_all(&mut **tx).await?),
+            #[cfg(feature = "postgres")]
+            On::Pool(Pool::Postgres(pool)) => rows_of(&self.postgres().fetch_all(pool).await?),
+            #[cfg(feature = "postgres")]
+            On::Tx(Tx::Postgres(tx)) => rows_of(&self.postgres().fetch_all(&mut **tx).await?),
+        }
+    }
+
+    /// The first row, if any.
+    pub(crate) async fn fetch_optional<'e>(
+        self,
+        on: impl Into<On<'e>>,
+    ) -> Result<Option<Row>, sqlx::Error> {
+        let row = match on.into() {
+            On::Pool(Pool::Sqlite(pool)) => self.sqlite().fetch_optional(pool).await?.map(one),
+            On::Tx(Tx::Sqlite(tx)) => self.sqlite().fetch_optional(&mut **tx).await?.map(one),
+            #[cfg(feature = "postgres")]
+            On::Pool(Pool::Postgres(pool)) => self.postgres().fetch_optional(pool).await?.map(one),
+            #[cfg(feature = "postgres")]
+            On::Tx(Tx::Postgres(tx)) => self.postgres().fetch_optional(&mut **tx).await?.map(one),
+        };
+        row.transpose()
+    }
+
+    /// The first row; [`sqlx::Error::RowNotFound`] when there is none.
+    pub(crate) async fn fetch_one<'e>(self, on: impl Into<On<'e>>) -> Result<Row, sqlx::Error> {
+        self.fetch_optional(on)
+            .await?
+            .ok_or(sqlx::Error::RowNotFound)
+    }
+
+    /// The first column of the first row, if there is a row.
+    pub(crate) async fn scalar_optional<'e, T: FromVal>(
+        self,
+        on: impl Into<On<'e>>,
+    ) -> Result<Option<T>, sqlx::Error> {
+        self.fetch_optional(on)
+            .await?
+            .map(|row| row.try_get(0))
+            .transpose()
+    }
+
+    /// The first column of the first row.
+    pub(crate) async fn scalar<'e, T: FromVal>(
+        self,
+        on: impl Into<On<'e>>,
+    ) -> Result<T, sqlx::Error> {
+        self.fetch_one(on).await?.try_get(0)
+    }
+
+    fn sqlite(self) -> sqlx::query::Query<'static, Sqlite, <Sqlite as sqlx::Database>::Arguments> {
+        let mut query = sqlx::query(AssertSqlSafe(self.sql));
+        for arg in self.args {
+            query = match arg {
+                Arg::Int(v) => query.bind(v),
+                Arg::Real(v) => query.bind(v),
+                Arg::Text(v) => query.bind(v),
+                Arg::Blob(v) => query.bind(v),
+            };
+        }
+        query
+    }
+
+    #[cfg(feature = "postgres")]
+    fn postgres(
+        self,
+    ) -> sqlx::query::Query<'static, Postgres, <Postgres as sqlx::Database>::Arguments> {
+        let mut query = sqlx::query(AssertSqlSafe(numbered(&self.sql)));
+        for arg in self.args {
+            query = match arg {
+                Arg::Int(v) => query.bind(v),
+                Arg::Real(v) => query.bind(v),
+                Arg::Text(v) => query.bind(v),
+                Arg::Blob(v) => query.bind(v),
+            };
+        }
+        query
+    }
+}
+
+/// `?` placeholders as PostgreSQL's `$1`, `$2`, … — outside quoted text.
+#[cfg(feature = "postgres")]
+pub(crate) fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut n = 0u32;
+    let mut quote: Option<char> = None;
+    for c in sql.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                out.push(c);
+            }
+            (Some(q), c) if c == q => {
+                quote = None;
+                out.push(c);
+            }
+            (None, '?') => {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A value read from a row, with the storage class it was read in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    /// SQL NULL.
+    Null,
+    /// An integer (a PostgreSQL boolean reads as 0 or 1).
+    Int(i64),
+    /// A floating-point number.
+    Real(f64),
+    /// Text.
+    Text(String),
+    /// Bytes.
+    Blob(Vec<u8>),
+    /// A label of a PostgreSQL enumerated type, with the type's name.
+    Label {
+        /// The enumerated type.
+        ty: String,
+        /// The label.
+        label: String,
+    },
+}
+
+/// One row, read into plain values.
+#[derive(Debug, Clone)]
+pub struct Row {
+    names: Arc<[String]>,
+    values: Vec<Val>,
+}
+
+/// A column by position or by name.
+pub trait ColumnRef: Copy + std::fmt::Display {
+    /// The position in `names`.
+    fn position(self, names: &[String]) -> Option<usize>;
+}
+
+impl ColumnRef for usize {
+    fn position(self, names: &[String]) -> Option<usize> {
+        (self < names.len()).then_some(self)
+    }
+}
+
+impl ColumnRef for &str {
+    fn position(self, names: &[String]) -> Option<usize> {
+        names.iter().position(|n| n == self)
+    }
+}
+
+impl Row {
+    /// The value of a column as stored, or `None` when the row has no such
+    /// column.
+    pub fn value(&self, column: impl ColumnRef) -> Option<&Val> {
+        column
+            .position(&self.names)
+            .and_then(|i| self.values.get(i))
+    }
+
+    /// A column's value as `T`.
+    ///
+    /// # Errors
+    /// [`sqlx::Error::ColumnNotFound`] or [`sqlx::Error::ColumnDecode`].
+    pub fn try_get<T: FromVal, I: ColumnRef>(&self, column: I) -> Result<T, sqlx::Error> {
+        let value = self
+            .value(column)
+            .ok_or_else(|| sqlx::Error::ColumnNotFound(column.to_string()))?;
+        T::from_val(value).ok_or_else(|| sqlx::Error::ColumnDecode {
+            index: column.to_string(),
+            source: format!(
+                "a {} column holds {}",
+                std::any::type_name::<T>(),
+                describe(value)
+            )
+            .into(),
+        })
+    }
+}
+
+fn describe(value: &Val) -> String {
+    match value {
+        Val::Null => "NULL".into(),
+        Val::Int(_) => "an integer".into(),
+        Val::Real(_) => "a real".into(),
+        Val::Text(_) => "text".into(),
+        Val::Blob(_) => "bytes".into(),
+        Val::Label { ty, .. } => format!("a label of {ty}"),
+    }
+}
+
+/// A Rust value read from a [`Val`].
+pub trait FromVal: Sized {
+    /// `None` when the value is of another kind.
+    fn from_val(value: &Val) -> Option<Self>;
+}
+
+impl FromVal for i64 {
+    fn from_val(value: &Val) -> Option<Self> {
+        match value {
+            Val::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl FromVal for f64 {
+    fn from_val(value: &Val) -> Option<Self> {
+        match value {
+            Val::Real(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl FromVal for bool {
+    fn from_val(value: &Val) -> Option<Self> {
+        match value {
+            Val::Int(v) => Some(*v != 0),
+            _ => None,
+        }
+    }
+}
+
+impl FromVal for String {
+    fn from_val(value: &Val) -> Option<Self> {
+        match value {
+            Val::Text(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl FromVal for Vec<u8> {
+    fn from_val(value: &Val) -> Option<Self> {
+        match value {
+            Val::Blob(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl FromVal for Val {
+    fn from_val(value: &Val) -> Option<Self> {
+        Some(value.clone())
+    }
+}
+
+impl<T: FromVal> FromVal for Option<T> {
+    fn from_val(value: &Val) -> Option<Self> {
+        match value {
+            Val::Null => Some(None),
+            other => T::from_val(other).map(Some),
+        }
+    }
+}
+
+/// A driver row that reads into plain values.
+trait ReadRow: sqlx::Row {
+    fn read(&self, index: usize) -> Result<Val, sqlx::Error>;
+}
+
+impl ReadRow for SqliteRow {
+    fn read(&self, i: usize) -> Result<Val, sqlx::Error> {
+        let raw = self.try_get_raw(i)?;
+        if raw.is_null() {
+            return Ok(Val::Null);
+        }
+        // The value's own storage class, not the column's declared type: a
+        // text '0' in an untyped column stays text.
+        let class = raw.type_info().name().to_ascii_uppercase();
+        Ok(match class.as_str() {
+            "INTEGER" | "INT4" | "BOOLEAN" => Val::Int(self.try_get(i)?),
+            "REAL" => Val::Real(self.try_get(i)?),
+            "TEXT" => Val::Text(self.try_get(i)?),
+            "BLOB" => Val::Blob(self.try_get(i)?),
+            other => {
+                return Err(sqlx::Error::ColumnDecode {
+                    index: i.to_string(),
+                    source: format!("unexpected storage class {other}").into(),
+                });
+            }
+        })
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl ReadRow for PgRow {
+    fn read(&self, i: usize) -> Result<Val, sqlx::Error> {
+        let raw = self.try_get_raw(i)?;
+        if raw.is_null() {
+            return Ok(Val::Null);
+        }
+        let ty = raw.type_info().name().to_owned();
+        Ok(match ty.as_str() {
+            "INT8" => Val::Int(self.try_get(i)?),
+            "INT4" => Val::Int(i64::from(self.try_get::<i32, _>(i)?)),
+            "INT2" => Val::Int(i64::from(self.try_get::<i16, _>(i)?)),
+            "BOOL" => Val::Int(i64::from(self.try_get::<bool, _>(i)?)),
+            "FLOAT8" => Val::Real(self.try_get(i)?),
+            "FLOAT4" => Val::Real(f64::from(self.try_get::<f32, _>(i)?)),
+            "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => Val::Text(self.try_get(i)?),
+            "BYTEA" => Val::Blob(self.try_get(i)?),
+            _ => {
+                // An enumerated type's value is its label, as text on the wire.
+                let label = raw
+                    .as_str()
+                    .map_err(|source| sqlx::Error::ColumnDecode {
+                        index: i.to_string(),
+                        source,
+                    })?
+                    .to_owned();
+                Val::Label { ty, label }
+            }
+        })
+    }
+}
+
+fn names_of<R: sqlx::Row>(row: &R) -> Arc<[String]> {
+    row.columns().iter().map(|c| c.name().to_owned()).collect()
+}
+
+fn read_with<R: ReadRow>(row: &R, names: Arc<[String]>) -> Result<Row, sqlx::Error> {
+    let values = (0..names.len())
+        .map(|i| row.read(i))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Row { names, values })
+}
+
+fn one<R: ReadRow>(row: R) -> Result<Row, sqlx::Error> {
+    read_with(&row, names_of(&row))
+}
+
+fn rows_of<R: ReadRow>(rows: &[R]) -> Result<Vec<Row>, sqlx::Error> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let names = names_of(first);
+    rows.iter()
+        .map(|row| read_with(row, names.clone()))
+        .collect()
+}
+
+#[cfg(all(test, feature = "postgres"))]
+mod tests {
+    use super::numbered;
+
+    #[test]
+    fn placeholders_are_numbered_outside_quotes() {
+        assert_eq!(
+            numbered("SELECT ? || '?' || \"a?\" FROM t WHERE a = ? AND b = ?"),
+            "SELECT $1 || '?' || \"a?\" FROM t WHERE a = $2 AND b = $3"
+        );
+    }
+}
