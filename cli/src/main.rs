@@ -30,9 +30,16 @@ use crate::output::say_err;
 #[derive(Parser, Debug)]
 #[command(name = "toolgate", version, about, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
-    /// Where the database and the demo's files live.
+    /// Where the demo's files live — and the database, unless
+    /// `--database-url` names one.
     #[arg(long, global = true, env = "TOOLGATE_DATA_DIR")]
     pub(crate) data_dir: Option<PathBuf>,
+    /// The store: a `postgres://user:password@host/database` URL (the
+    /// database must exist; toolgate creates its tables), or an SQLite file
+    /// (`sqlite:PATH` or a path). Default: `toolgate.db` in the data
+    /// directory.
+    #[arg(long, global = true, env = "TOOLGATE_DATABASE_URL", value_name = "URL")]
+    pub(crate) database_url: Option<String>,
     /// Print listings as JSON, for scripts.
     #[arg(long, global = true)]
     pub(crate) json: bool,

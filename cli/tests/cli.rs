@@ -11,7 +11,14 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+mod common;
+use common::TOOLGATE;
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    common::backend::rerun_on_postgres();
+}
 
 fn temp() -> tempfile::TempDir {
     match tempfile::tempdir() {
@@ -21,9 +28,7 @@ fn temp() -> tempfile::TempDir {
 }
 
 fn toolgate(dir: &Path, args: &[&str]) -> Output {
-    let output = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
+    let output = common::command(dir)
         .args(args)
         .env("NO_COLOR", "1")
         .env_remove("TOOLGATE_OPERATOR")
@@ -470,9 +475,7 @@ fn identities_are_normalised_and_their_source_recorded() {
         );
     }
     // No `--as`, no TOOLGATE_OPERATOR: the operating system's user.
-    let output = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
+    let output = common::command(dir)
         .args(["runs", "approve", &run, "--digest", &digest])
         .env("NO_COLOR", "1")
         .env_remove("TOOLGATE_OPERATOR")
@@ -487,9 +490,7 @@ fn identities_are_normalised_and_their_source_recorded() {
         said.contains("recorded: approved by dora (name from os_user)"),
         "{said}"
     );
-    let decided = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
+    let decided = common::command(dir)
         .args(["runs", "approve", &run, "--digest", &digest])
         .env_remove("TOOLGATE_OPERATOR")
         .env_remove("USER")
@@ -807,9 +808,7 @@ fn a_closed_pipe_ends_the_program_quietly() {
         &["--json", "runs", "list", "--all"],
         &["runs", "show", "x"],
     ] {
-        let mut child = Command::new(TOOLGATE)
-            .arg("--data-dir")
-            .arg(dir)
+        let mut child = common::command(dir)
             .args(args)
             .env("NO_COLOR", "1")
             .stdout(std::process::Stdio::piped())
@@ -839,9 +838,7 @@ fn eight_processes_open_a_fresh_database_at_once() {
         let dir = temp();
         let children: Vec<_> = (0..8)
             .map(|_| {
-                Command::new(TOOLGATE)
-                    .arg("--data-dir")
-                    .arg(dir.path())
+                common::command(dir.path())
                     .args(["--json", "server", "list"])
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
@@ -934,7 +931,12 @@ fn the_server_verbs_check_at_the_door_and_speak_json() {
         ],
     );
     let shown = ok(dir, &["server", "show", "docs"]);
-    assert!(shown.contains("required (stored: integer 1)"), "{shown}");
+    let stored = if common::backend::on_postgres() {
+        "required (stored: toolgate_approval \"required\")"
+    } else {
+        "required (stored: integer 1)"
+    };
+    assert!(shown.contains(stored), "{shown}");
     assert_eq!(
         json(dir, &["server", "set-data-class", "docs", "public_content"])["data_class"],
         "public_content"
@@ -986,9 +988,7 @@ fn input_is_read_from_a_file_or_standard_input() {
         ok(dir2, &["host", "--once"]);
     }
     let (run, digest) = waiting_run(dir2);
-    let mut child = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir2)
+    let mut child = common::command(dir2)
         .args([
             "runs", "input", &run, "--digest", &digest, "--as", "alice", "--data", "-",
         ])
@@ -1242,9 +1242,7 @@ fn connection_failures_are_one_line_with_their_cause() {
     drop(page);
 
     // Logs to a file are plain text.
-    let logged = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
+    let logged = common::command(dir)
         .args(["import", "gone", "--timeout", "5"])
         .env("TOOLGATE_LOG", "info")
         .env_remove("NO_COLOR")
@@ -1267,6 +1265,7 @@ fn the_interactive_demo_asks_field_by_field_and_again() {
     );
     let mut child = Command::new("script")
         .args(["-qec", &command, "/dev/null"])
+        .envs(common::database_env(dir.path()))
         .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -1338,9 +1337,7 @@ fn a_host_stopped_mid_call_leaves_no_server_behind_and_the_run_visible() {
         dir,
         &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
     );
-    let mut host = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
+    let mut host = common::command(dir)
         .args(["host", "--poll-ms", "50"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -11,6 +11,12 @@
 
 mod common;
 
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    common::backend::rerun_on_postgres();
+}
+
 use common::{TOOLGATE, toolgate};
 
 use serde_json::json;
@@ -43,7 +49,7 @@ async fn turning_approval_on_mid_loop_suspends_the_hosts_next_turn() {
     toolgate(dir, &["server", "set-approval", "notes", "off"]);
 
     // The host: its own store handle, provider, registry and loop.
-    let store = Store::open(dir.join("toolgate.db"))
+    let store = Store::open(common::location(&dir))
         .await
         .expect("the store opens");
     let provider = McpProvider::new(store.clone(), Deadlines::default());

@@ -10,7 +10,7 @@
 
 use std::num::NonZeroU16;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use toolgate::visible::{is_hidden, visible, visible_json};
@@ -21,7 +21,14 @@ use toolgate::{
     testing::{MemoryLog, ScriptedModel},
 };
 
-const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+mod common;
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    common::backend::rerun_on_postgres();
+}
+use common::TOOLGATE;
 
 /// A stand-in with the demo's `write_file` name and effect, so the turn
 /// suspends for approval as the demo's would; it never runs.
@@ -125,9 +132,7 @@ fn temp() -> tempfile::TempDir {
 }
 
 fn toolgate(dir: &Path, args: &[&str]) -> Output {
-    let output = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
+    let output = common::command(dir)
         .args(args)
         .env_remove("NO_COLOR")
         .env_remove("TOOLGATE_OPERATOR")
@@ -193,7 +198,7 @@ fn store_hostile_run(dir: &Path, run_id: &str, requested_by: &str) {
         Err(error) => panic!("{error}"),
     };
     runtime.block_on(async {
-        let store = match toolgate_store::Store::open(dir.join("toolgate.db")).await {
+        let store = match toolgate_store::Store::open(common::location(&dir)).await {
             Ok(store) => store,
             Err(error) => panic!("{error}"),
         };
@@ -466,9 +471,7 @@ fn a_stdio_servers_stderr_is_logged_escaped_and_logs_are_plain_without_a_termina
             TOOLGATE,
         ],
     );
-    let output = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
+    let output = common::command(dir)
         .args(["import", "loud"])
         .env_remove("NO_COLOR")
         .env("TOOLGATE_LOG", "info")

@@ -161,15 +161,15 @@ async fn rows_whose_schema_is_not_an_object_or_whose_name_was_edited_supply_noth
 }
 
 async fn sqlx_edit(store: &Store) -> bool {
-    let schema = sqlx::query(
+    let schema = toolgate_store::Query::new(
         "UPDATE mcp_tool SET input_schema = '[1, 2]' WHERE remote_name = 'array_schema'",
     )
-    .execute(store.pool())
+    .execute_on(store)
     .await;
-    let renamed = sqlx::query(
+    let renamed = toolgate_store::Query::new(
         "UPDATE mcp_tool SET local_name = 'builtin_name' WHERE remote_name = 'renamed'",
     )
-    .execute(store.pool())
+    .execute_on(store)
     .await;
     schema.is_ok() && renamed.is_ok()
 }

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use toolgate_mcp::Deadlines;
-use toolgate_store::Store;
+use toolgate_store::{Location, Store};
 
 use crate::host::Workspace;
 use crate::output::Out;
@@ -45,7 +45,15 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     let out = Out::new(cli.json);
     let data_dir = data_dir(cli.data_dir);
     let key = identity::integrity_key(cli.integrity_key_file.as_deref())?;
-    let mut store = Store::open(data_dir.join("toolgate.db")).await?;
+    let location = match cli
+        .database_url
+        .as_deref()
+        .filter(|url| !url.trim().is_empty())
+    {
+        Some(url) => Location::parse(url.trim()),
+        None => Location::Sqlite(data_dir.join("toolgate.db")),
+    };
+    let mut store = Store::open(location).await?;
     if let Some(key) = key {
         store = store.with_integrity_key(key);
     }

@@ -130,7 +130,10 @@ async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
     } else if !store.is_authenticated() {
         say!(
             "note: this store is unauthenticated: anyone who can write {} can change a stored run (four eyes, requester, arguments) and recompute its checksum; set TOOLGATE_INTEGRITY_KEY_FILE to authenticate runs and decisions",
-            "the database file"
+            match store.backend() {
+                toolgate_store::Backend::Sqlite => "the database file",
+                _ => "the database",
+            }
         );
     }
     Ok(())

@@ -1,16 +1,77 @@
-//! What the tests that run `toolgate` beside a host of their own share.
+//! What the tests that run `toolgate` share: the binary, run over a data
+//! directory whose database is on this process's backend.
+#![allow(dead_code, reason = "each test binary uses part of it")]
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
+
+use toolgate_store::Location;
+
+#[path = "../../../store/tests/backend/mod.rs"]
+pub(crate) mod backend;
+
+/// The store of a data directory: `toolgate.db` in it on SQLite; on
+/// PostgreSQL, a database of its own, created on first use.
+pub(crate) fn location(dir: &Path) -> Location {
+    static DATABASES: Mutex<Option<HashMap<PathBuf, Location>>> = Mutex::new(None);
+    if !backend::on_postgres() {
+        return Location::Sqlite(dir.join("toolgate.db"));
+    }
+    // A process this test started over the directory (a host) is told.
+    if let Ok(url) = std::env::var(CHILD_DATABASE_ENV) {
+        return Location::Postgres(url);
+    }
+    let mut databases = DATABASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let databases = databases.get_or_insert_with(HashMap::new);
+    if let Some(location) = databases.get(dir) {
+        return location.clone();
+    }
+    // Created on a thread of its own: callers may be inside a runtime.
+    let created = std::thread::spawn(|| backend::TestDb::blocking())
+        .join()
+        .expect("the database is created");
+    let location = created.location();
+    // The scratch directory goes; the database stays for the test's life.
+    databases.insert(dir.to_owned(), location.clone());
+    location
+}
+
+/// Tells a test process started over a directory where its store is.
+const CHILD_DATABASE_ENV: &str = "TOOLGATE_TEST_DATABASE_URL";
+
+/// The environment that points `toolgate` — or a test process of this
+/// binary — at the store of `dir`.
+pub(crate) fn database_env(dir: &Path) -> Vec<(&'static str, String)> {
+    match location(dir) {
+        Location::Postgres(url) => vec![
+            ("TOOLGATE_DATABASE_URL", url.clone()),
+            (CHILD_DATABASE_ENV, url),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// `toolgate --data-dir DIR`, on the store of `dir`.
+pub(crate) fn command(dir: &Path) -> Command {
+    let mut command = Command::new(TOOLGATE);
+    command
+        .arg("--data-dir")
+        .arg(dir)
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .envs(database_env(dir));
+    command
+}
 
 /// The command line under test.
 pub(crate) const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
 
 /// Runs `toolgate` over `dir`, which must succeed; its standard output.
 pub(crate) fn toolgate(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
+    let output = command(dir)
         .args(args)
         .env("NO_COLOR", "1")
         .output()
