@@ -105,6 +105,18 @@ impl Tx {
         .await
     }
 
+    /// Locks a run's open suspension, if it has one, until the transaction
+    /// ends: concurrent deciders of the run take turns, and once it is
+    /// decided the losers find nothing to lock — they do not hold up the
+    /// host that claims it. A no-op on SQLite, as [`Tx::lock_run`].
+    pub(crate) async fn lock_open_suspension(&mut self, run_id: &str) -> Result<(), sqlx::Error> {
+        self.lock(
+            "SELECT id FROM suspended_run WHERE run_id = ? AND state = 'open' FOR UPDATE",
+            run_id,
+        )
+        .await
+    }
+
     /// Locks a server's row until the transaction ends, so that an import,
     /// a pin and an approval change on one server take turns.
     pub(crate) async fn lock_server(&mut self, server: &str) -> Result<(), sqlx::Error> {

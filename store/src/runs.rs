@@ -824,7 +824,7 @@ impl Store {
         // Concurrent deciders of one run take turns from here: each reads
         // the open suspension, checks and counts after the one before it
         // committed.
-        tx.lock_run(run_id).await?;
+        tx.lock_open_suspension(run_id).await?;
         let row = Query::new(
             "SELECT id, run_id, status, document, digest, requested_by, owner FROM suspended_run
              WHERE run_id = ? AND state = 'open'",
