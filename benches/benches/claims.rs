@@ -1,6 +1,8 @@
-//! Decisions recorded under contention in one SQLite file: decisions per second
-//! with 1, 4 and 16 concurrent deciders on distinct runs, and 16 deciders on
-//! one shared run, where exactly one must win every time.
+//! Decisions recorded under contention, on an SQLite file and on a
+//! PostgreSQL database side by side: decisions per second with 1, 4 and 16
+//! concurrent deciders on distinct runs, and 16 deciders on one shared run,
+//! where exactly one must win every time. PostgreSQL is measured when
+//! `TOOLGATE_TEST_POSTGRES` names a server (`.ci/postgres start DIR`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,10 +15,30 @@ use toolgate::{
     suspend::SuspendedRun,
     testing::{MemoryLog, ScriptedModel},
 };
-use toolgate_store::{Answer, ClaimError, Store};
+use toolgate_store::{Answer, Backend, ClaimError, Store};
+
+#[path = "../../store/tests/backend/mod.rs"]
+mod backend;
 
 fn main() {
     divan::main();
+}
+
+/// The backends to measure: SQLite, and PostgreSQL when a server is named.
+fn backends() -> Vec<&'static str> {
+    if backend::TestDb::postgres_configured() {
+        vec!["sqlite", "postgres"]
+    } else {
+        vec!["sqlite"]
+    }
+}
+
+fn backend_of(name: &str) -> Backend {
+    if name == "postgres" {
+        Backend::Postgres
+    } else {
+        Backend::Sqlite
+    }
 }
 
 /// Deletes a branch.
@@ -32,7 +54,7 @@ impl Execute for DeleteBranch {
 }
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    _db: backend::TestDb,
     store: Arc<Store>,
     runtime: tokio::runtime::Runtime,
     /// A stored run's document, re-identified for each new run.
@@ -41,7 +63,7 @@ struct Fixture {
 }
 
 impl Fixture {
-    fn new() -> Self {
+    fn new(backend: &str) -> Self {
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(16)
             .enable_all()
@@ -50,12 +72,9 @@ impl Fixture {
             Ok(runtime) => runtime,
             Err(error) => panic!("{error}"),
         };
-        let dir = match tempfile::tempdir() {
-            Ok(dir) => dir,
-            Err(error) => panic!("{error}"),
-        };
+        let db = runtime.block_on(backend::TestDb::on(backend_of(backend)));
         let (store, template) = runtime.block_on(async {
-            let store = match Store::open(dir.path().join("claims.db")).await {
+            let store = match Store::open(db.location()).await {
                 Ok(store) => store,
                 Err(error) => panic!("{error}"),
             };
@@ -81,7 +100,7 @@ impl Fixture {
             (store, run.encode().unwrap_or_default())
         });
         Self {
-            _dir: dir,
+            _db: db,
             store: Arc::new(store),
             runtime,
             template,
@@ -112,10 +131,11 @@ impl Fixture {
     }
 }
 
-/// `deciders` concurrent deciders, each deciding its own run.
-#[divan::bench(args = [1, 4, 16], sample_count = 30)]
-fn distinct_runs(bencher: divan::Bencher, deciders: usize) {
-    let fixture = Fixture::new();
+/// `DECIDERS` concurrent deciders, each deciding its own run.
+#[divan::bench(args = backends(), consts = [1, 4, 16], sample_count = 30)]
+fn distinct_runs<const DECIDERS: usize>(bencher: divan::Bencher, backend: &str) {
+    let deciders = DECIDERS;
+    let fixture = Fixture::new(backend);
     bencher
         .counter(ItemsCount::new(deciders))
         .with_inputs(|| fixture.fresh_runs(deciders))
@@ -145,9 +165,9 @@ fn distinct_runs(bencher: divan::Bencher, deciders: usize) {
 
 /// 16 deciders on one run: exactly one wins, every round — the bench fails
 /// otherwise, so a completed run means a 100% exactly-one-winner rate.
-#[divan::bench(sample_count = 30)]
-fn shared_run_16_deciders(bencher: divan::Bencher) {
-    let fixture = Fixture::new();
+#[divan::bench(args = backends(), sample_count = 30)]
+fn shared_run_16_deciders(bencher: divan::Bencher, backend: &str) {
+    let fixture = Fixture::new(backend);
     bencher
         .with_inputs(|| fixture.fresh_runs(1))
         .bench_local_values(|runs| {

@@ -1,27 +1,38 @@
 //! Registry hydration: building the provider's tools from 1,000, 10,000 and
-//! 100,000 stored catalogue rows in SQLite, beside a raw select of the same
-//! rows.
+//! 100,000 stored catalogue rows, beside a raw select of the same rows
+//! through the database driver itself — on SQLite, and on PostgreSQL when
+//! `TOOLGATE_TEST_POSTGRES` names a server (`.ci/postgres start DIR`).
 
 use std::hint::black_box;
 
 use serde_json::json;
 use sqlx::Row;
 use toolgate_mcp::{Deadlines, McpProvider, local_name};
-use toolgate_store::{DataClass, ImportedTool, NewServer, Store, Transport};
+use toolgate_store::{Backend, DataClass, ImportedTool, Location, NewServer, Store, Transport};
+
+#[path = "../../store/tests/backend/mod.rs"]
+mod backend;
 
 fn main() {
     divan::main();
 }
 
-const ROWS: [usize; 3] = [1_000, 10_000, 100_000];
+/// The backends to measure: SQLite, and PostgreSQL when a server is named.
+fn backends() -> Vec<&'static str> {
+    if backend::TestDb::postgres_configured() {
+        vec!["sqlite", "postgres"]
+    } else {
+        vec!["sqlite"]
+    }
+}
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    db: backend::TestDb,
     store: Store,
     runtime: tokio::runtime::Runtime,
 }
 
-fn fixture(rows: usize) -> Fixture {
+fn fixture(backend: &str, rows: usize) -> Fixture {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -29,12 +40,14 @@ fn fixture(rows: usize) -> Fixture {
         Ok(runtime) => runtime,
         Err(error) => panic!("{error}"),
     };
-    let dir = match tempfile::tempdir() {
-        Ok(dir) => dir,
-        Err(error) => panic!("{error}"),
+    let backend = if backend == "postgres" {
+        Backend::Postgres
+    } else {
+        Backend::Sqlite
     };
+    let db = runtime.block_on(backend::TestDb::on(backend));
     let store = runtime.block_on(async {
-        let store = match Store::open(dir.path().join("hydration.db")).await {
+        let store = match Store::open(db.location()).await {
             Ok(store) => store,
             Err(error) => panic!("{error}"),
         };
@@ -64,16 +77,12 @@ fn fixture(rows: usize) -> Fixture {
         assert!(store.replace_catalogue("srv", &tools).await.is_ok());
         store
     });
-    Fixture {
-        _dir: dir,
-        store,
-        runtime,
-    }
+    Fixture { db, store, runtime }
 }
 
-#[divan::bench(args = ROWS, sample_count = 10)]
-fn provider_build_tools(bencher: divan::Bencher, rows: usize) {
-    let f = fixture(rows);
+#[divan::bench(args = backends(), consts = [1_000, 10_000, 100_000], sample_count = 10)]
+fn provider_build_tools<const ROWS: usize>(bencher: divan::Bencher, backend: &str) {
+    let f = fixture(backend, ROWS);
     let provider = McpProvider::new(f.store.clone(), Deadlines::default());
     bencher.bench_local(|| {
         f.runtime.block_on(async {
@@ -83,31 +92,58 @@ fn provider_build_tools(bencher: divan::Bencher, rows: usize) {
     });
 }
 
-#[divan::bench(args = ROWS, sample_count = 10)]
-fn baseline_raw_select(bencher: divan::Bencher, rows: usize) {
-    let f = fixture(rows);
-    bencher.bench_local(|| {
-        f.runtime.block_on(async {
-            let rows = sqlx::query(
-                "SELECT * FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name",
-            )
-            .fetch_all(f.store.pool())
-            .await
-            .unwrap_or_default();
-            let decoded: Vec<(String, String, String, String, String, Option<String>)> = rows
-                .iter()
-                .map(|r| {
-                    (
-                        r.get("server_id"),
-                        r.get("remote_name"),
-                        r.get("local_name"),
-                        r.get("description"),
-                        r.get("input_schema"),
-                        r.get("annotations"),
-                    )
+/// The same rows selected and decoded through the driver, with no store or
+/// provider in between: what hydration is compared with.
+#[divan::bench(args = backends(), consts = [1_000, 10_000, 100_000], sample_count = 10)]
+fn baseline_raw_select<const ROWS: usize>(bencher: divan::Bencher, backend: &str) {
+    const SQL: &str = "SELECT * FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name";
+    type Decoded = (String, String, String, String, String, Option<String>);
+    fn decode<R: Row>(r: &R) -> Decoded
+    where
+        for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        for<'a> &'a str: sqlx::ColumnIndex<R>,
+    {
+        (
+            r.get("server_id"),
+            r.get("remote_name"),
+            r.get("local_name"),
+            r.get("description"),
+            r.get("input_schema"),
+            r.get("annotations"),
+        )
+    }
+    let f = fixture(backend, ROWS);
+    match f.db.location() {
+        Location::Sqlite(path) => {
+            let pool = f.runtime.block_on(async {
+                sqlx::sqlite::SqlitePoolOptions::new()
+                    .connect_with(sqlx::sqlite::SqliteConnectOptions::new().filename(path))
+                    .await
+            });
+            let Ok(pool) = pool else {
+                panic!("the raw pool opens")
+            };
+            bencher.bench_local(|| {
+                f.runtime.block_on(async {
+                    let rows = sqlx::query(SQL).fetch_all(&pool).await.unwrap_or_default();
+                    let decoded: Vec<Decoded> = rows.iter().map(decode).collect();
+                    black_box(decoded.len())
                 })
-                .collect();
-            black_box(decoded.len())
-        })
-    });
+            });
+        }
+        Location::Postgres(url) => {
+            let pool = f.runtime.block_on(sqlx::postgres::PgPool::connect(&url));
+            let Ok(pool) = pool else {
+                panic!("the raw pool opens")
+            };
+            bencher.bench_local(|| {
+                f.runtime.block_on(async {
+                    let rows = sqlx::query(SQL).fetch_all(&pool).await.unwrap_or_default();
+                    let decoded: Vec<Decoded> = rows.iter().map(decode).collect();
+                    black_box(decoded.len())
+                })
+            });
+        }
+    }
 }

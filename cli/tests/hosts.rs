@@ -207,7 +207,7 @@ async fn start_run(store: &Store, dir: &Path, tag: &str) -> SuspendedRun {
 /// nothing decided or resuming left, printing one `ENDED <run> <state>` line
 /// for each, and returns them.
 async fn serve(dir: &Path, lease: Duration, idle: Duration) -> Vec<(String, &'static str)> {
-    let store = Store::open(common::location(&dir)).await.expect("store");
+    let store = Store::open(common::location(dir)).await.expect("store");
     let registry = host_registry(&store, dir);
     let host = Host::new(store.clone(), HOST)
         .expect("a usable name")
@@ -268,7 +268,7 @@ fn host_process() {
     runtime.block_on(async {
         let dir = prepared();
         let path = dir.path();
-        let store = Store::open(common::location(&path)).await.expect("store");
+        let store = Store::open(common::location(path)).await.expect("store");
         let run = start_run(&store, path, "in-process").await;
         store
             .decide(run.run_id(), Some(&run.digest()), &bob(), Answer::Approve)
@@ -328,7 +328,7 @@ fn bob() -> Operator {
 async fn the_command_line_records_and_the_host_process_resumes() {
     let dir = prepared();
     let path = dir.path();
-    let store = Store::open(common::location(&path)).await.expect("store");
+    let store = Store::open(common::location(path)).await.expect("store");
     let run = start_run(&store, path, "two-processes").await;
     let run_id = run.run_id().to_owned();
     let ledger = path.join("ledger.txt");
@@ -406,7 +406,7 @@ async fn a_host_killed_at_200_points_never_repeats_a_non_idempotent_write() {
     const LEASE_MS: u64 = 150;
     let dir = prepared();
     let path = dir.path();
-    let store = Store::open(common::location(&path)).await.expect("store");
+    let store = Store::open(common::location(path)).await.expect("store");
     let ledger = path.join("ledger.txt");
     let notes = path.join("notes-ledger.txt");
 

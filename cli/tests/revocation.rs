@@ -49,7 +49,7 @@ async fn turning_approval_on_mid_loop_suspends_the_hosts_next_turn() {
     toolgate(dir, &["server", "set-approval", "notes", "off"]);
 
     // The host: its own store handle, provider, registry and loop.
-    let store = Store::open(common::location(&dir))
+    let store = Store::open(common::location(dir))
         .await
         .expect("the store opens");
     let provider = McpProvider::new(store.clone(), Deadlines::default());

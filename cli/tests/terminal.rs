@@ -198,7 +198,7 @@ fn store_hostile_run(dir: &Path, run_id: &str, requested_by: &str) {
         Err(error) => panic!("{error}"),
     };
     runtime.block_on(async {
-        let store = match toolgate_store::Store::open(common::location(&dir)).await {
+        let store = match toolgate_store::Store::open(common::location(dir)).await {
             Ok(store) => store,
             Err(error) => panic!("{error}"),
         };

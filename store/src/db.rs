@@ -299,12 +299,29 @@ impl Query {
         on: impl Into<On<'e>>,
     ) -> Result<Option<Row>, sqlx::Error> {
         let row = match on.into() {
-            On::Pool(Pool::Sqlite(pool)) => self.sqlite().fetch_optional(pool).await?.map(one),
-            On::Tx(Tx::Sqlite(tx)) => self.sqlite().fetch_optional(&mut **tx).await?.map(one),
+            On::Pool(Pool::Sqlite(pool)) => {
+                self.sqlite().fetch_optional(pool).await?.as_ref().map(one)
+            }
+            On::Tx(Tx::Sqlite(tx)) => self
+                .sqlite()
+                .fetch_optional(&mut **tx)
+                .await?
+                .as_ref()
+                .map(one),
             #[cfg(feature = "postgres")]
-            On::Pool(Pool::Postgres(pool)) => self.postgres().fetch_optional(pool).await?.map(one),
+            On::Pool(Pool::Postgres(pool)) => self
+                .postgres()
+                .fetch_optional(pool)
+                .await?
+                .as_ref()
+                .map(one),
             #[cfg(feature = "postgres")]
-            On::Tx(Tx::Postgres(tx)) => self.postgres().fetch_optional(&mut **tx).await?.map(one),
+            On::Tx(Tx::Postgres(tx)) => self
+                .postgres()
+                .fetch_optional(&mut **tx)
+                .await?
+                .as_ref()
+                .map(one),
         };
         row.transpose()
     }
@@ -617,8 +634,8 @@ fn read_with<R: ReadRow>(row: &R, names: Arc<[String]>) -> Result<Row, sqlx::Err
     Ok(Row { names, values })
 }
 
-fn one<R: ReadRow>(row: R) -> Result<Row, sqlx::Error> {
-    read_with(&row, names_of(&row))
+fn one<R: ReadRow>(row: &R) -> Result<Row, sqlx::Error> {
+    read_with(row, names_of(row))
 }
 
 fn rows_of<R: ReadRow>(rows: &[R]) -> Result<Vec<Row>, sqlx::Error> {

@@ -81,7 +81,7 @@ pub(crate) fn stored_for(
 ) -> (Arg, &'static str) {
     let off = declaration == OperatorDeclaration::NoApproval;
     match backend {
-        Backend::Sqlite => (Arg::Int(Some(if off { 0 } else { 1 })), "?"),
+        Backend::Sqlite => (Arg::Int(Some(i64::from(!off))), "?"),
         Backend::Postgres => (
             Arg::Text(Some(if off { NOT_REQUIRED } else { "required" }.to_owned())),
             "CAST(? AS toolgate_approval)",

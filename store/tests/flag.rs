@@ -49,7 +49,7 @@ async fn store_with_server(db: &TestDb) -> Store {
 async fn raw_write(store: &Store, table: &str, literal: &str) -> Result<(String, String), String> {
     let sql = format!("UPDATE {table} SET requires_approval = {literal}");
     Query::new(sql)
-        .execute_on(&store)
+        .execute_on(store)
         .await
         .map_err(|e| e.to_string())?;
     let type_of = if on_postgres() {
@@ -59,7 +59,7 @@ async fn raw_write(store: &Store, table: &str, literal: &str) -> Result<(String,
     };
     let sql = format!("SELECT {type_of} AS t, CAST(requires_approval AS TEXT) AS v FROM {table}");
     let row = Query::new(sql)
-        .fetch_one_on(&store)
+        .fetch_one_on(store)
         .await
         .map_err(|e| e.to_string())?;
     Ok((
@@ -220,7 +220,7 @@ async fn the_typed_api_writes_only_on_or_off_and_says_what_changed() {
                 label: if off { "not_required" } else { "required" }.into(),
             }
         } else {
-            StoredFlag::Integer(if off { 0 } else { 1 })
+            StoredFlag::Integer(i64::from(!off))
         }
     };
     let server = store.server("gh").await.ok();

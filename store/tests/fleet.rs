@@ -267,12 +267,8 @@ fn four_hosts_and_sixteen_deciders_resume_every_run_exactly_once() {
     // Wait for the hosts to work through every decided run, then a little
     // longer, so that a second resume of any run would be caught.
     let ledger = dir.join("ledger.txt");
-    let lines = || {
-        std::fs::read_to_string(&ledger)
-            .map(|text| text.lines().count())
-            .unwrap_or(0)
-    };
-    let deadline = Instant::now() + Duration::from_secs(600);
+    let lines = || std::fs::read_to_string(&ledger).map_or(0, |text| text.lines().count());
+    let deadline = Instant::now() + Duration::from_mins(10);
     while lines() < total && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }

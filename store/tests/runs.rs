@@ -845,7 +845,7 @@ async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
     let document: String =
         Query::new("SELECT document FROM suspended_run WHERE run_id = ? AND state = 'open'")
             .bind(run_id)
-            .scalar_on(&store)
+            .scalar_on(store)
             .await
             .unwrap();
     let mut doc: Value = serde_json::from_str(&document).unwrap();
@@ -871,7 +871,7 @@ async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
     .bind(requested_by)
     .bind(digest)
     .bind(run_id)
-    .execute_on(&store)
+    .execute_on(store)
     .await
     .unwrap();
 }

@@ -31,7 +31,7 @@ pub(crate) fn location(dir: &Path) -> Location {
         return location.clone();
     }
     // Created on a thread of its own: callers may be inside a runtime.
-    let created = std::thread::spawn(|| backend::TestDb::blocking())
+    let created = std::thread::spawn(backend::TestDb::blocking)
         .join()
         .expect("the database is created");
     let location = created.location();
@@ -51,7 +51,7 @@ pub(crate) fn database_env(dir: &Path) -> Vec<(&'static str, String)> {
             ("TOOLGATE_DATABASE_URL", url.clone()),
             (CHILD_DATABASE_ENV, url),
         ],
-        _ => Vec::new(),
+        Location::Sqlite(_) => Vec::new(),
     }
 }
 

@@ -48,12 +48,22 @@ pub struct TestDb {
 impl TestDb {
     /// A new database on this process's backend.
     pub async fn new() -> TestDb {
+        TestDb::on(backend()).await
+    }
+
+    /// A new database on `backend` (PostgreSQL needs `TOOLGATE_TEST_POSTGRES`).
+    pub async fn on(backend: Backend) -> TestDb {
         let dir = tempfile::tempdir().unwrap();
-        let location = match backend() {
+        let location = match backend {
             Backend::Sqlite => Location::Sqlite(dir.path().join("toolgate.db")),
             _ => Location::Postgres(create_database().await),
         };
         TestDb { location, dir }
+    }
+
+    /// True when a PostgreSQL server is configured for the tests.
+    pub fn postgres_configured() -> bool {
+        std::env::var_os(POSTGRES_ENV).is_some()
     }
 
     /// [`TestDb::new`] from synchronous code.
@@ -125,10 +135,7 @@ fn with_database(admin: &str, name: &str) -> String {
         Some((base, query)) => (base, Some(query)),
         None => (admin, None),
     };
-    let rest = base
-        .split_once("://")
-        .map(|(scheme, rest)| (scheme, rest))
-        .unwrap();
+    let rest = base.split_once("://").unwrap();
     let host = rest.1.split('/').next().unwrap_or_default();
     let mut url = format!("{}://{host}/{name}", rest.0);
     if let Some(query) = query {
