@@ -1,6 +1,9 @@
 //! toolgate's store: the operator's MCP server declarations, the tool
-//! catalogue imported from each server, and suspended runs — in an SQLite file
-//! through versioned, checksummed migrations.
+//! catalogue imported from each server, and suspended runs — in an SQLite
+//! file, or in a PostgreSQL database shared by hosts on many machines (the
+//! `postgres` feature), through versioned, checksummed migrations. One API
+//! serves both: [`Store::open`] takes a path or a `postgres://` URL
+//! ([`Location`]).
 //!
 //! A tool author's build never pulls this crate in; hosts that run remote
 //! tools or keep suspended runs across processes do. Deciding a stored run
@@ -629,6 +632,57 @@ async fn migration_lock(path: &Path) -> Result<std::fs::File, StoreError> {
         .await
         .map_err(|error| open_error(std::io::Error::other(error)))?
         .map_err(open_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_are_read_from_what_an_operator_types() {
+        assert_eq!(
+            Location::parse("postgres://u:p@db/toolgate"),
+            Location::Postgres("postgres://u:p@db/toolgate".into())
+        );
+        assert_eq!(
+            Location::parse("PostgreSQL://db/toolgate").backend(),
+            Backend::Postgres
+        );
+        assert_eq!(
+            Location::parse("sqlite:///var/lib/toolgate.db"),
+            Location::Sqlite("/var/lib/toolgate.db".into())
+        );
+        assert_eq!(
+            Location::parse("sqlite:data/toolgate.db"),
+            Location::Sqlite("data/toolgate.db".into())
+        );
+        assert_eq!(
+            Location::parse("toolgate.db"),
+            Location::Sqlite("toolgate.db".into())
+        );
+        assert_eq!(Location::parse("é").backend(), Backend::Sqlite);
+    }
+
+    #[test]
+    fn a_password_is_never_displayed() {
+        for (url, shown) in [
+            (
+                "postgres://tg:s3cret@db:5432/toolgate",
+                "postgres://tg:***@db:5432/toolgate",
+            ),
+            (
+                "postgres://tg:p@ss@word@db/toolgate?sslmode=require",
+                "postgres://tg:***@db/toolgate?sslmode=require",
+            ),
+            ("postgres://tg@db/toolgate", "postgres://tg@db/toolgate"),
+            (
+                "postgres://db/toolgate?host=/run/pg",
+                "postgres://db/toolgate?host=/run/pg",
+            ),
+        ] {
+            assert_eq!(Location::parse(url).display(), shown, "{url}");
+        }
+    }
 }
 
 /// Milliseconds since the Unix epoch.

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use toolgate::identity::{IdentitySource, Operator};
@@ -1138,4 +1139,50 @@ async fn a_keyed_store_reopened_without_its_key_reads_no_run() {
     ));
     let again = open(&dir).await.with_integrity_key(key());
     assert!(again.load_suspended(run.run_id()).await.is_ok());
+}
+
+/// A host waiting on one handle wakes when a decision is recorded through
+/// another — a separate pool, as a decider on another machine would be. On
+/// PostgreSQL the database announces it (`LISTEN`): the host wakes long
+/// before its one-minute poll. On SQLite, where only the poll reaches
+/// another process, the host polls every 50 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_host_wakes_when_another_handle_decides() {
+    let db = TestDb::new().await;
+    let hosts_store = open(&db).await;
+    let deciders_store = open(&db).await;
+    let registry = registry();
+    let run = suspended(&registry, "alice").await;
+    hosts_store.save_suspended(&run, "host").await.unwrap();
+    let poll = if backend::on_postgres() {
+        Duration::from_mins(1)
+    } else {
+        Duration::from_millis(50)
+    };
+    let host = Host::new(hosts_store.clone(), "host").unwrap();
+    let waiting = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let task = host.wait(poll).await;
+        (task.map(|t| t.run_id().to_owned()), started.elapsed())
+    });
+    // Let the host start waiting (and, on PostgreSQL, listening).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    deciders_store
+        .decide(
+            run.run_id(),
+            Some(&run.digest()),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    let (task, waited) = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the host woke")
+        .unwrap();
+    assert_eq!(task.unwrap(), run.run_id());
+    assert!(
+        waited < Duration::from_secs(20),
+        "woke after {waited:?}, not at its poll"
+    );
 }
