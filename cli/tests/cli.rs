@@ -1192,7 +1192,7 @@ fn connection_failures_are_one_line_with_their_cause() {
     let failed = toolgate(dir, &["import", "dies", "--timeout", "5"]);
     let err = stderr(&failed);
     assert!(
-        err.contains("the server stopped before it answered")
+        err.contains("the server exited with status 7 before it answered")
             && err.contains("the last it wrote on its stderr: config file missing"),
         "{err}"
     );

@@ -9,7 +9,9 @@
 //! Usage: `toolgate-mcp-test-server [--http 127.0.0.1:0] [--page-size N]
 //! [--fillers N] [--drop NAME]... [--odd-names] [--hang-on-list]
 //! [--die-on-list] [--garbage] [--ledger FILE] [--describe NAME=TEXT]...`;
-//! `--delay NAME=SECONDS` makes a tool's calls wait first; `--describe`
+//! `--delay NAME=SECONDS` makes a tool's calls wait first; `--huge
+//! NAME=BYTES` pads a tool's result to that many bytes (past a client's limit
+//! for one message, say); `--describe`
 //! gives a tool another description (a tool changed under its
 //! operator); with `--ledger`, every
 //! `write_note` also appends its text as a line to FILE, so a test counts
@@ -49,6 +51,7 @@ pub struct Options {
     pub ledger: Option<std::path::PathBuf>,
     pub describe: Vec<(String, String)>,
     pub delay: Vec<(String, f64)>,
+    pub huge: Vec<(String, usize)>,
 }
 
 /// Parses the command-line flags (without the program name).
@@ -88,6 +91,14 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
                 options
                     .delay
                     .push((name.to_owned(), seconds.clamp(0.0, 3600.0)));
+            }
+            "--huge" => {
+                let given = value("--huge")?;
+                let (name, bytes) = given.split_once('=').ok_or("--huge takes NAME=BYTES")?;
+                let bytes: usize = bytes.parse().map_err(|e| format!("--huge {given}: {e}"))?;
+                options
+                    .huge
+                    .push((name.to_owned(), bytes.min(256 * 1024 * 1024)));
             }
             "--describe" => {
                 let given = value("--describe")?;
@@ -325,7 +336,16 @@ impl ServerHandler for NotesServer {
             ))])
             .into());
         }
-        self.call(&request.name, &arguments).map(Into::into)
+        let mut result = self.call(&request.name, &arguments)?;
+        if let Some((_, bytes)) = self
+            .options
+            .huge
+            .iter()
+            .find(|(name, _)| name == request.name.as_ref())
+        {
+            result.content.push(ContentBlock::text("x".repeat(*bytes)));
+        }
+        Ok(result.into())
     }
 }
 

@@ -530,3 +530,49 @@ async fn over_http_import_calls_and_a_killed_server() {
     assert!(started.elapsed() < Duration::from_secs(10));
     provider.close().await;
 }
+
+/// A result larger than the client takes in one message (rmcp drops such a
+/// line unseen) is reported as too large as soon as it arrives — not as a
+/// server that "did not answer" when the call's deadline, here ten minutes,
+/// runs out — and the connection comes back for the next call.
+#[tokio::test]
+async fn a_result_too_large_is_reported_at_once_not_at_the_deadline() {
+    let dir = temp();
+    let store = store(&dir).await;
+    let huge = format!("read_note={}", 17 * 1024 * 1024);
+    add(
+        &store,
+        "notes",
+        stdio(&["--huge", &huge]),
+        Some(DataClass::EditorContent),
+    )
+    .await;
+    run_import(&store, "notes")
+        .await
+        .expect("`run_import` succeeds");
+    assert!(
+        store
+            .set_approval("notes", OperatorDeclaration::NoApproval)
+            .await
+            .is_ok()
+    );
+    let patient = Deadlines {
+        call: Duration::from_mins(10),
+        ..quick()
+    };
+    let provider = std::sync::Arc::new(McpProvider::new(store.clone(), patient));
+    let registry = Registry::builder()
+        .provider(SharedProvider(provider.clone()))
+        .build()
+        .expect("the registry builds");
+    let read = execute(&registry, "notes.read_note", json!({"id": 0})).await;
+    assert!(read.is_error, "{:?}", &read.content.get(..200));
+    assert_eq!(
+        read.content,
+        "server `notes` sent a result too large for tools/call: over 16 MiB in one message, the client's limit; the call ran on the server, and its result was dropped"
+    );
+    // The next call, small, gets its answer on a fresh connection.
+    let wrote = execute(&registry, "notes.write_note", json!({"text": "hello"})).await;
+    assert!(!wrote.is_error, "{wrote:?}");
+    provider.close().await;
+}

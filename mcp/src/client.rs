@@ -4,13 +4,18 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use rmcp::model::{CallToolRequestParams, ContentBlock, ListToolsResult, PaginatedRequestParams};
 use rmcp::service::RunningService;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
-use tokio::process::ChildStderr;
+use tokio::io::{AsyncBufReadExt, AsyncRead, ReadBuf};
+use tokio::process::{Child, ChildStderr};
+use tokio::sync::watch;
 use toolgate::ToolOutput;
 use toolgate::visible::visible;
 use toolgate_store::Transport;
@@ -67,6 +72,20 @@ pub enum ClientError {
         /// The deadline.
         deadline: Duration,
     },
+    /// The server's reply was larger than the client takes in one message:
+    /// the client dropped it. The call ran on the server; its result is lost.
+    #[error(
+        "server `{server}` sent a result too large for {what}: over {} MiB in one message, the client's limit; the call ran on the server, and its result was dropped",
+        limit / (1024 * 1024)
+    )]
+    TooLarge {
+        /// The server.
+        server: String,
+        /// What was asked.
+        what: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The request failed: the server answered with an error, hung up, or
     /// sent something that is not MCP.
     #[error("server `{server}` failed {what}: {reason}")]
@@ -82,6 +101,87 @@ pub enum ClientError {
 
 type Session = RunningService<RoleClient, ()>;
 
+/// A live session, and for a stdio server the process behind it and the
+/// count of messages it sent that were too large to take.
+struct Live {
+    service: Session,
+    /// Killed when the session is dropped (`kill_on_drop`).
+    child: Option<Child>,
+    oversized: Option<watch::Receiver<u64>>,
+}
+
+/// The largest message the client takes from a stdio server: rmcp's own
+/// limit for one line. A longer one is dropped by the transport, unseen.
+const MAX_MESSAGE: usize = DEFAULT_MAX_LINE_LENGTH;
+
+/// A stdio server's standard output as the transport reads it, watched for
+/// lines the transport will drop as too large: each one moves a counter, so
+/// the request waiting for that answer fails at once ("result too large")
+/// instead of at its deadline.
+struct Watched<R> {
+    inner: R,
+    /// Bytes of the current line so far (without its newline).
+    line: usize,
+    /// True once the current line was counted as too large.
+    counted: bool,
+    oversized: watch::Sender<u64>,
+}
+
+impl<R> Watched<R> {
+    fn new(inner: R) -> (Self, watch::Receiver<u64>) {
+        let (oversized, seen) = watch::channel(0);
+        (
+            Self {
+                inner,
+                line: 0,
+                counted: false,
+                oversized,
+            },
+            seen,
+        )
+    }
+
+    /// Follows the bytes just read. A line whose bytes reach the limit is
+    /// dropped by the transport (which counts the newline in the limit).
+    fn saw(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        loop {
+            let (segment, ended) = match rest.iter().position(|&b| b == b'\n') {
+                Some(at) => (&rest[..at], Some(at)),
+                None => (rest, None),
+            };
+            self.line = self.line.saturating_add(segment.len());
+            if self.line >= MAX_MESSAGE && !self.counted {
+                self.counted = true;
+                self.oversized.send_modify(|n| *n += 1);
+            }
+            match ended {
+                Some(at) => {
+                    self.line = 0;
+                    self.counted = false;
+                    rest = &rest[at + 1..];
+                }
+                None => return,
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Watched<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &polled {
+            this.saw(&buf.filled()[before..]);
+        }
+        polled
+    }
+}
 /// The most characters of a failure's reason kept: a server that answers
 /// with an HTML page does not fill the operator's screen or the store.
 const MAX_REASON: usize = 300;
@@ -243,12 +343,51 @@ fn emit_stderr_line(server: &str, line: &[u8], cut: usize) -> String {
     text
 }
 
+/// Why a stdio server's handshake failed, as an operator reads it: the
+/// transport's reason, the process's exit status if it stopped, and the last
+/// lines it wrote on its stderr.
+async fn stopped(
+    child: &mut Child,
+    tail: &StderrTail,
+    error: &rmcp::service::ClientInitializeError,
+) -> String {
+    // A server that stopped at once has written why on its stderr, and
+    // exits: wait a moment for both.
+    let _ = tokio::time::timeout(Duration::from_millis(300), tail.done.notified()).await;
+    let status = match tokio::time::timeout(Duration::from_millis(300), child.wait()).await {
+        Ok(Ok(status)) => Some(status),
+        _ => None,
+    };
+    let _ = child.start_kill();
+    let reason = handshake_reason(error);
+    let what = match status {
+        Some(status) => match status.code() {
+            Some(code) => {
+                format!("the server exited with status {code} before it answered ({reason})")
+            }
+            None => format!(
+                "the server was stopped by a signal before it answered ({reason}, {status})"
+            ),
+        },
+        None => format!("the server stopped answering before the handshake ended ({reason})"),
+    };
+    let said = tail.joined();
+    if said.is_empty() {
+        format!("{what}, and wrote nothing on its stderr")
+    } else {
+        format!(
+            "{what}; the last it wrote on its stderr: {}",
+            one_line(&said)
+        )
+    }
+}
+
 /// One server's connection, made on first use and remade after a failure.
 pub struct Connection {
     server: String,
     transport: Transport,
     deadlines: Deadlines,
-    session: tokio::sync::Mutex<Option<Session>>,
+    session: tokio::sync::Mutex<Option<Live>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -276,7 +415,7 @@ impl Connection {
         &self.server
     }
 
-    async fn connect(&self) -> Result<Session, ClientError> {
+    async fn connect(&self) -> Result<Live, ClientError> {
         let connecting = async {
             match &self.transport {
                 Transport::Stdio { command } => {
@@ -284,49 +423,52 @@ impl Connection {
                         return Err("the command is empty".to_owned());
                     };
                     let mut cmd = tokio::process::Command::new(program);
-                    cmd.args(args).kill_on_drop(true);
                     // The server's stderr never reaches the operator's
                     // terminal as it is: it is read here, line by line, and
-                    // logged escaped (see `log_stderr`).
-                    let (process, stderr) = TokioChildProcess::builder(cmd)
+                    // logged escaped (see `log_stderr`). Its stdout is
+                    // watched for messages too large to take.
+                    cmd.args(args)
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::piped())
                         .stderr(Stdio::piped())
+                        .kill_on_drop(true);
+                    let mut child = cmd
                         .spawn()
                         .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+                    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take())
+                    else {
+                        return Err(format!(
+                            "cannot talk to `{program}`: no standard input or output"
+                        ));
+                    };
                     let tail = StderrTail::default();
-                    if let Some(stderr) = stderr {
+                    if let Some(stderr) = child.stderr.take() {
                         tokio::spawn(log_stderr(self.server.clone(), stderr, tail.clone()));
                     }
-                    match ().serve(process).await {
-                        Ok(session) => Ok(session),
-                        Err(error) => {
-                            // A server that stopped at once has written why
-                            // on its stderr: wait a moment for the last lines.
-                            let _ = tokio::time::timeout(
-                                Duration::from_millis(300),
-                                tail.done.notified(),
-                            )
-                            .await;
-                            let said = tail.joined();
-                            Err(if said.is_empty() {
-                                format!(
-                                    "the server stopped before it answered ({}), and wrote nothing on its stderr",
-                                    handshake_reason(&error)
-                                )
-                            } else {
-                                format!(
-                                    "the server stopped before it answered ({}); the last it wrote on its stderr: {}",
-                                    handshake_reason(&error),
-                                    one_line(&said)
-                                )
-                            })
-                        }
+                    let (stdout, oversized) = Watched::new(stdout);
+                    match ().serve((stdout, stdin)).await {
+                        Ok(service) => Ok(Live {
+                            service,
+                            child: Some(child),
+                            oversized: Some(oversized),
+                        }),
+                        Err(error) => Err(stopped(&mut child, &tail, &error).await),
                     }
                 }
                 Transport::Http { url } => {
                     let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-                    ().serve(transport).await.map_err(|e| {
-                        format!("cannot reach {}: {}", visible(url), handshake_reason(&e))
-                    })
+                    match ().serve(transport).await {
+                        Ok(service) => Ok(Live {
+                            service,
+                            child: None,
+                            oversized: None,
+                        }),
+                        Err(e) => Err(format!(
+                            "cannot reach {}: {}",
+                            visible(url),
+                            handshake_reason(&e)
+                        )),
+                    }
                 }
                 Transport::Unreadable { reason } => Err(reason.clone()),
             }
@@ -351,24 +493,32 @@ impl Connection {
         }
     }
 
-    /// The live session's peer, connecting if there is none.
-    async fn peer(&self) -> Result<rmcp::Peer<RoleClient>, ClientError> {
+    /// The live session's peer, connecting if there is none, and for a
+    /// stdio server the count of its messages too large to take.
+    async fn peer(
+        &self,
+    ) -> Result<(rmcp::Peer<RoleClient>, Option<watch::Receiver<u64>>), ClientError> {
         let mut session = self.session.lock().await;
         if let Some(live) = session.as_ref()
-            && !live.is_closed()
+            && !live.service.is_closed()
         {
-            return Ok(live.peer().clone());
+            return Ok((live.service.peer().clone(), live.oversized.clone()));
         }
         let fresh = self.connect().await?;
-        let peer = fresh.peer().clone();
+        let peer = (fresh.service.peer().clone(), fresh.oversized.clone());
         *session = Some(fresh);
         Ok(peer)
     }
 
-    /// Drops the session so the next request reconnects.
+    /// Drops the session so the next request reconnects; a stdio server's
+    /// process is stopped.
     async fn reset(&self) {
-        if let Some(session) = self.session.lock().await.take() {
-            let _ = session.cancel().await;
+        if let Some(live) = self.session.lock().await.take() {
+            let _ = live.service.cancel().await;
+            if let Some(mut child) = live.child {
+                let _ = child.start_kill();
+                let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+            }
         }
     }
 
@@ -379,7 +529,7 @@ impl Connection {
 
     /// One page of the server's catalogue.
     pub async fn list_page(&self, cursor: Option<String>) -> Result<ListToolsResult, ClientError> {
-        let peer = self.peer().await?;
+        let (peer, _) = self.peer().await?;
         let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
         match tokio::time::timeout(self.deadlines.list_page, peer.list_tools(params)).await {
             Ok(Ok(page)) => Ok(page),
@@ -419,9 +569,33 @@ impl Connection {
         remote_name: &str,
         arguments: Map<String, Value>,
     ) -> Result<ToolOutput, ClientError> {
-        let peer = self.peer().await?;
+        let (peer, oversized) = self.peer().await?;
         let params = CallToolRequestParams::new(remote_name.to_owned()).with_arguments(arguments);
-        let result = match tokio::time::timeout(self.deadlines.call, peer.call_tool(params)).await {
+        let call = tokio::time::timeout(self.deadlines.call, peer.call_tool(params));
+        let too_large = async {
+            match oversized {
+                Some(mut seen) => {
+                    seen.mark_unchanged();
+                    if seen.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let answered = tokio::select! {
+            biased;
+            answered = call => answered,
+            () = too_large => {
+                self.reset().await;
+                return Err(ClientError::TooLarge {
+                    server: self.server.clone(),
+                    what: "tools/call",
+                    limit: MAX_MESSAGE,
+                });
+            }
+        };
+        let result = match answered {
             Ok(Ok(result)) => result,
             Ok(Err(error)) => {
                 self.reset().await;

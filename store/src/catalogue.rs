@@ -1,8 +1,10 @@
 //! The tool catalogue imported from each server.
 
-use crate::db::{Query, Row, Tx};
+use std::collections::HashMap;
+
 use serde_json::Value;
 
+use crate::db::{Query, Row, Tx};
 use crate::{Store, StoreError, now_ms};
 
 /// A tool an operator accepted: what was pinned before, and now.
@@ -256,6 +258,10 @@ fn json(value: &Value, what: &'static str) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
 }
 
+/// Catalogue rows written by one statement (nine arguments each: well under
+/// SQLite's 32,766 and PostgreSQL's 65,535).
+const ROWS_PER_INSERT: usize = 500;
+
 impl Store {
     /// Replaces a server's catalogue with what an import found, in one
     /// transaction: new rows are added, known rows updated, rows the server
@@ -283,14 +289,28 @@ impl Store {
             .map(CatalogueRow::from_row)
             .collect::<Result<Vec<_>, _>>()?;
         let mut change = CatalogueChange::default();
-        for tool in tools {
+        let known: HashMap<&str, &CatalogueRow> = existing
+            .iter()
+            .map(|row| (row.remote_name.as_str(), row))
+            .collect();
+        // A name listed twice counts once, as its last listing: what a
+        // statement per tool, one after the other, would have left.
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(tools.len());
+        for (i, tool) in tools.iter().enumerate() {
+            last.insert(tool.remote_name.as_str(), i);
+        }
+        let mut rows = Vec::with_capacity(last.len());
+        for (i, tool) in tools.iter().enumerate() {
+            if last.get(tool.remote_name.as_str()) != Some(&i) {
+                continue;
+            }
             let schema = json(&tool.input_schema, "an input schema")?;
             let annotations = tool
                 .annotations
                 .as_ref()
                 .map(|a| json(a, "an annotations block"))
                 .transpose()?;
-            match existing.iter().find(|r| r.remote_name == tool.remote_name) {
+            match known.get(tool.remote_name.as_str()) {
                 None => change.added.push(tool.local_name.clone()),
                 Some(row) if row.orphaned => change.restored.push(tool.local_name.clone()),
                 Some(row)
@@ -309,29 +329,37 @@ impl Store {
                 &schema,
                 annotations.as_deref(),
             );
-            Query::new(
+            rows.push((tool, schema, annotations, definition));
+        }
+        // Many rows per statement: an import of a large catalogue is a few
+        // hundred round trips, not one per tool.
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
+            let values = vec!["(?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"; chunk.len()].join(", ");
+            let mut insert = Query::new(format!(
                 "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at, definition)
-                 VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
+                 VALUES {values}
                  ON CONFLICT (server_id, remote_name) DO UPDATE SET
                    local_name = excluded.local_name, description = excluded.description,
                    input_schema = excluded.input_schema, annotations = excluded.annotations,
                    orphaned = 0, last_seen_at = excluded.last_seen_at,
-                   definition = excluded.definition",
-            )
-            .bind(server_id)
-            .bind(&tool.remote_name)
-            .bind(&tool.local_name)
-            .bind(&tool.description)
-            .bind(schema)
-            .bind(annotations)
-            .bind(now)
-            .bind(now)
-            .bind(definition)
-            .execute(&mut tx)
-            .await?;
+                   definition = excluded.definition"
+            ));
+            for (tool, schema, annotations, definition) in chunk {
+                insert = insert
+                    .bind(server_id)
+                    .bind(&tool.remote_name)
+                    .bind(&tool.local_name)
+                    .bind(&tool.description)
+                    .bind(schema.as_str())
+                    .bind(annotations.as_deref())
+                    .bind(now)
+                    .bind(now)
+                    .bind(definition.as_str());
+            }
+            insert.execute(&mut tx).await?;
         }
         for row in existing.iter().filter(|r| !r.orphaned) {
-            if !tools.iter().any(|t| t.remote_name == row.remote_name) {
+            if !last.contains_key(row.remote_name.as_str()) {
                 Query::new(
                     "UPDATE mcp_tool SET orphaned = 1 WHERE server_id = ? AND remote_name = ?",
                 )

@@ -8,7 +8,6 @@
 //! runs so that a host that dies mid-turn is followed by one that knows
 //! exactly what ran (see [`toolgate::journal`]).
 
-use crate::db::{Backend, Query, Tx};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -24,6 +23,7 @@ use toolgate::suspend::{
 };
 use toolgate::{Agent, Registry, ToolOutput};
 
+use crate::db::{Backend, Query, Tx};
 use crate::runs::RecordedLog;
 use crate::{Store, StoreError, now_ms};
 

@@ -1,11 +1,10 @@
 //! Suspended runs in the store, and the decision protocol — claim, resume,
 //! release on refusal — written out once, in [`Store::decide`].
 
-use crate::db::{Query, Row, Tx};
-use serde_json::Value;
 use std::collections::BTreeMap;
-use toolgate::identity::{self, IdentitySource, Operator};
 
+use serde_json::Value;
+use toolgate::identity::{self, IdentitySource, Operator};
 use toolgate::{
     audit::{CallVerdict, DecisionKind, DecisionLog, DecisionRecord, LogError},
     erased::BoxFuture,
@@ -15,6 +14,7 @@ use toolgate::{
     },
 };
 
+use crate::db::{Query, Row, Tx};
 use crate::{Store, StoreError, now_ms};
 
 /// A stored run could not be loaded.

@@ -1,10 +1,10 @@
 //! Server records: the operator's declarations per MCP server.
 
-use crate::db::{Query, Row};
 use serde::{Deserialize, Serialize};
 use toolgate::OperatorDeclaration;
 
 use crate::class::DataClass;
+use crate::db::{Query, Row};
 use crate::flag::{StoredFlag, approval_from_stored, read_stored_flag, stored_for};
 use crate::{Store, StoreError, now_ms};
 

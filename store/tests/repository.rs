@@ -237,3 +237,35 @@ async fn imports_add_change_orphan_and_restore_tools_with_annotations_verbatim()
         "removed with its server"
     );
 }
+
+/// A catalogue of thousands of tools goes in (many rows per statement) and
+/// is re-imported with a part gone, a part changed and a name listed twice:
+/// every tool is accounted for once, the last listing of a name wins.
+#[tokio::test]
+async fn a_large_catalogue_is_imported_and_reimported_with_every_tool_accounted_for() {
+    let dir = TestDb::new().await;
+    let store = open(&dir).await;
+    store
+        .add_server(server("gh", Some(DataClass::SourceCode)))
+        .await
+        .unwrap();
+    let first: Vec<_> = (0..2_345)
+        .map(|i| tool(&format!("t{i:05}"), "first"))
+        .collect();
+    let change = store.replace_catalogue("gh", &first).await.unwrap();
+    assert_eq!(change.added.len(), 2_345);
+    let mut second: Vec<_> = (0..2_000)
+        .map(|i| tool(&format!("t{i:05}"), if i < 100 { "second" } else { "first" }))
+        .collect();
+    second.push(tool("t00150", "listed twice: the last wins"));
+    let change = store.replace_catalogue("gh", &second).await.unwrap();
+    assert_eq!(change.added.len(), 0);
+    assert_eq!(change.changed.len(), 101, "100 changed, and t00150");
+    assert_eq!(change.unchanged, 1_899);
+    assert_eq!(change.orphaned.len(), 345);
+    let rows = store.catalogue("gh").await.unwrap();
+    assert_eq!(rows.len(), 2_345);
+    assert_eq!(rows.iter().filter(|r| r.orphaned).count(), 345);
+    let twice = rows.iter().find(|r| r.remote_name == "t00150").unwrap();
+    assert_eq!(twice.description, "listed twice: the last wins");
+}

@@ -487,7 +487,7 @@ impl Execute for Charge {
     type Args = Map<String, Value>;
     async fn execute(&self, _: Self::Args) -> ToolOutput {
         if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
-            tokio::time::sleep(std::time::Duration::from_hours(1)).await;
+            tokio::time::sleep(Duration::from_hours(1)).await;
         }
         ToolOutput::text("charged")
     }
@@ -540,7 +540,7 @@ async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_cho
             .await
             .unwrap();
 
-        let lease = std::time::Duration::from_millis(100);
+        let lease = Duration::from_millis(100);
         let first = Host::new(store.clone(), "payments")
             .unwrap()
             .with_lease(lease);
