@@ -258,6 +258,43 @@ fn json(value: &Value, what: &'static str) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
 }
 
+/// Writes imported tools — `(tool, schema, annotations, definition)` —
+/// many rows per statement: an import of a large catalogue is a few hundred
+/// round trips, not one per tool.
+async fn write_rows(
+    tx: &mut Tx,
+    server_id: &str,
+    rows: &[(&ImportedTool, String, Option<String>, String)],
+    now: i64,
+) -> Result<(), StoreError> {
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let values = vec!["(?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"; chunk.len()].join(", ");
+        let mut insert = Query::new(format!(
+            "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at, definition)
+             VALUES {values}
+             ON CONFLICT (server_id, remote_name) DO UPDATE SET
+               local_name = excluded.local_name, description = excluded.description,
+               input_schema = excluded.input_schema, annotations = excluded.annotations,
+               orphaned = 0, last_seen_at = excluded.last_seen_at,
+               definition = excluded.definition"
+        ));
+        for (tool, schema, annotations, definition) in chunk {
+            insert = insert
+                .bind(server_id)
+                .bind(&tool.remote_name)
+                .bind(&tool.local_name)
+                .bind(&tool.description)
+                .bind(schema.as_str())
+                .bind(annotations.as_deref())
+                .bind(now)
+                .bind(now)
+                .bind(definition.as_str());
+        }
+        insert.execute(&mut *tx).await?;
+    }
+    Ok(())
+}
+
 /// Catalogue rows written by one statement (nine arguments each: well under
 /// SQLite's 32,766 and PostgreSQL's 65,535).
 const ROWS_PER_INSERT: usize = 500;
@@ -331,33 +368,7 @@ impl Store {
             );
             rows.push((tool, schema, annotations, definition));
         }
-        // Many rows per statement: an import of a large catalogue is a few
-        // hundred round trips, not one per tool.
-        for chunk in rows.chunks(ROWS_PER_INSERT) {
-            let values = vec!["(?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"; chunk.len()].join(", ");
-            let mut insert = Query::new(format!(
-                "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at, definition)
-                 VALUES {values}
-                 ON CONFLICT (server_id, remote_name) DO UPDATE SET
-                   local_name = excluded.local_name, description = excluded.description,
-                   input_schema = excluded.input_schema, annotations = excluded.annotations,
-                   orphaned = 0, last_seen_at = excluded.last_seen_at,
-                   definition = excluded.definition"
-            ));
-            for (tool, schema, annotations, definition) in chunk {
-                insert = insert
-                    .bind(server_id)
-                    .bind(&tool.remote_name)
-                    .bind(&tool.local_name)
-                    .bind(&tool.description)
-                    .bind(schema.as_str())
-                    .bind(annotations.as_deref())
-                    .bind(now)
-                    .bind(now)
-                    .bind(definition.as_str());
-            }
-            insert.execute(&mut tx).await?;
-        }
+        write_rows(&mut tx, server_id, &rows, now).await?;
         for row in existing.iter().filter(|r| !r.orphaned) {
             if !last.contains_key(row.remote_name.as_str()) {
                 Query::new(

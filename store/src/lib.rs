@@ -634,6 +634,13 @@ async fn migration_lock(path: &Path) -> Result<std::fs::File, StoreError> {
         .map_err(open_error)
 }
 
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -683,11 +690,4 @@ mod tests {
             assert_eq!(Location::parse(url).display(), shown, "{url}");
         }
     }
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

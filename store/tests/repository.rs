@@ -255,7 +255,12 @@ async fn a_large_catalogue_is_imported_and_reimported_with_every_tool_accounted_
     let change = store.replace_catalogue("gh", &first).await.unwrap();
     assert_eq!(change.added.len(), 2_345);
     let mut second: Vec<_> = (0..2_000)
-        .map(|i| tool(&format!("t{i:05}"), if i < 100 { "second" } else { "first" }))
+        .map(|i| {
+            tool(
+                &format!("t{i:05}"),
+                if i < 100 { "second" } else { "first" },
+            )
+        })
         .collect();
     second.push(tool("t00150", "listed twice: the last wins"));
     let change = store.replace_catalogue("gh", &second).await.unwrap();
