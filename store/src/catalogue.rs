@@ -385,7 +385,7 @@ impl Store {
             .bind(server_id)
             .fetch_one(&mut tx)
             .await?;
-        let approval = crate::flag::approval_from_stored(&crate::flag::read_stored_flag(&server));
+        let (_, approval) = crate::flag::approval_of(&server);
         let rows = Query::new(
             "SELECT * FROM mcp_tool WHERE server_id = ? AND orphaned = 0 ORDER BY local_name",
         )

@@ -431,11 +431,12 @@ pub enum Val {
     },
 }
 
-/// One row, read into plain values.
+/// One row, read into plain values, and the backend it was read from.
 #[derive(Debug, Clone)]
 pub struct Row {
     names: Arc<[String]>,
     values: Vec<Val>,
+    backend: Backend,
 }
 
 /// A column by position or by name.
@@ -457,6 +458,13 @@ impl ColumnRef for &str {
 }
 
 impl Row {
+    /// The backend the row was read from: what a stored value means can
+    /// depend on it (the operator flag's "off" is the integer 0 in SQLite,
+    /// the label `not_required` in PostgreSQL).
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
     /// The value of a column as stored, or `None` when the row has no such
     /// column.
     pub fn value(&self, column: impl ColumnRef) -> Option<&Val> {
@@ -564,10 +572,12 @@ impl<T: FromVal> FromVal for Option<T> {
 
 /// A driver row that reads into plain values.
 trait ReadRow: sqlx::Row {
+    const BACKEND: Backend;
     fn read(&self, index: usize) -> Result<Val, sqlx::Error>;
 }
 
 impl ReadRow for SqliteRow {
+    const BACKEND: Backend = Backend::Sqlite;
     fn read(&self, i: usize) -> Result<Val, sqlx::Error> {
         let raw = self.try_get_raw(i)?;
         if raw.is_null() {
@@ -593,6 +603,7 @@ impl ReadRow for SqliteRow {
 
 #[cfg(feature = "postgres")]
 impl ReadRow for PgRow {
+    const BACKEND: Backend = Backend::Postgres;
     fn read(&self, i: usize) -> Result<Val, sqlx::Error> {
         let raw = self.try_get_raw(i)?;
         if raw.is_null() {
@@ -631,7 +642,11 @@ fn read_with<R: ReadRow>(row: &R, names: Arc<[String]>) -> Result<Row, sqlx::Err
     let values = (0..names.len())
         .map(|i| row.read(i))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Row { names, values })
+    Ok(Row {
+        names,
+        values,
+        backend: R::BACKEND,
+    })
 }
 
 fn one<R: ReadRow>(row: &R) -> Result<Row, sqlx::Error> {

@@ -58,14 +58,19 @@ impl std::fmt::Display for StoredFlag {
     }
 }
 
-/// The decision the gate acts on, from the stored flag. Total and pure: only
-/// [`StoredFlag::Integer`] of 0 (SQLite's typed "off") and the label
-/// `not_required` of the `toolgate_approval` type (PostgreSQL's) yield
-/// [`OperatorDeclaration::NoApproval`].
-pub fn approval_from_stored(flag: &StoredFlag) -> OperatorDeclaration {
-    match flag {
-        StoredFlag::Integer(0) => OperatorDeclaration::NoApproval,
-        StoredFlag::Label { ty, label } if ty == APPROVAL_TYPE && label == NOT_REQUIRED => {
+/// The decision the gate acts on, from the flag as a backend stored it.
+/// Total and pure: only what that backend's typed write path stores for
+/// "off" yields [`OperatorDeclaration::NoApproval`] — [`StoredFlag::Integer`]
+/// of 0 in SQLite, the label `not_required` of the `toolgate_approval` type
+/// in PostgreSQL. An integer 0 read from PostgreSQL (a column someone
+/// retyped to a number or a boolean) is not "off" there; a label read from
+/// SQLite cannot happen and is not "off" either.
+pub fn approval_from_stored(backend: Backend, flag: &StoredFlag) -> OperatorDeclaration {
+    match (backend, flag) {
+        (Backend::Sqlite, StoredFlag::Integer(0)) => OperatorDeclaration::NoApproval,
+        (Backend::Postgres, StoredFlag::Label { ty, label })
+            if ty == APPROVAL_TYPE && label == NOT_REQUIRED =>
+        {
             OperatorDeclaration::NoApproval
         }
         _ => OperatorDeclaration::ApprovalRequired,
@@ -89,9 +94,17 @@ pub(crate) fn stored_for(
     }
 }
 
+/// The decision of a row's stored flag: [`approval_from_stored`] for the
+/// backend the row came from.
+pub(crate) fn approval_of(row: &Row) -> (StoredFlag, OperatorDeclaration) {
+    let flag = read_stored_flag(row);
+    let approval = approval_from_stored(row.backend(), &flag);
+    (flag, approval)
+}
+
 /// Reads the raw `requires_approval` column of a row, keeping its storage
 /// class: a text `'0'` stays text.
-pub(crate) fn read_stored_flag(row: &Row) -> StoredFlag {
+fn read_stored_flag(row: &Row) -> StoredFlag {
     match row.value("requires_approval") {
         None => StoredFlag::Missing,
         Some(Val::Null) => StoredFlag::Null,
@@ -111,7 +124,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_an_integer_zero_means_no_approval() {
+    fn only_each_backends_own_off_means_no_approval() {
         let required = OperatorDeclaration::ApprovalRequired;
         for flag in [
             StoredFlag::Missing,
@@ -142,11 +155,36 @@ mod tests {
                 label: "Not_Required".into(),
             },
         ] {
-            assert_eq!(approval_from_stored(&flag), required, "{flag:?}");
+            for backend in [Backend::Sqlite, Backend::Postgres] {
+                assert_eq!(
+                    approval_from_stored(backend, &flag),
+                    required,
+                    "{backend}: {flag:?}"
+                );
+            }
         }
+        let sqlite_off = StoredFlag::Integer(0);
+        let postgres_off = StoredFlag::Label {
+            ty: APPROVAL_TYPE.into(),
+            label: NOT_REQUIRED.into(),
+        };
         assert_eq!(
-            approval_from_stored(&StoredFlag::Integer(0)),
+            approval_from_stored(Backend::Sqlite, &sqlite_off),
             OperatorDeclaration::NoApproval
+        );
+        assert_eq!(
+            approval_from_stored(Backend::Postgres, &postgres_off),
+            OperatorDeclaration::NoApproval
+        );
+        // Each backend's "off" is nothing on the other: a PostgreSQL column
+        // retyped to an integer or a boolean reads 0 as "required".
+        assert_eq!(
+            approval_from_stored(Backend::Postgres, &sqlite_off),
+            required
+        );
+        assert_eq!(
+            approval_from_stored(Backend::Sqlite, &postgres_off),
+            required
         );
     }
 
@@ -165,7 +203,11 @@ mod tests {
                     },
                     other => panic!("unexpected {other:?}"),
                 };
-                assert_eq!(approval_from_stored(&stored), declaration, "{backend}");
+                assert_eq!(
+                    approval_from_stored(backend, &stored),
+                    declaration,
+                    "{backend}"
+                );
             }
         }
         assert!(matches!(

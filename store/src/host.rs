@@ -8,6 +8,8 @@
 //! runs so that a host that dies mid-turn is followed by one that knows
 //! exactly what ran (see [`toolgate::journal`]).
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -53,6 +55,21 @@ pub struct Host {
     store: Store,
     name: String,
     lease: Duration,
+    /// Decided runs this host could not read, by suspension: passed over
+    /// (and left as they are, for an operator) so the others still run.
+    set_aside: Arc<Mutex<BTreeMap<i64, SetAside>>>,
+}
+
+/// A decided run a host could not read — no key, the wrong key, a row
+/// changed outside the store — and so passed over. It is not closed: it
+/// stays decided and waiting, for an operator to see (`runs list`) and for a
+/// host that can read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    /// The run.
+    pub run_id: String,
+    /// Why it could not be read.
+    pub reason: String,
 }
 
 /// A decided run this host claimed, ready for [`Host::resume`].
@@ -168,6 +185,7 @@ impl Host {
             store,
             name: name.to_owned(),
             lease: Duration::from_secs(30),
+            set_aside: Arc::default(),
         })
     }
 
@@ -204,33 +222,67 @@ impl Host {
     /// stopped and whose lease ran out — for this process alone, with a
     /// conditional update: of any number of processes of this host, exactly
     /// one gets each run. `None` when there is nothing to do.
+    ///
+    /// A decided run this host cannot read — no key, the wrong key, a row
+    /// changed outside the store — is given back untouched and set aside
+    /// ([`Host::set_aside`]), logged as an error, and the next one is
+    /// claimed: one unreadable run never holds up the others, and a run is
+    /// never closed for what one host cannot read.
     pub async fn next(&self) -> Result<Option<Resumable>, StoreError> {
-        let Some((suspension_id, run_id, token)) = self.claim().await? else {
-            return Ok(None);
-        };
-        match self.work(suspension_id, &run_id).await {
-            Ok(work) => Ok(Some(Resumable {
-                suspension_id,
-                run_id,
-                token,
-                work,
-            })),
-            Err(reason) => {
-                // Unreadable here — no key, the wrong key, a changed
-                // row: the claim is given back untouched and the host
-                // stops, loudly. A run is never closed for what one
-                // handle cannot read.
-                tracing::error!(run = %run_id, %reason, "a decided run cannot be read; the claim is given back");
-                self.unclaim(suspension_id, &token).await?;
-                Err(StoreError::Unreadable {
-                    what: "decided run",
-                    reason: format!(
+        loop {
+            let Some((suspension_id, run_id, token)) = self.claim().await? else {
+                return Ok(None);
+            };
+            match self.work(suspension_id, &run_id).await {
+                Ok(work) => {
+                    return Ok(Some(Resumable {
+                        suspension_id,
+                        run_id,
+                        token,
+                        work,
+                    }));
+                }
+                Err(reason) => {
+                    tracing::error!(run = %run_id, %reason, "a decided run cannot be read by this host; it is given back and set aside");
+                    self.unclaim(suspension_id, &token).await?;
+                    let reason = format!(
                         "run `{}` cannot be resumed by this host: {reason}",
                         toolgate::visible::visible(&run_id)
-                    ),
-                })
+                    );
+                    self.set_aside
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(suspension_id, SetAside { run_id, reason });
+                }
             }
         }
+    }
+
+    /// The decided runs this host passed over because it could not read
+    /// them, oldest first. They stay decided and waiting.
+    pub fn set_aside(&self) -> Vec<SetAside> {
+        self.set_aside
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// ` AND id NOT IN (…)` over the runs set aside, and their ids to bind.
+    fn passed_over(&self) -> (String, Vec<i64>) {
+        let ids: Vec<i64> = self
+            .set_aside
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .copied()
+            .collect();
+        if ids.is_empty() {
+            return (String::new(), ids);
+        }
+        let marks = vec!["?"; ids.len()].join(", ");
+        (format!(" AND id NOT IN ({marks})"), ids)
     }
 
     /// Waits for the next decided run this host owns: polls every `poll`,
@@ -306,16 +358,19 @@ impl Host {
 
     /// The poll: one indexed read, no write lock, while nothing is decided.
     async fn anything_waiting(&self) -> Result<bool, StoreError> {
-        let waiting: Option<i64> = Query::new(
+        let (passed_over, ids) = self.passed_over();
+        let mut query = Query::new(format!(
             "SELECT id FROM suspended_run
              WHERE owner = ? AND state = 'decided'
-               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))
-             LIMIT 1",
-        )
+               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?)){passed_over}
+             LIMIT 1"
+        ))
         .bind(&self.name)
-        .bind(now_ms())
-        .scalar_optional(&self.store.pool)
-        .await?;
+        .bind(now_ms());
+        for id in ids {
+            query = query.bind(id);
+        }
+        let waiting: Option<i64> = query.scalar_optional(&self.store.pool).await?;
         Ok(waiting.is_some())
     }
 
@@ -330,16 +385,19 @@ impl Host {
             Backend::Sqlite => "",
             Backend::Postgres => " FOR UPDATE SKIP LOCKED",
         };
-        let row = Query::new(format!(
+        let (passed_over, ids) = self.passed_over();
+        let mut query = Query::new(format!(
             "SELECT id, run_id FROM suspended_run
              WHERE owner = ? AND state = 'decided'
-               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))
+               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?)){passed_over}
              ORDER BY decided_at, id LIMIT 1{pick}"
         ))
         .bind(&self.name)
-        .bind(now)
-        .fetch_optional(&mut tx)
-        .await?;
+        .bind(now);
+        for id in ids {
+            query = query.bind(id);
+        }
+        let row = query.fetch_optional(&mut tx).await?;
         let Some(row) = row else {
             return Ok(None);
         };

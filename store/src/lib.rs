@@ -56,7 +56,7 @@ pub use catalogue::{
 };
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::{StoredFlag, approval_from_stored};
-pub use host::{Choice, Chosen, Ended, Host, Resumable, Resumed, host_name_problem};
+pub use host::{Choice, Chosen, Ended, Host, Resumable, Resumed, SetAside, host_name_problem};
 pub use runs::{
     Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory, StoredDecision,
 };
@@ -89,10 +89,14 @@ pub enum Location {
 }
 
 impl Location {
-    /// Reads a path or a database URL.
+    /// Reads a path or a database URL. Surrounding white space is ignored;
+    /// anything that begins with `postgres:` or `postgresql:` (any case) is
+    /// a PostgreSQL location, well formed or not — a mistyped URL is refused
+    /// when opened, never taken for the name of an SQLite file.
     pub fn parse(text: &str) -> Location {
-        let lower = text.get(..13).unwrap_or(text).to_ascii_lowercase();
-        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+        let text = text.trim();
+        let lower = text.get(..11).unwrap_or(text).to_ascii_lowercase();
+        if lower.starts_with("postgres:") || lower.starts_with("postgresql:") {
             Location::Postgres(text.to_owned())
         } else if let Some(rest) = text.strip_prefix("sqlite://") {
             Location::Sqlite(PathBuf::from(rest))
@@ -166,22 +170,45 @@ impl From<&Location> for Location {
     }
 }
 
-/// A URL with any password replaced by `***`.
+/// A URL with every password in it — in its user information, or as a
+/// `password` parameter — replaced by `***`.
 fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
     };
-    let (authority, tail) = match rest.find(['/', '?']) {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_owned(),
+    let mut out = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = match rest.find('/') {
+                Some(at) => rest.split_at(at),
+                None => (rest, ""),
+            };
+            match authority.rsplit_once('@') {
+                Some((userinfo, host)) => match userinfo.split_once(':') {
+                    Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+                    None => base.to_owned(),
+                },
+                None => base.to_owned(),
+            }
+        }
+        // No authority to read: keep the scheme only.
+        None => match base.split_once(':') {
+            Some((scheme, rest)) if !rest.is_empty() => format!("{scheme}:***"),
+            _ => base.to_owned(),
         },
-        None => url.to_owned(),
+    };
+    if let Some(query) = query {
+        out.push('?');
+        let parameters: Vec<String> = query
+            .split('&')
+            .map(|parameter| match parameter.split_once('=') {
+                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
+                _ => parameter.to_owned(),
+            })
+            .collect();
+        out.push_str(&parameters.join("&"));
     }
+    out
 }
 
 /// How far to migrate when opening.
@@ -572,6 +599,11 @@ async fn open_sqlite(path: &Path) -> Result<sqlx::SqlitePool, StoreError> {
         location: path.display().to_string(),
         source,
     };
+    if path.as_os_str().is_empty() {
+        return Err(open_error(sqlx::Error::Configuration(
+            "an SQLite location needs the path of a file (`sqlite:PATH`)".into(),
+        )));
+    }
     let options = SqliteConnectOptions::from_str("sqlite:")
         .map_err(open_error)?
         .filename(path)
@@ -587,18 +619,31 @@ async fn open_sqlite(path: &Path) -> Result<sqlx::SqlitePool, StoreError> {
         .map_err(open_error)
 }
 
-/// Connects to a PostgreSQL database.
+/// Connects to a PostgreSQL database. One connection is made first, on its
+/// own, so that a server that refuses, a wrong password or a missing
+/// database is reported as such — a pool only says it timed out.
 #[cfg(feature = "postgres")]
 async fn open_postgres(url: &str) -> Result<Pool, StoreError> {
+    use sqlx::Connection as _;
+    let open_error = |source| StoreError::Open {
+        location: redact_password(url),
+        source,
+    };
+    let options = sqlx::postgres::PgConnectOptions::from_str(url).map_err(open_error)?;
+    let first = tokio::time::timeout(
+        Duration::from_secs(30),
+        sqlx::postgres::PgConnection::connect_with(&options),
+    )
+    .await
+    .map_err(|_| open_error(sqlx::Error::PoolTimedOut))?
+    .map_err(open_error)?;
+    let _ = first.close().await;
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(16)
         .acquire_timeout(Duration::from_secs(30))
-        .connect(url)
+        .connect_with(options)
         .await
-        .map_err(|source| StoreError::Open {
-            location: redact_password(url),
-            source,
-        })?;
+        .map_err(open_error)?;
     Ok(Pool::Postgres(pool))
 }
 
@@ -668,6 +713,16 @@ mod tests {
             Location::Sqlite("toolgate.db".into())
         );
         assert_eq!(Location::parse("é").backend(), Backend::Sqlite);
+        // Mistyped URLs are PostgreSQL locations, refused when opened, never
+        // files named after a password.
+        assert_eq!(
+            Location::parse(" postgres://u:pw@db/x").backend(),
+            Backend::Postgres
+        );
+        assert_eq!(
+            Location::parse("postgres:u:pw@db/x").backend(),
+            Backend::Postgres
+        );
     }
 
     #[test]
@@ -685,6 +740,19 @@ mod tests {
             (
                 "postgres://db/toolgate?host=/run/pg",
                 "postgres://db/toolgate?host=/run/pg",
+            ),
+            (
+                "postgres://tg@db/toolgate?host=/run/pg&password=s3cret&sslmode=require",
+                "postgres://tg@db/toolgate?host=/run/pg&password=***&sslmode=require",
+            ),
+            (
+                "postgres://tg@db/toolgate?PASSWORD=s3cret",
+                "postgres://tg@db/toolgate?PASSWORD=***",
+            ),
+            ("postgres:tg:s3cret@db/toolgate", "postgres:***"),
+            (
+                "  postgres://tg:s3cret@db/toolgate ",
+                "postgres://tg:***@db/toolgate",
             ),
         ] {
             assert_eq!(Location::parse(url).display(), shown, "{url}");

@@ -5,7 +5,7 @@ use toolgate::OperatorDeclaration;
 
 use crate::class::DataClass;
 use crate::db::{Query, Row};
-use crate::flag::{StoredFlag, approval_from_stored, read_stored_flag, stored_for};
+use crate::flag::{StoredFlag, approval_of, stored_for};
 use crate::{Store, StoreError, now_ms};
 
 /// How to reach a server.
@@ -81,7 +81,8 @@ pub struct ServerRecord {
     pub data_class_stored: Option<String>,
     /// The `requires_approval` value as stored.
     pub stored_flag: StoredFlag,
-    /// What the gate acts on: [`approval_from_stored`] of the stored flag.
+    /// What the gate acts on: [`approval_from_stored`](crate::approval_from_stored)
+    /// of the stored flag, on the backend it was read from.
     pub approval: OperatorDeclaration,
     /// Whether the server may supply tools.
     pub enabled: bool,
@@ -135,14 +136,14 @@ impl ServerRecord {
             },
         };
         let data_class_stored: Option<String> = row.try_get("data_class")?;
-        let stored_flag = read_stored_flag(row);
+        let (stored_flag, approval) = approval_of(row);
         Ok(Self {
             id: row.try_get("id")?,
             name: row.try_get("name")?,
             transport,
             data_class: DataClass::from_stored(data_class_stored.as_deref()),
             data_class_stored,
-            approval: approval_from_stored(&stored_flag),
+            approval,
             stored_flag,
             enabled: row.try_get::<i64, _>("enabled")? == 1,
             import: ImportState {
@@ -186,10 +187,14 @@ impl Store {
         }
         let (kind, command, url) = transport_columns(&server.transport)?;
         let now = now_ms();
-        let inserted = Query::new(
-            "INSERT INTO mcp_server (id, name, transport, command, url, data_class, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-        )
+        // A new server requires approval, written as such by the typed path
+        // rather than left to the column's default, which a database
+        // writer could have changed.
+        let (flag, write_flag) = stored_for(self.backend(), OperatorDeclaration::ApprovalRequired);
+        let inserted = Query::new(format!(
+            "INSERT INTO mcp_server (id, name, transport, command, url, data_class, created_at, updated_at, requires_approval)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, {write_flag}) ON CONFLICT (id) DO NOTHING"
+        ))
         .bind(&server.id)
         .bind(&server.name)
         .bind(kind)
@@ -198,6 +203,7 @@ impl Store {
         .bind(server.data_class.map(DataClass::as_str))
         .bind(now)
         .bind(now)
+        .bind(flag)
         .execute(&self.pool)
         .await?;
         if inserted == 0 {

@@ -479,13 +479,14 @@ async fn a_host_without_the_key_stops_and_loses_no_run() {
         .await
         .unwrap()
         .with_integrity_key(IntegrityKey::new(b"somebody else's sixteen-byte key").unwrap());
+    // With the wrong key the run is passed over — set aside, not closed —
+    // and the host goes on with what it can read.
     let host = Host::new(wrong, "payments").unwrap();
-    match host.next().await {
-        Err(StoreError::Unreadable { reason, .. }) => {
-            assert!(reason.contains("does not verify"), "{reason}");
-        }
-        other => panic!("expected the run to be unreadable here, got {other:?}"),
-    }
+    assert!(host.next().await.unwrap().is_none());
+    let aside = host.set_aside();
+    assert_eq!(aside.len(), 1);
+    assert_eq!(aside[0].run_id, run.run_id());
+    assert!(aside[0].reason.contains("does not verify"), "{aside:?}");
     let listed = store.open_runs().await.unwrap();
     assert_eq!(
         listed[0].standing(),
@@ -592,4 +593,62 @@ async fn a_choice_written_without_the_key_is_ignored() {
         "{resumed:?}"
     );
     assert_eq!(paid.load(Ordering::SeqCst), 1);
+}
+
+/// One decided run this host cannot read — marked decided in the database
+/// with no decision behind it — is passed over, not a stop: the next
+/// decided run is resumed, and the unreadable one stays decided and waiting.
+#[tokio::test]
+async fn one_unreadable_decided_run_does_not_hold_up_the_others() {
+    let db = TestDb::new().await;
+    let store = Store::open(db.location()).await.unwrap();
+    let paid = Arc::new(AtomicUsize::new(0));
+    let registry = pay_registry(&paid);
+    let poisoned = copy_of(
+        &paused(&registry, RunOptions::default()).await,
+        &registry,
+        "poisoned",
+    )
+    .await;
+    let fine = copy_of(
+        &paused(&registry, RunOptions::default()).await,
+        &registry,
+        "fine",
+    )
+    .await;
+    store.save_suspended(&poisoned, "payments").await.unwrap();
+    store.save_suspended(&fine, "payments").await.unwrap();
+    // A database writer marks the first run decided, oldest of all.
+    Query::new(
+        "UPDATE suspended_run SET state = 'decided', decided_by = 'bob', decided_at = 1, execution = 'pending' WHERE run_id = 'poisoned'",
+    )
+    .execute_on(&store)
+    .await
+    .unwrap();
+    store
+        .decide(
+            "fine",
+            Some(&fine.digest()),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    let host = Host::new(store.clone(), "payments").unwrap();
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let resumed = host.resume_all(&registry, &model).await.unwrap();
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].run_id, "fine");
+    assert!(matches!(resumed[0].ended, Ended::Finished { .. }));
+    assert_eq!(paid.load(Ordering::SeqCst), 1);
+    let aside = host.set_aside();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(aside[0].run_id, "poisoned");
+    assert!(
+        aside[0].reason.contains("holds no standing decision"),
+        "{aside:?}"
+    );
+    let listed = store.open_runs().await.unwrap();
+    let waiting = listed.iter().find(|r| r.run_id == "poisoned").unwrap();
+    assert_eq!(waiting.execution, "pending", "left as it was: {waiting:?}");
 }

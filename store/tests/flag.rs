@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use toolgate::OperatorDeclaration;
 use toolgate_store::{
-    DataClass, NewServer, Query, Store, StoredFlag, Transport, approval_from_stored,
+    Backend, DataClass, NewServer, Query, Store, StoredFlag, Transport, approval_from_stored,
 };
 
 mod backend;
@@ -200,12 +200,71 @@ async fn the_typed_flag_table() {
         assert_eq!(described, ours, "our column, raw write of {literal}");
         let server = store.server("gh").await.expect("the server reads");
         assert_eq!(server.approval, reading, "reading after {literal}");
-        assert_eq!(server.approval, approval_from_stored(&server.stored_flag));
+        assert_eq!(
+            server.approval,
+            approval_from_stored(store.backend(), &server.stored_flag)
+        );
         let described = match raw_write(&store, "boolean_flag", literal).await {
             Ok((class, value)) => format!("{class} {value}"),
             Err(_) => refused.to_owned(),
         };
         assert_eq!(described, boolean, "boolean column, raw write of {literal}");
+    }
+
+    // A database writer with the rights to change the schema: a default of
+    // "off" does not reach a server the typed path adds...
+    Query::new("ALTER TABLE mcp_server ALTER COLUMN requires_approval SET DEFAULT 'not_required'")
+        .execute_on(&store)
+        .await
+        .expect("the default changes");
+    let added = store
+        .add_server(NewServer {
+            id: "later".into(),
+            name: "Added after the default changed".into(),
+            transport: Transport::Stdio {
+                command: vec!["later-mcp".into()],
+            },
+            data_class: Some(DataClass::SourceCode),
+        })
+        .await
+        .expect("the server is added");
+    assert_eq!(added.approval, YES, "{:?}", added.stored_flag);
+    // ...and a column retyped to a boolean or a number holds no "off": its
+    // false or 0 is SQLite's spelling, not this backend's.
+    for (retype, off) in [
+        (
+            "ALTER TABLE mcp_server ALTER COLUMN requires_approval DROP DEFAULT, \
+             ALTER COLUMN requires_approval TYPE boolean USING (requires_approval = 'required')",
+            "false",
+        ),
+        (
+            "ALTER TABLE mcp_server ALTER COLUMN requires_approval TYPE bigint USING (CASE WHEN requires_approval THEN 1 ELSE 0 END)",
+            "0",
+        ),
+        (
+            "ALTER TABLE mcp_server ALTER COLUMN requires_approval TYPE text USING (requires_approval::text)",
+            "'not_required'",
+        ),
+    ] {
+        Query::new(retype)
+            .execute_on(&store)
+            .await
+            .expect("the column is retyped");
+        Query::new(format!("UPDATE mcp_server SET requires_approval = {off}"))
+            .execute_on(&store)
+            .await
+            .expect("the raw write");
+        // A fresh handle: statements prepared on the old column type are
+        // refused by the server after a retype ("cached plan must not
+        // change result type") — an error, never a reading.
+        let fresh = Store::open(db.location()).await.expect("the store opens");
+        for server in fresh.servers().await.expect("the servers read") {
+            assert_eq!(
+                server.approval, YES,
+                "{}: {retype}: {:?}",
+                server.id, server.stored_flag
+            );
+        }
     }
 }
 
@@ -265,14 +324,20 @@ fn no_other_statement_in_this_crate_writes_the_flag() {
             }
         }
     }
-    assert_eq!(writes.len(), 1, "{writes:#?}");
+    // The operator's change, and a new server written as "required".
+    assert_eq!(writes.len(), 2, "{writes:#?}");
     assert!(
-        writes[0].contains("UPDATE mcp_server SET requires_approval = {write_flag}"),
+        writes[0].contains("INSERT INTO mcp_server")
+            && writes[0].contains("requires_approval)")
+            && writes[1].contains("UPDATE mcp_server SET requires_approval = {write_flag}"),
         "{writes:#?}"
     );
     let servers = std::fs::read_to_string("src/servers.rs").expect("`read_to_string` succeeds");
+    assert!(servers.contains(
+        "let (flag, write_flag) = stored_for(self.backend(), OperatorDeclaration::ApprovalRequired);"
+    ));
     assert!(servers.contains("let (flag, write_flag) = stored_for(tx.backend(), declaration);"));
-    assert!(servers.contains(".bind(flag)"));
+    assert_eq!(servers.matches(".bind(flag)").count(), 2);
 }
 
 #[derive(Debug, Clone)]
@@ -335,7 +400,7 @@ proptest! {
             prop_assert_eq!(written, accepted, "{:?}", value);
             let expected = if accepted && matches!(value, Raw::Integer(0)) { NO } else { YES };
             prop_assert_eq!(server.approval, expected);
-            prop_assert_eq!(server.approval, approval_from_stored(&server.stored_flag));
+            prop_assert_eq!(server.approval, approval_from_stored(store.backend(), &server.stored_flag));
             Ok(())
         })?;
     }
@@ -351,7 +416,9 @@ proptest! {
             StoredFlag::Unreadable(t.clone()),
         ] {
             let expected = if flag == StoredFlag::Integer(0) { NO } else { YES };
-            prop_assert_eq!(approval_from_stored(&flag), expected);
+            prop_assert_eq!(approval_from_stored(Backend::Sqlite, &flag), expected);
+            // On PostgreSQL none of these is "off", the integer 0 included.
+            prop_assert_eq!(approval_from_stored(Backend::Postgres, &flag), YES);
         }
     }
 }

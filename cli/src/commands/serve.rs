@@ -10,7 +10,7 @@ use toolgate_store::{Host, Store};
 
 use super::decide::report_resumed;
 use crate::host::{self, DemoModel, Workspace};
-use crate::output::{Out, say};
+use crate::output::{Out, say, say_err};
 use crate::{Failure, HostArgs};
 
 pub(super) async fn host(
@@ -47,8 +47,10 @@ async fn serve(
     poll: Duration,
 ) -> Result<(), Failure> {
     let mut resumed_any = false;
+    let mut reported = 0;
     let mut stop = Stop::new()?;
     loop {
+        report_set_aside(host, &mut reported);
         let task = if args.once {
             match host.next().await? {
                 Some(task) => task,
@@ -96,10 +98,26 @@ async fn serve(
         report_resumed(store, registry, out, &resumed?).await?;
         resumed_any = true;
     }
+    report_set_aside(host, &mut reported);
     if args.once && !resumed_any && !out.json {
         say!("host `{}`: no decided run to resume", host.name());
     }
     Ok(())
+}
+
+/// Says which decided runs the host passed over since the last report: it
+/// could not read them (the wrong key, a row changed outside the store).
+/// They stay decided and waiting; the others are resumed.
+fn report_set_aside(host: &Host, reported: &mut usize) {
+    let aside = host.set_aside();
+    for run in aside.iter().skip(*reported) {
+        say_err!(
+            "warning: passed over run {}, which this host cannot read; it stays decided and waiting: {}",
+            run.run_id,
+            run.reason
+        );
+    }
+    *reported = aside.len();
 }
 
 /// Ctrl-C or SIGTERM, whichever comes first.
