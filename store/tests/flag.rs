@@ -211,10 +211,14 @@ async fn the_typed_flag_table() {
         assert_eq!(described, boolean, "boolean column, raw write of {literal}");
     }
 
-    // A database writer with the rights to change the schema: a default of
-    // "off" does not reach a server the typed path adds...
+    schema_changes_hold_no_off(&db, &store).await;
+}
+
+/// A database writer with the rights to change the schema.
+async fn schema_changes_hold_no_off(db: &TestDb, store: &Store) {
+    // A default of "off" does not reach a server the typed path adds...
     Query::new("ALTER TABLE mcp_server ALTER COLUMN requires_approval SET DEFAULT 'not_required'")
-        .execute_on(&store)
+        .execute_on(store)
         .await
         .expect("the default changes");
     let added = store
@@ -247,11 +251,11 @@ async fn the_typed_flag_table() {
         ),
     ] {
         Query::new(retype)
-            .execute_on(&store)
+            .execute_on(store)
             .await
             .expect("the column is retyped");
         Query::new(format!("UPDATE mcp_server SET requires_approval = {off}"))
-            .execute_on(&store)
+            .execute_on(store)
             .await
             .expect("the raw write");
         // A fresh handle: statements prepared on the old column type are
