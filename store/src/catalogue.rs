@@ -439,12 +439,12 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         let mut tools = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let remote_name: String = row.try_get(1)?;
-            let description: String = row.try_get(3)?;
-            let input_schema: String = row.try_get(4)?;
-            let annotations: Option<String> = row.try_get(5)?;
-            let pinned: Option<String> = row.try_get(6)?;
+        for mut row in rows {
+            let remote_name: String = row.take(1)?;
+            let description: String = row.take(3)?;
+            let input_schema: String = row.take(4)?;
+            let annotations: Option<String> = row.take(5)?;
+            let pinned: Option<String> = row.take(6)?;
             let unpinned = pinned.as_deref()
                 != Some(
                     tool_definition(
@@ -456,9 +456,9 @@ impl Store {
                     .as_str(),
                 );
             tools.push(LiveTool {
-                server_id: row.try_get(0)?,
+                server_id: row.take(0)?,
                 remote_name,
-                local_name: row.try_get(2)?,
+                local_name: row.take(2)?,
                 description,
                 input_schema,
                 unpinned,

@@ -473,6 +473,27 @@ impl Row {
             .and_then(|i| self.values.get(i))
     }
 
+    /// A column's value as `T`, moved out of the row (the row keeps NULL in
+    /// its place): no copy of the text.
+    ///
+    /// # Errors
+    /// [`sqlx::Error::ColumnNotFound`] or [`sqlx::Error::ColumnDecode`].
+    pub fn take<T: FromVal, I: ColumnRef>(&mut self, column: I) -> Result<T, sqlx::Error> {
+        let at = column
+            .position(&self.names)
+            .ok_or_else(|| sqlx::Error::ColumnNotFound(column.to_string()))?;
+        let value = std::mem::replace(&mut self.values[at], Val::Null);
+        T::from_owned(value).map_err(|value| sqlx::Error::ColumnDecode {
+            index: column.to_string(),
+            source: format!(
+                "a {} column holds {}",
+                std::any::type_name::<T>(),
+                describe(&value)
+            )
+            .into(),
+        })
+    }
+
     /// A column's value as `T`.
     ///
     /// # Errors
@@ -508,6 +529,11 @@ fn describe(value: &Val) -> String {
 pub trait FromVal: Sized {
     /// `None` when the value is of another kind.
     fn from_val(value: &Val) -> Option<Self>;
+
+    /// The value moved out; the value back when it is of another kind.
+    fn from_owned(value: Val) -> Result<Self, Val> {
+        Self::from_val(&value).ok_or(value)
+    }
 }
 
 impl FromVal for i64 {
@@ -544,6 +570,13 @@ impl FromVal for String {
             _ => None,
         }
     }
+
+    fn from_owned(value: Val) -> Result<Self, Val> {
+        match value {
+            Val::Text(v) => Ok(v),
+            other => Err(other),
+        }
+    }
 }
 
 impl FromVal for Vec<u8> {
@@ -568,6 +601,13 @@ impl<T: FromVal> FromVal for Option<T> {
             other => T::from_val(other).map(Some),
         }
     }
+
+    fn from_owned(value: Val) -> Result<Self, Val> {
+        match value {
+            Val::Null => Ok(None),
+            other => T::from_owned(other).map(Some),
+        }
+    }
 }
 
 /// A driver row that reads into plain values.
@@ -585,18 +625,22 @@ impl ReadRow for SqliteRow {
         }
         // The value's own storage class, not the column's declared type: a
         // text '0' in an untyped column stays text.
-        let class = raw.type_info().name().to_ascii_uppercase();
-        Ok(match class.as_str() {
-            "INTEGER" | "INT4" | "BOOLEAN" => Val::Int(self.try_get(i)?),
-            "REAL" => Val::Real(self.try_get(i)?),
-            "TEXT" => Val::Text(self.try_get(i)?),
-            "BLOB" => Val::Blob(self.try_get(i)?),
-            other => {
-                return Err(sqlx::Error::ColumnDecode {
-                    index: i.to_string(),
-                    source: format!("unexpected storage class {other}").into(),
-                });
-            }
+        let type_info = raw.type_info();
+        let class = type_info.name();
+        let is = |name: &str| class.eq_ignore_ascii_case(name);
+        Ok(if is("TEXT") {
+            Val::Text(self.try_get(i)?)
+        } else if is("INTEGER") || is("INT4") || is("BOOLEAN") {
+            Val::Int(self.try_get(i)?)
+        } else if is("REAL") {
+            Val::Real(self.try_get(i)?)
+        } else if is("BLOB") {
+            Val::Blob(self.try_get(i)?)
+        } else {
+            return Err(sqlx::Error::ColumnDecode {
+                index: i.to_string(),
+                source: format!("unexpected storage class {class}").into(),
+            });
         })
     }
 }
@@ -609,8 +653,8 @@ impl ReadRow for PgRow {
         if raw.is_null() {
             return Ok(Val::Null);
         }
-        let ty = raw.type_info().name().to_owned();
-        Ok(match ty.as_str() {
+        let type_info = raw.type_info();
+        Ok(match type_info.name() {
             "INT8" => Val::Int(self.try_get(i)?),
             "INT4" => Val::Int(i64::from(self.try_get::<i32, _>(i)?)),
             "INT2" => Val::Int(i64::from(self.try_get::<i16, _>(i)?)),
@@ -619,7 +663,7 @@ impl ReadRow for PgRow {
             "FLOAT4" => Val::Real(f64::from(self.try_get::<f32, _>(i)?)),
             "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => Val::Text(self.try_get(i)?),
             "BYTEA" => Val::Blob(self.try_get(i)?),
-            _ => {
+            ty => {
                 // An enumerated type's value is its label, as text on the wire.
                 let label = raw
                     .as_str()
@@ -628,7 +672,10 @@ impl ReadRow for PgRow {
                         source,
                     })?
                     .to_owned();
-                Val::Label { ty, label }
+                Val::Label {
+                    ty: ty.to_owned(),
+                    label,
+                }
             }
         })
     }
