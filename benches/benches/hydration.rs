@@ -92,12 +92,24 @@ fn provider_build_tools<const ROWS: usize>(bencher: divan::Bencher, backend: &st
     });
 }
 
-/// The same rows selected and decoded through the driver, with no store or
-/// provider in between: what hydration is compared with.
+/// The same rows and columns hydration reads, selected and decoded through
+/// the driver, with no store or provider in between: what hydration is
+/// compared with.
 #[divan::bench(args = backends(), consts = [1_000, 10_000, 100_000], sample_count = 10)]
 fn baseline_raw_select<const ROWS: usize>(bencher: divan::Bencher, backend: &str) {
-    const SQL: &str = "SELECT * FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name";
-    type Decoded = (String, String, String, String, String, Option<String>);
+    const SQL: &str =
+        "SELECT server_id, remote_name, local_name, description, input_schema, annotations,
+                pinned_definition
+         FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name";
+    type Decoded = (
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+    );
     fn decode<R: Row>(r: &R) -> Decoded
     where
         for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
@@ -111,6 +123,7 @@ fn baseline_raw_select<const ROWS: usize>(bencher: divan::Bencher, backend: &str
             r.get("description"),
             r.get("input_schema"),
             r.get("annotations"),
+            r.get("pinned_definition"),
         )
     }
     let f = fixture(backend, ROWS);

@@ -59,58 +59,64 @@ impl McpProvider {
         let rows = self.store.live_tools().await?;
         let mut tools = Vec::with_capacity(rows.len());
         let mut skipped = Vec::new();
-        for server in servers.iter().filter(|s| s.is_usable()) {
-            let connection = self.connection(&server.id, &server.transport);
-            for row in rows.iter().filter(|r| r.server_id == server.id) {
-                let skip = |reason| SkippedRow {
-                    server: server.id.clone(),
-                    local_name: row.local_name.clone(),
-                    reason,
-                };
-                match local_name(&server.id, &row.remote_name) {
-                    Ok(name) if name == row.local_name => {}
-                    Ok(name) => {
-                        skipped.push(skip(SkipReason::NameMismatch(name)));
-                        continue;
-                    }
-                    Err(reason) => {
-                        skipped.push(skip(reason));
-                        continue;
-                    }
-                }
-                // MCP requires an object schema: `"type": "object"`.
-                let schema = match serde_json::from_str::<Value>(&row.input_schema) {
-                    Ok(value @ Value::Object(_))
-                        if crate::names::is_object_schema(value.get("type")) =>
-                    {
-                        Schema::try_from(value).ok()
-                    }
-                    _ => None,
-                };
-                let Some(schema) = schema else {
-                    skipped.push(skip(SkipReason::SchemaNotAnObject));
+        let usable: HashMap<&str, (&toolgate_store::ServerRecord, Arc<Connection>)> = servers
+            .iter()
+            .filter(|s| s.is_usable())
+            .map(|s| (s.id.as_str(), (s, self.connection(&s.id, &s.transport))))
+            .collect();
+        // Rows come by server, then local name: the tools keep that order.
+        for row in rows {
+            let Some((server, connection)) = usable.get(row.server_id.as_str()) else {
+                continue;
+            };
+            let skip = |reason| SkippedRow {
+                server: server.id.clone(),
+                local_name: row.local_name.clone(),
+                reason,
+            };
+            match local_name(&server.id, &row.remote_name) {
+                Ok(name) if name == row.local_name => {}
+                Ok(name) => {
+                    skipped.push(skip(SkipReason::NameMismatch(name)));
                     continue;
-                };
-                // A tool the operator has not accepted as it is now — new, or
-                // changed since — requires approval even on a server whose
-                // approval is off (tool pinning).
-                let approval = if row.unpinned {
-                    OperatorDeclaration::ApprovalRequired
-                } else {
-                    server.approval
-                };
-                if row.unpinned && server.approval == OperatorDeclaration::NoApproval {
-                    tracing::info!(server = %server.id, tool = %row.local_name, "quarantined: its definition is not the one an operator accepted");
                 }
-                tools.push(McpTool::new(
-                    row.local_name.clone(),
-                    row.remote_name.clone(),
-                    &row.description,
-                    schema,
-                    approval,
-                    Arc::clone(&connection),
-                ));
+                Err(reason) => {
+                    skipped.push(skip(reason));
+                    continue;
+                }
             }
+            // MCP requires an object schema: `"type": "object"`.
+            let schema = match serde_json::from_str::<Value>(&row.input_schema) {
+                Ok(value @ Value::Object(_))
+                    if crate::names::is_object_schema(value.get("type")) =>
+                {
+                    Schema::try_from(value).ok()
+                }
+                _ => None,
+            };
+            let Some(schema) = schema else {
+                skipped.push(skip(SkipReason::SchemaNotAnObject));
+                continue;
+            };
+            // A tool the operator has not accepted as it is now — new, or
+            // changed since — requires approval even on a server whose
+            // approval is off (tool pinning).
+            let approval = if row.unpinned {
+                OperatorDeclaration::ApprovalRequired
+            } else {
+                server.approval
+            };
+            if row.unpinned && server.approval == OperatorDeclaration::NoApproval {
+                tracing::info!(server = %server.id, tool = %row.local_name, "quarantined: its definition is not the one an operator accepted");
+            }
+            tools.push(McpTool::new(
+                row.local_name,
+                row.remote_name,
+                &row.description,
+                schema,
+                approval,
+                Arc::clone(connection),
+            ));
         }
         for row in &skipped {
             tracing::warn!(server = %row.server, tool = %row.local_name, reason = %row.reason, "stored tool skipped");

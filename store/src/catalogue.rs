@@ -431,30 +431,29 @@ impl Store {
     /// The live rows of every server, by server and local name, with only
     /// the columns a provider builds tools from.
     pub async fn live_tools(&self) -> Result<Vec<LiveTool>, StoreError> {
-        let rows = Query::new(
+        let mut tools = Vec::new();
+        Query::new(
             "SELECT server_id, remote_name, local_name, description, input_schema, annotations,
                     pinned_definition
              FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name",
         )
-        .fetch_all(&self.pool)
-        .await?;
-        let mut tools = Vec::with_capacity(rows.len());
-        for mut row in rows {
+        .fetch_each(&self.pool, |mut row| {
             let remote_name: String = row.take(1)?;
             let description: String = row.take(3)?;
             let input_schema: String = row.take(4)?;
             let annotations: Option<String> = row.take(5)?;
             let pinned: Option<String> = row.take(6)?;
-            let unpinned = pinned.as_deref()
-                != Some(
-                    tool_definition(
+            // Never pinned is unpinned, with nothing to compare; a pinned
+            // tool is compared with its definition as the row holds it now.
+            let unpinned = pinned.as_deref().is_none_or(|pinned| {
+                pinned
+                    != tool_definition(
                         &remote_name,
                         &description,
                         &input_schema,
                         annotations.as_deref(),
                     )
-                    .as_str(),
-                );
+            });
             tools.push(LiveTool {
                 server_id: row.take(0)?,
                 remote_name,
@@ -463,7 +462,9 @@ impl Store {
                 input_schema,
                 unpinned,
             });
-        }
+            Ok::<_, StoreError>(())
+        })
+        .await?;
         Ok(tools)
     }
 

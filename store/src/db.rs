@@ -293,6 +293,39 @@ impl Query {
         }
     }
 
+    /// Every row, handed to `each` as it arrives rather than gathered
+    /// first: a large result is never held twice.
+    pub(crate) async fn fetch_each<E>(
+        self,
+        pool: &Pool,
+        mut each: impl FnMut(Row) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        E: From<sqlx::Error>,
+    {
+        use futures_util::TryStreamExt as _;
+        match pool {
+            Pool::Sqlite(pool) => {
+                let mut rows = self.sqlite().fetch(pool);
+                let mut names = None;
+                while let Some(row) = rows.try_next().await? {
+                    let names = names.get_or_insert_with(|| names_of(&row)).clone();
+                    each(read_with(&row, names)?)?;
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => {
+                let mut rows = self.postgres().fetch(pool);
+                let mut names = None;
+                while let Some(row) = rows.try_next().await? {
+                    let names = names.get_or_insert_with(|| names_of(&row)).clone();
+                    each(read_with(&row, names)?)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The first row, if any.
     pub(crate) async fn fetch_optional<'e>(
         self,
