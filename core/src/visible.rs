@@ -42,6 +42,10 @@ use serde_json::Value;
 /// separators. A character assigned later inside these ranges is covered
 /// already.
 pub fn is_hidden(c: char) -> bool {
+    // Most text is ASCII: of it, exactly the C0 controls and DEL are hidden.
+    if c.is_ascii() {
+        return c.is_ascii_control();
+    }
     matches!(c,
         // C0 controls, DEL, C1 controls.
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
@@ -129,6 +133,27 @@ pub fn visible_json_text(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn of_ascii_exactly_the_controls_and_del_are_hidden() {
+        for b in 0u8..=0x7f {
+            let c = char::from(b);
+            assert_eq!(is_hidden(c), b < 0x20 || b == 0x7f, "{b:#04x}");
+        }
+        for c in [
+            '\u{80}',
+            '\u{9f}',
+            '\u{ad}',
+            '\u{200b}',
+            '\u{202e}',
+            '\u{e0041}',
+        ] {
+            assert!(is_hidden(c), "{c:?}");
+        }
+        for c in ['\u{a0}', 'é', 'а', '中'] {
+            assert!(!is_hidden(c), "{c:?}");
+        }
+    }
 
     #[test]
     fn every_escape_family_is_shown_not_interpreted() {

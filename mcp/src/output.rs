@@ -16,6 +16,15 @@ pub const MAX_OUTPUT_CHARS: usize = 16 * 1024;
 /// characters), keeping line breaks and tabs, and cuts the text to
 /// [`MAX_OUTPUT_CHARS`], saying so when it does.
 pub fn sanitize(text: &str) -> String {
+    // Printable ASCII with line breaks and tabs, within the limit, is kept
+    // as it is: no character to look at one by one.
+    if text.len() <= MAX_OUTPUT_CHARS
+        && text
+            .bytes()
+            .all(|b| matches!(b, b' '..=b'~' | b'\n' | b'\t'))
+    {
+        return text.to_owned();
+    }
     let mut out = String::with_capacity(text.len().min(MAX_OUTPUT_CHARS));
     let mut kept = 0;
     let mut dropped = 0usize;
