@@ -281,12 +281,35 @@ fn seal(
     body: &BodyOut<'_>,
     key: Option<&IntegrityKey>,
 ) -> Result<String, EncodeError> {
-    let body = serde_json::to_string(body)?;
-    let checksum = key.map_or_else(|| body_checksum(&body), |key| key.tag(body.as_bytes()));
-    Ok(format!(
-        "{{\"format\":\"{FORMAT}\",\"version\":{VERSION},\"status\":\"{}\",\"checksum\":\"{checksum}\",\"body\":{body}}}",
-        status.as_str()
-    ))
+    // The body is written once, in place, after a header whose checksum is
+    // filled in when the body is known: no second copy of a large body.
+    let seal_of = |body: &[u8]| key.map_or_else(|| sha256_hex(body), |key| key.tag(body));
+    let width = seal_of(b"").len();
+    let mut document = Vec::with_capacity(4096);
+    document.extend_from_slice(
+        format!(
+            "{{\"format\":\"{FORMAT}\",\"version\":{VERSION},\"status\":\"{}\",\"checksum\":\"",
+            status.as_str()
+        )
+        .as_bytes(),
+    );
+    let at = document.len();
+    document.resize(at + width, b'0');
+    document.extend_from_slice(b"\",\"body\":");
+    let start = document.len();
+    serde_json::to_writer(&mut document, body)?;
+    let checksum = seal_of(&document[start..]);
+    // Every seal of one kind has one width (a prefix and 64 hex digits).
+    if checksum.len() != width {
+        return Err(EncodeError(serde::ser::Error::custom(
+            "the document's seal changed width",
+        )));
+    }
+    document[at..at + width].copy_from_slice(checksum.as_bytes());
+    document.push(b'}');
+    // Serialised JSON and ASCII seals are UTF-8.
+    String::from_utf8(document)
+        .map_err(|_| EncodeError(serde::ser::Error::custom("the document is not UTF-8")))
 }
 
 impl Suspended<AwaitingApproval> {
@@ -386,24 +409,16 @@ fn fields<'a>(text: &'a str, what: &str) -> Result<Fields<'a>, CorruptState> {
 }
 
 fn decode(text: &str, key: Option<&IntegrityKey>) -> Result<SuspendedRun, CorruptState> {
-    let document = fields(text, "the document")?;
-    if let Some(field) = document.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return corrupt(format!("unknown field `{field}`"));
-    }
-    let status = decode_header(&document, key)?;
-    let body_text = document.get("body").map_or("null", |b| b.get());
-    // A body that reads straight into its types needs no field-by-field
-    // pass; one that does not is read again field by field, to name what is
-    // wrong with it.
-    let (state, pending, input, review) = match serde_json::from_str::<FastBody<'_>>(body_text) {
-        Ok(fast) => (
-            fast.run,
-            decode_pending(Some(fast.pending))?,
-            fast.input,
-            fast.review,
-        ),
-        Err(_) => slow_body(body_text)?,
-    };
+    // A document laid out exactly as `seal` writes it is read in one pass
+    // over its body; any other — or one that fails any check on that path —
+    // is read field by field, which names what is wrong.
+    let (status, (state, pending, input, review)) =
+        if let Some((status, fast)) = sealed_layout(text, key) {
+            let pending = decode_pending(Some(fast.pending))?;
+            (status, (fast.run, pending, fast.input, fast.review))
+        } else {
+            read_fields(text, key)?
+        };
     let review = review.unwrap_or_default();
     if !review.tools.is_empty() && review.tools.len() != pending.len() {
         return corrupt(format!(
@@ -436,6 +451,78 @@ fn decode(text: &str, key: Option<&IntegrityKey>) -> Result<SuspendedRun, Corrup
         ));
     }
     suspension(status, state, pending, input, review)
+}
+
+/// A document read field by field, naming the first thing wrong with it.
+fn read_fields<'a>(
+    text: &'a str,
+    key: Option<&IntegrityKey>,
+) -> Result<(SuspendedStatus, Parts<'a>), CorruptState> {
+    let document = fields(text, "the document")?;
+    if let Some(field) = document.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return corrupt(format!("unknown field `{field}`"));
+    }
+    let status = decode_header(&document, key)?;
+    let body_text = document.get("body").map_or("null", |b| b.get());
+    // A body that reads straight into its types needs no field-by-field
+    // pass; one that does not is read again field by field, to name what is
+    // wrong with it.
+    let (state, pending, input, review) = match serde_json::from_str::<FastBody<'_>>(body_text) {
+        Ok(fast) => (
+            fast.run,
+            decode_pending(Some(fast.pending))?,
+            fast.input,
+            fast.review,
+        ),
+        Err(_) => slow_body(body_text)?,
+    };
+    Ok((status, (state, pending, input, review)))
+}
+
+/// The document as `seal` lays it out —
+/// `{"format":"F","version":N,"status":"S","checksum":"C","body":{…}}`, no
+/// white space, plain header strings — with its header valid, its seal
+/// verified over the body's exact text, and its body read into its types.
+/// `None` for anything else: the caller reads the document field by field,
+/// which accepts what this accepts (the same fields, values and body text)
+/// and names what is wrong with the rest.
+fn sealed_layout<'a>(
+    text: &'a str,
+    key: Option<&IntegrityKey>,
+) -> Option<(SuspendedStatus, FastBody<'a>)> {
+    // A header string with an escape or a control character is left to the
+    // field-by-field reading.
+    let plain = |value: &str| !value.contains(['\\', '"']) && !value.contains(char::is_control);
+    let rest = text.strip_prefix("{\"format\":\"")?;
+    let (format, rest) = rest.split_once('"')?;
+    let rest = rest.strip_prefix(",\"version\":")?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    let (version, rest) = rest.split_at(digits);
+    let rest = rest.strip_prefix(",\"status\":\"")?;
+    let (status, rest) = rest.split_once('"')?;
+    let rest = rest.strip_prefix(",\"checksum\":\"")?;
+    let (checksum, rest) = rest.split_once('"')?;
+    let body = rest.strip_prefix(",\"body\":")?.strip_suffix('}')?;
+    let version: u64 = version.parse().ok()?;
+    let well_formed = format == FORMAT
+        && [format, status, checksum].into_iter().all(plain)
+        // JSON numbers have no leading zeros.
+        && text.contains(&format!(",\"version\":{version},"))
+        && READS.contains(&version)
+        && body.starts_with('{')
+        && body.ends_with('}');
+    if !well_formed {
+        return None;
+    }
+    let status = [
+        SuspendedStatus::AwaitingApproval,
+        SuspendedStatus::WaitingForInput,
+    ]
+    .into_iter()
+    .find(|s| s.as_str() == status)?;
+    check_seal(checksum, body, key).ok()?;
+    let fast = serde_json::from_str::<FastBody<'a>>(body).ok()?;
+    Some((status, fast))
 }
 
 #[derive(Deserialize)]
@@ -857,6 +944,64 @@ mod tests {
                 Ok(decoded) => prop_assert_eq!(decoded, run),
                 Err(error) => prop_assert!(!error.reason.is_empty()),
             }
+        }
+    }
+
+    /// What a document reads as through the field-by-field reading alone.
+    fn by_fields(text: &str) -> Result<SuspendedRun, CorruptState> {
+        let (status, (state, pending, input, review)) = read_fields(text, None)?;
+        let review = review.unwrap_or_default();
+        suspension(status, state, pending, input, review)
+    }
+
+    /// Edits of a sealed document's text that keep or break its layout: the
+    /// one-pass reading accepts a document only when the field-by-field
+    /// reading accepts it too, as the same run.
+    fn layout_edits(text: &str) -> Vec<String> {
+        let body_at = text.find(",\"body\":").unwrap_or(0);
+        let mut edits = vec![
+            text.to_owned(),
+            format!("{text} "),
+            format!(" {text}"),
+            text.replacen(",\"body\":", ", \"body\": ", 1),
+            text.replacen(",\"body\":{", ",\"body\": {", 1),
+            text.replacen("\"version\":3", "\"version\":03", 1),
+            text.replacen("\"version\":3", "\"version\":3.0", 1),
+            text.replacen("\"status\":\"", "\"status\":\"\\u0061", 1),
+            text.replacen("\"format\":\"toolgate", "\"format\":\"\\u0074oolgate", 1),
+            format!("{}}},\"body\":{{}}}}", &text[..text.len() - 1]),
+            format!("{}  }}", &text[..text.len() - 1]),
+        ];
+        if body_at > 0 {
+            edits.push(format!(
+                "{},\"extra\":1{}",
+                &text[..body_at],
+                &text[body_at..]
+            ));
+        }
+        edits
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn the_one_pass_reading_accepts_only_what_the_field_by_field_reading_accepts(
+            run in suspended()
+        ) {
+            let text = run.encode().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            for edited in layout_edits(&text) {
+                let fast = decode(&edited, None);
+                let slow = by_fields(&edited);
+                match (&fast, &slow) {
+                    (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+                    (Err(a), Err(b)) => prop_assert_eq!(&a.reason, &b.reason),
+                    _ => prop_assert!(false, "the readings disagree on {edited}: {fast:?} / {slow:?}"),
+                }
+            }
+            // The document as written takes the one-pass path, and reads back.
+            prop_assert!(sealed_layout(&text, None).is_some());
+            prop_assert_eq!(decode(&text, None).map_err(|e| TestCaseError::fail(e.reason))?, run);
         }
     }
 }
