@@ -80,7 +80,7 @@ pub fn latest_version() -> i64 {
 /// Parsed from what an operator types: `postgres://…` or `postgresql://…`
 /// is a server; `sqlite:PATH` or `sqlite://PATH`, or anything else, is the
 /// path of an SQLite file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Location {
     /// An SQLite file, created on first use.
     Sqlite(PathBuf),
@@ -121,6 +121,19 @@ impl Location {
         match self {
             Location::Sqlite(path) => path.display().to_string(),
             Location::Postgres(url) => redact_password(url),
+        }
+    }
+}
+
+/// Debug output never shows a password either.
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            Location::Postgres(url) => f
+                .debug_tuple("Postgres")
+                .field(&redact_password(url))
+                .finish(),
         }
     }
 }
@@ -522,6 +535,10 @@ impl Store {
     /// (`toolgate_operator`), sent by triggers whoever wrote — and wakes
     /// this process's waiting hosts. Polling stays the fallback: a lost
     /// connection only slows waking down until the listener reconnects.
+    #[cfg_attr(
+        not(feature = "postgres"),
+        allow(clippy::unused_self, reason = "only PostgreSQL listens")
+    )]
     pub(crate) fn listen(&self) {
         #[cfg(feature = "postgres")]
         if let Pool::Postgres(pool) = &self.pool {
@@ -649,6 +666,10 @@ async fn open_postgres(url: &str) -> Result<Pool, StoreError> {
 
 /// This build has no PostgreSQL backend.
 #[cfg(not(feature = "postgres"))]
+#[allow(
+    clippy::unused_async,
+    reason = "the same signature as the backend it stands in for"
+)]
 async fn open_postgres(url: &str) -> Result<Pool, StoreError> {
     Err(StoreError::BackendNotBuilt {
         location: redact_password(url),
@@ -756,6 +777,10 @@ mod tests {
             ),
         ] {
             assert_eq!(Location::parse(url).display(), shown, "{url}");
+            assert!(
+                !format!("{:?}", Location::parse(url)).contains("s3cret"),
+                "{url}"
+            );
         }
     }
 }
