@@ -2,7 +2,7 @@
 //! decision records, authenticated with HMAC-SHA-256 under a secret the host
 //! holds outside the database.
 //!
-//! Without a key, a document carries a plain SHA-256 checksum: it catches
+//! Without a key, a document carries a plain checksum (XXH3-128): it catches
 //! accidents (a truncated write, a damaged disk), not intent — anyone who can
 //! write the database can change a document and recompute the checksum. With
 //! a key, the document carries a MAC instead, and a document that does not

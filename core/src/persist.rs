@@ -3,9 +3,9 @@
 //! ```json
 //! {
 //!   "format": "toolgate/suspended-run",
-//!   "version": 2,
+//!   "version": 4,
 //!   "status": "awaiting_approval",
-//!   "checksum": "sha256:…",
+//!   "checksum": "xxh3-128:…",
 //!   "body": {
 //!     "run": { "run_id": "…", "requested_by": "…", "transcript": [], "iterations": 1,
 //!              "options": { "max_iterations": 16, "allow": null, "four_eyes": false,
@@ -16,12 +16,15 @@
 //! ```
 //!
 //! A run waiting for input adds `"input": { "tool", "call_index", "schema" }`
-//! to the body. The checksum is SHA-256 over the body's bytes exactly as they
+//! to the body. The checksum is taken over the body's bytes exactly as they
 //! stand in the document, so the body is read only once it is known to be
-//! the one written, and then straight into its types. With an
-//! [`IntegrityKey`], the checksum is an HMAC-SHA-256 tag instead
-//! (`hmac-sha256:…`): a plain checksum catches accidents, a tag catches a
-//! database writer who changed the document and recomputed the checksum.
+//! the one written, and then straight into its types. Without a key it is
+//! a plain checksum — XXH3-128 (`xxh3-128:…`) from version 4, SHA-256
+//! (`sha256:…`) before — which anyone can recompute: it catches accidents
+//! (a damaged or truncated document), never a writer. With an
+//! [`IntegrityKey`] it is an HMAC-SHA-256 tag instead (`hmac-sha256:…`),
+//! which catches a database writer who changed the document and recomputed
+//! a plain checksum.
 //!
 //! Version 2 added `max_calls_per_turn` to the options. A version-1 document
 //! still decodes (the cap takes its default), and its turn digest is the
@@ -31,7 +34,13 @@
 //! which the turn digest then binds too; it may add the run options
 //! `approvals_required`, `decision_ttl_ms` and `denied_repeats`, and the
 //! run's `denied` calls. Documents of versions 1 and 2 decode with no review
-//! (their digest stays the second rule's) and are written back as version 3.
+//! (their digest stays the second rule's) and are written back as the
+//! current version. Version 4 changes only the plain checksum, from SHA-256
+//! to XXH3-128: it guards against the same accidents, and costs a
+//! fraction of the time (two SHA-256 passes over a large body took about a
+//! third of writing and reading a document). Either plain checksum is
+//! accepted on any version; a build that reads only up to version 3 refuses
+//! a version-4 document as of an unknown version, not as damaged.
 //! Decoding is fail-closed: anything unexpected is a [`CorruptState`] with a
 //! reason — an unknown version, status or field, a missing or ill-typed field,
 //! an input pause without a usable schema, a pending call that does not
@@ -50,9 +59,9 @@ use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::transcript::{RunState, ToolCall};
 
 const FORMAT: &str = "toolgate/suspended-run";
-const VERSION: u64 = 3;
+const VERSION: u64 = 4;
 /// The versions this build reads.
-const READS: [u64; 3] = [1, 2, 3];
+const READS: [u64; 4] = [1, 2, 3, 4];
 const FIELDS: [&str; 5] = ["format", "version", "status", "checksum", "body"];
 const BODY_FIELDS: [&str; 4] = ["run", "pending", "input", "review"];
 
@@ -242,12 +251,28 @@ impl SuspendedRun {
     }
 }
 
-/// The plain checksum a document carries for its body without a key: SHA-256
-/// over the body's JSON text, byte for byte. Anyone can compute it, so it
-/// proves a document undamaged, never unchanged: configure an
-/// [`IntegrityKey`] for that.
+/// The plain checksum a document carries for its body without a key:
+/// XXH3-128 over the body's JSON text, byte for byte, as `xxh3-128:<hex>`.
+/// Anyone can compute it, so it proves a document undamaged, never
+/// unchanged: configure an [`IntegrityKey`] for that.
 pub fn body_checksum(body: &str) -> String {
-    sha256_hex(body.as_bytes())
+    plain_checksum(body.as_bytes())
+}
+
+const XXH3_PREFIX: &str = "xxh3-128:";
+
+fn plain_checksum(body: &[u8]) -> String {
+    format!("{XXH3_PREFIX}{:032x}", xxhash_rust::xxh3::xxh3_128(body))
+}
+
+/// True when `checksum` is a plain checksum of `body`: XXH3-128 (what this
+/// build writes) or SHA-256 (what versions 1 to 3 were written with).
+fn plain_checksum_holds(checksum: &str, body: &str) -> bool {
+    if checksum.starts_with(XXH3_PREFIX) {
+        checksum == plain_checksum(body.as_bytes())
+    } else {
+        checksum == sha256_hex(body.as_bytes())
+    }
 }
 
 #[derive(Serialize)]
@@ -283,7 +308,7 @@ fn seal(
 ) -> Result<String, EncodeError> {
     // The body is written once, in place, after a header whose checksum is
     // filled in when the body is known: no second copy of a large body.
-    let seal_of = |body: &[u8]| key.map_or_else(|| sha256_hex(body), |key| key.tag(body));
+    let seal_of = |body: &[u8]| key.map_or_else(|| plain_checksum(body), |key| key.tag(body));
     let width = seal_of(b"").len();
     let mut document = Vec::with_capacity(4096);
     document.extend_from_slice(
@@ -637,7 +662,7 @@ fn check_seal(checksum: &str, body: &str, key: Option<&IntegrityKey>) -> Result<
             "the document is authenticated with an integrity key, and none is configured: it cannot be verified (set the store's key)",
         ),
         None => {
-            if checksum == body_checksum(body) {
+            if plain_checksum_holds(checksum, body) {
                 Ok(())
             } else {
                 corrupt("the checksum does not match the body: the document was changed or damaged")
@@ -965,8 +990,8 @@ mod tests {
             format!(" {text}"),
             text.replacen(",\"body\":", ", \"body\": ", 1),
             text.replacen(",\"body\":{", ",\"body\": {", 1),
-            text.replacen("\"version\":3", "\"version\":03", 1),
-            text.replacen("\"version\":3", "\"version\":3.0", 1),
+            text.replacen("\"version\":4", "\"version\":04", 1),
+            text.replacen("\"version\":4", "\"version\":4.0", 1),
             text.replacen("\"status\":\"", "\"status\":\"\\u0061", 1),
             text.replacen("\"format\":\"toolgate", "\"format\":\"\\u0074oolgate", 1),
             format!("{}}},\"body\":{{}}}}", &text[..text.len() - 1]),

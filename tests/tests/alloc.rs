@@ -47,24 +47,32 @@ fn scanning_a_turn_allocates_nothing() {
     let approval = vec![call("read_file"), call("write_file")];
     let input = vec![call("read_file"), call("pick_branch")];
 
-    let region = Region::new(GLOBAL);
-    let mut outcomes = [false; 5];
-    for _ in 0..1_000 {
-        outcomes[0] = matches!(scan_turn(&all, &runs), TurnScan::Run);
-        outcomes[1] = matches!(scan_turn(&some, &unknown), TurnScan::Run);
-        outcomes[2] = matches!(scan_turn(&all, &approval), TurnScan::Approval);
-        outcomes[3] = matches!(scan_turn(&all, &input), TurnScan::Input { index: 1, .. });
-        outcomes[4] = matches!(scan_turn(&some, &input), TurnScan::Run);
-    }
-    let change = region.change();
-    assert_eq!(outcomes, [true; 5]);
-    assert_eq!(
-        (
+    // The allocator counts every thread of the process. A scan that
+    // allocates does so in every measured round; a stray allocation of the
+    // test harness's own thread shows in one round at most. So the rounds
+    // are measured three times, and one clean round is the proof.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let region = Region::new(GLOBAL);
+        let mut outcomes = [false; 5];
+        for _ in 0..1_000 {
+            outcomes[0] = matches!(scan_turn(&all, &runs), TurnScan::Run);
+            outcomes[1] = matches!(scan_turn(&some, &unknown), TurnScan::Run);
+            outcomes[2] = matches!(scan_turn(&all, &approval), TurnScan::Approval);
+            outcomes[3] = matches!(scan_turn(&all, &input), TurnScan::Input { index: 1, .. });
+            outcomes[4] = matches!(scan_turn(&some, &input), TurnScan::Run);
+        }
+        let change = region.change();
+        assert_eq!(outcomes, [true; 5]);
+        let counted = (
             change.allocations,
             change.reallocations,
-            change.bytes_allocated
-        ),
-        (0, 0, 0),
-        "the scan allocated: {change:?}"
-    );
+            change.bytes_allocated,
+        );
+        if counted == (0, 0, 0) {
+            return;
+        }
+        seen.push(counted);
+    }
+    panic!("the scan allocated in every round (allocations, reallocations, bytes): {seen:?}");
 }

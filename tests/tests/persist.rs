@@ -19,11 +19,20 @@ const WAITING: &str = include_str!("../fixtures/v2-waiting-for-input.json");
 const AWAITING_V1: &str = include_str!("../fixtures/v1-awaiting-approval.json");
 const AWAITING_V3: &str = include_str!("../fixtures/v3-awaiting-approval.json");
 const WAITING_V3: &str = include_str!("../fixtures/v3-waiting-for-input.json");
+const AWAITING_V4: &str = include_str!("../fixtures/v4-awaiting-approval.json");
+const WAITING_V4: &str = include_str!("../fixtures/v4-waiting-for-input.json");
 
 /// A document of an earlier version as this build writes it back: the same
-/// body, as version 3.
-fn as_v3(document: &str) -> String {
-    document.replacen("\"version\":2", "\"version\":3", 1)
+/// body, as version 4, under the current plain checksum.
+fn as_current(document: &str) -> String {
+    let fields: Map<String, Value> = serde_json::from_str(document).unwrap();
+    let old_checksum = fields["checksum"].as_str().unwrap().to_owned();
+    let version = fields["version"].as_u64().unwrap();
+    let at = document.find(",\"body\":").unwrap() + ",\"body\":".len();
+    let body = document.trim_end().strip_suffix('}').unwrap()[at..].to_owned();
+    document
+        .replacen(&format!("\"version\":{version}"), "\"version\":4", 1)
+        .replacen(&old_checksum, &body_checksum(&body), 1)
 }
 const WAITING_V1: &str = include_str!("../fixtures/v1-waiting-for-input.json");
 /// What the first digest rule (SHA-256 over the calls alone) gave the pending
@@ -61,7 +70,10 @@ fn golden_v2_awaiting_approval_decodes() {
     assert_ne!(run.digest().as_str(), V1_RULE_DIGEST);
     // Re-encoding gives the same body, byte for byte, as version 3: a turn
     // paused before reviews were kept is written without one.
-    assert_eq!(run.encode().ok().map(|d| d + "\n"), Some(as_v3(AWAITING)));
+    assert_eq!(
+        run.encode().ok().map(|d| d + "\n"),
+        Some(as_current(AWAITING))
+    );
     assert_eq!(
         SuspendedRun::decode(AWAITING).map(|r| r.status()),
         Ok(SuspendedStatus::AwaitingApproval)
@@ -82,7 +94,10 @@ fn golden_v2_waiting_for_input_decodes() {
         Some(&json!(["name"]))
     );
     assert_eq!(run.pending().len(), 2);
-    assert_eq!(run.encode().ok().map(|d| d + "\n"), Some(as_v3(WAITING)));
+    assert_eq!(
+        run.encode().ok().map(|d| d + "\n"),
+        Some(as_current(WAITING))
+    );
     assert_eq!(
         SuspendedRun::decode(WAITING).map(|r| r.status()),
         Ok(SuspendedStatus::WaitingForInput)
@@ -127,10 +142,12 @@ fn golden_v3_documents_decode_with_their_review() {
         Err(error) => panic!("{error}"),
     };
     assert_ne!(run.digest(), v2.digest());
+    // Written back as version 4: the same body, under the current checksum.
     assert_eq!(
         run.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(AWAITING_V3)
+        Some(AWAITING_V4)
     );
+    assert_eq!(as_current(AWAITING_V3), AWAITING_V4);
     let waiting = match SuspendedRun::decode(WAITING_V3) {
         Ok(run) => run,
         Err(error) => panic!("{error}"),
@@ -139,8 +156,9 @@ fn golden_v3_documents_decode_with_their_review() {
     assert_eq!(waiting.review().tools.len(), 2);
     assert_eq!(
         waiting.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(WAITING_V3)
+        Some(WAITING_V4)
     );
+    assert_eq!(as_current(WAITING_V3), WAITING_V4);
     // A review that does not match the pending calls is refused.
     let mut body: Value = match serde_json::from_str::<Value>(AWAITING_V3) {
         Ok(value) => value["body"].clone(),
@@ -160,10 +178,34 @@ fn golden_v3_documents_decode_with_their_review() {
     );
 }
 
-/// Version 1 (before `max_calls_per_turn`) still decodes, to the same run as
-/// version 2 with the cap at its default, and is written back as version 3.
+/// Version 4 — the version-3 document under an XXH3-128 checksum — decodes
+/// to the same run as version 3 and is written back byte for byte; its
+/// checksum still catches a changed byte of the body.
 #[test]
-fn version_1_documents_decode_and_are_written_back_as_version_3() {
+fn golden_v4_documents_decode_to_the_v3_run_and_round_trip() {
+    for (v3, v4) in [(AWAITING_V3, AWAITING_V4), (WAITING_V3, WAITING_V4)] {
+        let (Ok(old), Ok(new)) = (SuspendedRun::decode(v3), SuspendedRun::decode(v4)) else {
+            panic!("both versions decode");
+        };
+        assert_eq!(old, new);
+        assert!(v4.contains("\"checksum\":\"xxh3-128:"), "{v4}");
+        assert_eq!(new.encode().ok().map(|d| d + "\n").as_deref(), Some(v4));
+        let damaged = v4.replacen("\"iterations\":", "\"iterations\" :", 1);
+        assert_ne!(damaged, v4);
+        assert_eq!(
+            SuspendedRun::decode(&damaged).err().map(|e| e.reason),
+            Some(
+                "the checksum does not match the body: the document was changed or damaged"
+                    .to_owned()
+            )
+        );
+    }
+}
+
+/// Version 1 (before `max_calls_per_turn`) still decodes, to the same run as
+/// version 2 with the cap at its default, and is written back as version 4.
+#[test]
+fn version_1_documents_decode_and_are_written_back_as_version_4() {
     for (v1, v2) in [(AWAITING_V1, AWAITING), (WAITING_V1, WAITING)] {
         let (Ok(old), Ok(new)) = (SuspendedRun::decode(v1), SuspendedRun::decode(v2)) else {
             panic!("both versions decode");
@@ -173,7 +215,7 @@ fn version_1_documents_decode_and_are_written_back_as_version_3() {
             toolgate::run::DEFAULT_MAX_CALLS_PER_TURN
         );
         assert_eq!(old.digest(), new.digest());
-        assert_eq!(old.encode().ok().map(|d| d + "\n"), Some(as_v3(v2)));
+        assert_eq!(old.encode().ok().map(|d| d + "\n"), Some(as_current(v2)));
     }
 }
 
@@ -302,9 +344,9 @@ fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
         (
             "future version",
             sealed(AWAITING, |d| {
-                d.insert("version".into(), json!(4));
+                d.insert("version".into(), json!(5));
             }),
-            "unknown version 4 (this build reads versions 1 to 3)",
+            "unknown version 5 (this build reads versions 1 to 4)",
         ),
         (
             "version as text",
