@@ -421,15 +421,47 @@ struct InputDocument {
 
 type Fields<'a> = std::collections::BTreeMap<String, &'a RawValue>;
 
-/// An object's fields, each left as raw JSON text; `what` names the object in
+/// An object's fields, each left as raw JSON text, a field named twice
+/// refused (JSON leaves duplicates to the reader, and two readers of one
+/// document must never see two documents); `what` names the object in
 /// reasons.
 fn fields<'a>(text: &'a str, what: &str) -> Result<Fields<'a>, CorruptState> {
-    match serde_json::from_str::<Fields<'a>>(text) {
-        Ok(fields) => Ok(fields),
+    match serde_json::from_str::<OnceEach<'a>>(text) {
+        Ok(OnceEach(fields)) => Ok(fields),
         Err(error) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(_)) => corrupt(format!("{what} names a field twice: {error}")),
             Ok(value) => corrupt(format!("{what} is {}, not a JSON object", kind(&value))),
             Err(_) => corrupt(format!("not JSON: {error}")),
         },
+    }
+}
+
+/// A JSON object's fields, each name at most once.
+struct OnceEach<'a>(Fields<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for OnceEach<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = OnceEach<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut fields = Fields::new();
+                while let Some((name, value)) = map.next_entry::<String, &'de RawValue>()? {
+                    if fields.contains_key(&name) {
+                        return Err(serde::de::Error::custom(format!("`{name}` appears twice")));
+                    }
+                    fields.insert(name, value);
+                }
+                Ok(OnceEach(fields))
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
     }
 }
 
@@ -522,17 +554,18 @@ fn sealed_layout<'a>(
     let (format, rest) = rest.split_once('"')?;
     let rest = rest.strip_prefix(",\"version\":")?;
     let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-    let (version, rest) = rest.split_at(digits);
+    let (version_text, rest) = rest.split_at(digits);
     let rest = rest.strip_prefix(",\"status\":\"")?;
     let (status, rest) = rest.split_once('"')?;
     let rest = rest.strip_prefix(",\"checksum\":\"")?;
     let (checksum, rest) = rest.split_once('"')?;
     let body = rest.strip_prefix(",\"body\":")?.strip_suffix('}')?;
-    let version: u64 = version.parse().ok()?;
+    let version: u64 = version_text.parse().ok()?;
     let well_formed = format == FORMAT
         && [format, status, checksum].into_iter().all(plain)
-        // JSON numbers have no leading zeros.
-        && text.contains(&format!(",\"version\":{version},"))
+        // JSON numbers have no leading zeros: the digits are the number's
+        // own spelling, or the document is left to the strict reading.
+        && version_text == version.to_string()
         && READS.contains(&version)
         && body.starts_with('{')
         && body.ends_with('}');

@@ -704,3 +704,69 @@ fn a_stored_turn_over_its_cap_is_refused() {
         )
     );
 }
+
+/// One document is one document: a field named twice — in the header, as a
+/// second body (a decoy before a sealed one), inside the body — is refused
+/// rather than read as whichever copy a reader keeps, and a version spelled
+/// with a leading zero is not JSON, whatever the body holds.
+#[test]
+fn one_document_is_never_two() {
+    let Ok(key) = toolgate::integrity::IntegrityKey::new(b"0123456789abcdef-test-key") else {
+        panic!("a 25-byte key is accepted");
+    };
+    let Ok(run) = SuspendedRun::decode(AWAITING_V4) else {
+        panic!("the fixture decodes");
+    };
+    let at = AWAITING_V4.find(",\"body\":").unwrap() + ",\"body\":".len();
+    let body = AWAITING_V4.trim_end().strip_suffix('}').unwrap()[at..].to_owned();
+    let decoy = body.replacen("5898735a", "0000000a", 1);
+    let header = &AWAITING_V4[..at - ",\"body\":".len()];
+    let tagged = run.encode_with(Some(&key)).unwrap();
+    let tagged_at = tagged.find(",\"body\":").unwrap();
+    let refused = |text: &str, key: Option<&toolgate::integrity::IntegrityKey>| {
+        SuspendedRun::decode_with(text, key).err().map(|e| e.reason)
+    };
+    // A decoy body before the checksummed one.
+    let twice = format!("{header},\"body\":{decoy},\"body\":{body}}}");
+    let reason = refused(&twice, None).expect("a second body is refused");
+    assert!(reason.contains("`body` appears twice"), "{reason}");
+    // The same in front of a body sealed under the key.
+    let sealed_twice = format!(
+        "{},\"body\":{decoy}{}",
+        &tagged[..tagged_at],
+        &tagged[tagged_at..]
+    );
+    let reason = refused(&sealed_twice, Some(&key)).expect("refused under the key");
+    assert!(reason.contains("`body` appears twice"), "{reason}");
+    // A header field twice.
+    let format_twice = AWAITING_V4.replacen(
+        "{\"format\":",
+        "{\"format\":\"something else\",\"format\":",
+        1,
+    );
+    let reason = refused(&format_twice, None).expect("a header field twice is refused");
+    assert!(reason.contains("`format` appears twice"), "{reason}");
+    // A body field twice, the body re-checksummed.
+    let run_twice_body = body.replacen("{\"run\":", "{\"run\":{},\"run\":", 1);
+    let run_twice = AWAITING_V4.replacen(&body, &run_twice_body, 1).replacen(
+        &body_checksum(&body),
+        &body_checksum(&run_twice_body),
+        1,
+    );
+    let reason = refused(&run_twice, None).expect("a body field twice is refused");
+    assert!(reason.contains("`run` appears twice"), "{reason}");
+    // A leading-zero version, with a body that happens to hold the
+    // version's canonical spelling.
+    let holding = body.replacen(
+        "\"arguments\":{\"id\":8}",
+        "\"arguments\":{\"id\":8,\"version\":4,\"z\":1}",
+        1,
+    );
+    assert_ne!(holding, body, "the fixture has the call to edit");
+    let zero = AWAITING_V4
+        .replacen(&body, &holding, 1)
+        .replacen(&body_checksum(&body), &body_checksum(&holding), 1)
+        .replacen("\"version\":4", "\"version\":04", 1);
+    let reason = refused(&zero, None).expect("a leading zero is not JSON");
+    assert!(reason.starts_with("not JSON"), "{reason}");
+}
