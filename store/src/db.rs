@@ -303,27 +303,11 @@ impl Query {
     where
         E: From<sqlx::Error>,
     {
-        use futures_util::TryStreamExt as _;
         match pool {
-            Pool::Sqlite(pool) => {
-                let mut rows = self.sqlite().fetch(pool);
-                let mut names = None;
-                while let Some(row) = rows.try_next().await? {
-                    let names = names.get_or_insert_with(|| names_of(&row)).clone();
-                    each(read_with(&row, names)?)?;
-                }
-            }
+            Pool::Sqlite(pool) => each_row(self.sqlite().fetch(pool), &mut each).await,
             #[cfg(feature = "postgres")]
-            Pool::Postgres(pool) => {
-                let mut rows = self.postgres().fetch(pool);
-                let mut names = None;
-                while let Some(row) = rows.try_next().await? {
-                    let names = names.get_or_insert_with(|| names_of(&row)).clone();
-                    each(read_with(&row, names)?)?;
-                }
-            }
+            Pool::Postgres(pool) => each_row(self.postgres().fetch(pool), &mut each).await,
         }
-        Ok(())
     }
 
     /// The first row, if any.
@@ -712,6 +696,22 @@ impl ReadRow for PgRow {
             }
         })
     }
+}
+
+/// Hands each row of a driver's stream to `each`, read into plain values,
+/// the column names shared by all of them.
+async fn each_row<R: ReadRow, E: From<sqlx::Error>>(
+    rows: impl futures_util::Stream<Item = Result<R, sqlx::Error>>,
+    each: &mut impl FnMut(Row) -> Result<(), E>,
+) -> Result<(), E> {
+    use futures_util::TryStreamExt as _;
+    let mut rows = std::pin::pin!(rows);
+    let mut names = None;
+    while let Some(row) = rows.try_next().await? {
+        let names = names.get_or_insert_with(|| names_of(&row)).clone();
+        each(read_with(&row, names)?)?;
+    }
+    Ok(())
 }
 
 fn names_of<R: sqlx::Row>(row: &R) -> Arc<[String]> {
