@@ -134,6 +134,16 @@ impl SuspendedStatus {
         }
     }
 
+    /// The status a stored spelling names, if any.
+    fn named(text: &str) -> Option<Self> {
+        [
+            SuspendedStatus::AwaitingApproval,
+            SuspendedStatus::WaitingForInput,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+
     fn describe(self) -> &'static str {
         match self {
             SuspendedStatus::AwaitingApproval => "a run awaiting approval",
@@ -572,12 +582,7 @@ fn sealed_layout<'a>(
     if !well_formed {
         return None;
     }
-    let status = [
-        SuspendedStatus::AwaitingApproval,
-        SuspendedStatus::WaitingForInput,
-    ]
-    .into_iter()
-    .find(|s| s.as_str() == status)?;
+    let status = SuspendedStatus::named(status)?;
     check_seal(checksum, body, key).ok()?;
     let fast = serde_json::from_str::<FastBody<'a>>(body).ok()?;
     Some((status, fast))
@@ -746,13 +751,10 @@ fn decode_header(
     }
     match header(document, "status") {
         None => corrupt("missing `status`"),
-        Some(Value::String(s)) if s == SuspendedStatus::AwaitingApproval.as_str() => {
-            Ok(SuspendedStatus::AwaitingApproval)
-        }
-        Some(Value::String(s)) if s == SuspendedStatus::WaitingForInput.as_str() => {
-            Ok(SuspendedStatus::WaitingForInput)
-        }
-        Some(Value::String(s)) => corrupt(format!("unknown status `{s}`")),
+        Some(Value::String(s)) => match SuspendedStatus::named(&s) {
+            Some(status) => Ok(status),
+            None => corrupt(format!("unknown status `{s}`")),
+        },
         Some(other) => corrupt(format!("`status` is {}, not a string", kind(&other))),
     }
 }

@@ -370,33 +370,37 @@ impl Query {
     }
 
     fn sqlite(self) -> sqlx::query::Query<'static, Sqlite, <Sqlite as sqlx::Database>::Arguments> {
-        let mut query = sqlx::query(AssertSqlSafe(self.sql));
-        for arg in self.args {
-            query = match arg {
-                Arg::Int(v) => query.bind(v),
-                Arg::Real(v) => query.bind(v),
-                Arg::Text(v) => query.bind(v),
-                Arg::Blob(v) => query.bind(v),
-            };
-        }
-        query
+        bound(sqlx::query(AssertSqlSafe(self.sql)), self.args)
     }
 
     #[cfg(feature = "postgres")]
     fn postgres(
         self,
     ) -> sqlx::query::Query<'static, Postgres, <Postgres as sqlx::Database>::Arguments> {
-        let mut query = sqlx::query(AssertSqlSafe(numbered(&self.sql)));
-        for arg in self.args {
-            query = match arg {
-                Arg::Int(v) => query.bind(v),
-                Arg::Real(v) => query.bind(v),
-                Arg::Text(v) => query.bind(v),
-                Arg::Blob(v) => query.bind(v),
-            };
-        }
-        query
+        bound(sqlx::query(AssertSqlSafe(numbered(&self.sql))), self.args)
     }
+}
+
+/// A driver's query with `args` bound in order, each with its type.
+fn bound<DB: sqlx::Database>(
+    mut query: sqlx::query::Query<'static, DB, DB::Arguments>,
+    args: Vec<Arg>,
+) -> sqlx::query::Query<'static, DB, DB::Arguments>
+where
+    Option<i64>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<f64>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<String>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<Vec<u8>>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    for arg in args {
+        query = match arg {
+            Arg::Int(v) => query.bind(v),
+            Arg::Real(v) => query.bind(v),
+            Arg::Text(v) => query.bind(v),
+            Arg::Blob(v) => query.bind(v),
+        };
+    }
+    query
 }
 
 /// `?` placeholders as PostgreSQL's `$1`, `$2`, … — outside quoted text.
