@@ -2,11 +2,17 @@
 //! 100,000 stored catalogue rows, beside a raw select of the same rows
 //! through the database driver itself — on SQLite, and on PostgreSQL when
 //! `TOOLGATE_TEST_POSTGRES` names a server (`.ci/postgres start DIR`).
+//!
+//! `provider_build_tools` reads a server whose approval is required (the
+//! default); `provider_build_tools_pinned` one whose approval an operator
+//! turned off, so every tool was pinned and each is checked against its
+//! pinned definition as it is built.
 
 use std::hint::black_box;
 
 use serde_json::json;
 use sqlx::Row;
+use toolgate::{OperatorDeclaration, RemoteApproval};
 use toolgate_mcp::{Deadlines, McpProvider, local_name};
 use toolgate_store::{Backend, DataClass, ImportedTool, Location, NewServer, Store, Transport};
 
@@ -32,7 +38,7 @@ struct Fixture {
     runtime: tokio::runtime::Runtime,
 }
 
-fn fixture(backend: &str, rows: usize) -> Fixture {
+fn fixture(backend: &str, rows: usize, approval: OperatorDeclaration) -> Fixture {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -75,14 +81,16 @@ fn fixture(backend: &str, rows: usize) -> Fixture {
             })
             .collect();
         assert!(store.replace_catalogue("srv", &tools).await.is_ok());
+        // Turning approval off pins every tool the server has.
+        if approval == OperatorDeclaration::NoApproval {
+            assert!(store.set_approval("srv", approval).await.is_ok());
+        }
         store
     });
     Fixture { db, store, runtime }
 }
 
-#[divan::bench(args = backends(), consts = [1_000, 10_000, 100_000], sample_count = 10)]
-fn provider_build_tools<const ROWS: usize>(bencher: divan::Bencher, backend: &str) {
-    let f = fixture(backend, ROWS);
+fn build_tools(bencher: divan::Bencher, f: &Fixture) {
     let provider = McpProvider::new(f.store.clone(), Deadlines::default());
     bencher.bench_local(|| {
         f.runtime.block_on(async {
@@ -92,11 +100,55 @@ fn provider_build_tools<const ROWS: usize>(bencher: divan::Bencher, backend: &st
     });
 }
 
+#[divan::bench(args = backends(), consts = [1_000, 10_000, 100_000], sample_count = 30)]
+fn provider_build_tools<const ROWS: usize>(bencher: divan::Bencher, backend: &str) {
+    build_tools(
+        bencher,
+        &fixture(backend, ROWS, OperatorDeclaration::ApprovalRequired),
+    );
+}
+
+#[divan::bench(args = backends(), consts = [1_000, 10_000, 100_000], sample_count = 30)]
+fn provider_build_tools_pinned<const ROWS: usize>(bencher: divan::Bencher, backend: &str) {
+    let f = fixture(backend, ROWS, OperatorDeclaration::NoApproval);
+    // Every tool is the one pinned: none is quarantined, none skipped.
+    let built = f.runtime.block_on(async {
+        McpProvider::new(f.store.clone(), Deadlines::default())
+            .build_tools()
+            .await
+    });
+    assert!(built.is_ok_and(|(tools, skipped)| {
+        tools.len() == ROWS
+            && skipped.is_empty()
+            && tools
+                .iter()
+                .all(|t| t.operator_declaration() == OperatorDeclaration::NoApproval)
+    }));
+    build_tools(bencher, &f);
+}
+
 /// The same rows and columns hydration reads, selected and decoded through
 /// the driver, with no store or provider in between: what hydration is
 /// compared with.
-#[divan::bench(args = backends(), consts = [1_000, 10_000, 100_000], sample_count = 10)]
+#[divan::bench(args = backends(), consts = [1_000, 10_000, 100_000], sample_count = 30)]
 fn baseline_raw_select<const ROWS: usize>(bencher: divan::Bencher, backend: &str) {
+    raw_select(
+        bencher,
+        &fixture(backend, ROWS, OperatorDeclaration::ApprovalRequired),
+    );
+}
+
+/// The raw select over the rows of `provider_build_tools_pinned`, which
+/// carry their pinned definitions.
+#[divan::bench(args = backends(), consts = [1_000, 10_000, 100_000], sample_count = 30)]
+fn baseline_raw_select_pinned<const ROWS: usize>(bencher: divan::Bencher, backend: &str) {
+    raw_select(
+        bencher,
+        &fixture(backend, ROWS, OperatorDeclaration::NoApproval),
+    );
+}
+
+fn raw_select(bencher: divan::Bencher, f: &Fixture) {
     const SQL: &str =
         "SELECT server_id, remote_name, local_name, description, input_schema, annotations,
                 pinned_definition
@@ -126,7 +178,6 @@ fn baseline_raw_select<const ROWS: usize>(bencher: divan::Bencher, backend: &str
             r.get("pinned_definition"),
         )
     }
-    let f = fixture(backend, ROWS);
     match f.db.location() {
         Location::Sqlite(path) => {
             let pool = f.runtime.block_on(async {

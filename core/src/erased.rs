@@ -9,7 +9,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use schemars::Schema;
 use serde_json::Value;
@@ -95,9 +95,11 @@ impl ErasedTool {
         let input_schema = gate::input_schema(&tool);
         let server = gate::server(&tool).map(Box::from);
         let name = Box::from(tool.name());
-        let parameters = tool.parameters();
         Self::assemble(
-            Box::new(Typed { tool, parameters }),
+            Box::new(Typed {
+                tool,
+                parameters: OnceLock::new(),
+            }),
             name,
             server,
             facts,
@@ -230,9 +232,12 @@ impl fmt::Debug for ErasedTool {
     }
 }
 
+/// A typed tool. Its parameter schema is asked for once, when it is first
+/// needed (a tool in a large catalogue that is never offered never builds
+/// it), and kept: every later reader sees that one answer.
 struct Typed<T> {
     tool: T,
-    parameters: Schema,
+    parameters: OnceLock<Schema>,
 }
 
 impl<T: Execute> Body for Typed<T> {
@@ -240,7 +245,7 @@ impl<T: Execute> Body for Typed<T> {
         self.tool.description()
     }
     fn parameters(&self) -> &Schema {
-        &self.parameters
+        self.parameters.get_or_init(|| self.tool.parameters())
     }
     fn execute(&self, arguments: Value) -> BoxFuture<'_, ToolOutput> {
         Box::pin(async move {

@@ -102,6 +102,8 @@ pub trait Execute: Tool {
 
     /// The parameter schema shown to the model. Generated from
     /// [`Execute::Args`]; a remote tool returns its server's schema instead.
+    /// An erased tool asks for it once, when it is first needed, and keeps
+    /// that answer.
     fn parameters(&self) -> Schema {
         schemars::schema_for!(Self::Args)
     }

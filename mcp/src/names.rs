@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use toolgate_store::json::Reading;
+
 /// Separates a server's identifier from a remote tool's name. Server
 /// identifiers cannot hold it, so the split is never ambiguous.
 pub const SEPARATOR: char = '.';
@@ -67,13 +69,28 @@ impl fmt::Display for SkipReason {
 /// Whether a remote tool's input schema is one MCP allows, from its
 /// `"type"` field: `"object"`. The one check, at import and at hydration.
 pub(crate) fn is_object_schema(type_field: Option<&serde_json::Value>) -> bool {
-    type_field.and_then(serde_json::Value::as_str) == Some("object")
+    is_object_type(type_field.and_then(serde_json::Value::as_str))
 }
 
-/// The local name of a remote tool, or why it has none. Names are never
-/// altered to fit: a name that does not fit is skipped, so two remote tools
-/// can never be merged into one local name.
-pub fn local_name(server_id: &str, remote: &str) -> Result<String, SkipReason> {
+/// The rule behind [`is_object_schema`], on the `"type"` field as a string
+/// (`None` when it is absent or not a string).
+pub(crate) fn is_object_type(type_field: Option<&str>) -> bool {
+    type_field == Some("object")
+}
+
+/// Whether a stored input schema (JSON text) reads as a JSON object whose
+/// `"type"` passes [`is_object_schema`], checked without building it
+/// ([`toolgate_store::json::read`]): a text this accepts always reads into a
+/// [`serde_json::Value`] later.
+pub(crate) fn is_object_schema_text(text: &str) -> bool {
+    matches!(
+        toolgate_store::json::read(text, is_object_type),
+        Some(Reading::Object { type_passes: true })
+    )
+}
+
+/// Why a remote name cannot be used, or the length of its local name.
+fn local_len(server_id: &str, remote: &str) -> Result<usize, SkipReason> {
     if remote.is_empty() {
         return Err(SkipReason::Empty);
     }
@@ -97,12 +114,38 @@ pub fn local_name(server_id: &str, remote: &str) -> Result<String, SkipReason> {
     {
         return Err(SkipReason::Disallowed(c.to_string()));
     }
-    let local = format!("{server_id}{SEPARATOR}{remote}");
-    if local.len() > 64 {
-        return Err(SkipReason::TooLong(local.len()));
+    let len = server_id.len() + SEPARATOR.len_utf8() + remote.len();
+    if len > 64 {
+        return Err(SkipReason::TooLong(len));
     }
+    Ok(len)
+}
+
+/// The local name of a remote tool, or why it has none. Names are never
+/// altered to fit: a name that does not fit is skipped, so two remote tools
+/// can never be merged into one local name.
+pub fn local_name(server_id: &str, remote: &str) -> Result<String, SkipReason> {
+    local_len(server_id, remote)?;
+    let local = format!("{server_id}{SEPARATOR}{remote}");
     debug_assert!(toolgate::registry::tool_name_problem(&local).is_none());
     Ok(local)
+}
+
+/// Whether `stored` is the local name [`local_name`] gives the remote tool,
+/// checked without building it: why the remote name cannot be used, or
+/// [`SkipReason::NameMismatch`] naming the one it maps to.
+pub(crate) fn check_local_name(
+    server_id: &str,
+    remote: &str,
+    stored: &str,
+) -> Result<(), SkipReason> {
+    local_len(server_id, remote)?;
+    let rest = stored.strip_prefix(server_id);
+    if rest.and_then(|rest| rest.strip_prefix(SEPARATOR)) == Some(remote) {
+        Ok(())
+    } else {
+        Err(SkipReason::NameMismatch(local_name(server_id, remote)?))
+    }
 }
 
 #[cfg(test)]

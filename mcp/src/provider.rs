@@ -3,8 +3,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use schemars::Schema;
-use serde_json::Value;
 use toolgate::{
     erased::{BoxFuture, ErasedTool},
     registry::{ProviderError, ToolProvider},
@@ -12,7 +10,7 @@ use toolgate::{
 use toolgate_store::{Store, StoreError};
 
 use crate::client::{Connection, Deadlines};
-use crate::names::{SkipReason, local_name};
+use crate::names::{SkipReason, check_local_name, is_object_schema_text};
 use crate::tool::McpTool;
 use toolgate::OperatorDeclaration;
 
@@ -56,8 +54,7 @@ impl McpProvider {
     /// with the reason.
     pub async fn build_tools(&self) -> Result<(Vec<McpTool>, Vec<SkippedRow>), StoreError> {
         let servers = self.store.usable_servers().await?;
-        let rows = self.store.live_tools().await?;
-        let mut tools = Vec::with_capacity(rows.len());
+        let mut tools = Vec::new();
         let mut skipped = Vec::new();
         let usable: HashMap<&str, (&toolgate_store::ServerRecord, Arc<Connection>)> = servers
             .iter()
@@ -65,59 +62,44 @@ impl McpProvider {
             .map(|s| (s.id.as_str(), (s, self.connection(&s.id, &s.transport))))
             .collect();
         // Rows come by server, then local name: the tools keep that order.
-        for row in rows {
+        self.store.each_live_tool(|row| {
             let Some((server, connection)) = usable.get(row.server_id.as_str()) else {
-                continue;
+                return;
             };
             let skip = |reason| SkippedRow {
                 server: server.id.clone(),
                 local_name: row.local_name.clone(),
                 reason,
             };
-            match local_name(&server.id, &row.remote_name) {
-                Ok(name) if name == row.local_name => {}
-                Ok(name) => {
-                    skipped.push(skip(SkipReason::NameMismatch(name)));
-                    continue;
-                }
-                Err(reason) => {
-                    skipped.push(skip(reason));
-                    continue;
-                }
+            if let Err(reason) = check_local_name(&server.id, &row.remote_name, &row.local_name) {
+                skipped.push(skip(reason));
+                return;
             }
             // MCP requires an object schema: `"type": "object"`.
-            let schema = match serde_json::from_str::<Value>(&row.input_schema) {
-                Ok(value @ Value::Object(_))
-                    if crate::names::is_object_schema(value.get("type")) =>
-                {
-                    Schema::try_from(value).ok()
-                }
-                _ => None,
-            };
-            let Some(schema) = schema else {
+            if !is_object_schema_text(&row.input_schema) {
                 skipped.push(skip(SkipReason::SchemaNotAnObject));
-                continue;
-            };
+                return;
+            }
             // A tool the operator has not accepted as it is now — new, or
             // changed since — requires approval even on a server whose
             // approval is off (tool pinning).
-            let approval = if row.unpinned {
-                OperatorDeclaration::ApprovalRequired
-            } else {
-                server.approval
+            let approval = match row.quarantine(server.approval) {
+                Some(why) => {
+                    tracing::info!(server = %server.id, tool = %row.local_name, reason = why.as_str(), "quarantined");
+                    OperatorDeclaration::ApprovalRequired
+                }
+                None => server.approval,
             };
-            if row.unpinned && server.approval == OperatorDeclaration::NoApproval {
-                tracing::info!(server = %server.id, tool = %row.local_name, "quarantined: its definition is not the one an operator accepted");
-            }
-            tools.push(McpTool::new(
+            tools.push(McpTool::checked(
                 row.local_name,
                 row.remote_name,
-                &row.description,
-                schema,
+                row.description,
+                row.input_schema,
                 approval,
                 Arc::clone(connection),
             ));
-        }
+        })
+        .await?;
         for row in &skipped {
             tracing::warn!(server = %row.server, tool = %row.local_name, reason = %row.reason, "stored tool skipped");
         }

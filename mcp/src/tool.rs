@@ -1,6 +1,6 @@
 //! The remote tool type (SPEC §8).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use schemars::Schema;
 use serde_json::{Map, Value};
@@ -11,6 +11,7 @@ use toolgate::{
 };
 
 use crate::client::Connection;
+use crate::names::SkipReason;
 
 /// A tool of an MCP server, built from a stored catalogue row.
 ///
@@ -22,8 +23,9 @@ use crate::client::Connection;
 pub struct McpTool {
     local_name: String,
     remote_name: String,
-    description: String,
-    parameters: Schema,
+    server_description: String,
+    description: OnceLock<String>,
+    input_schema: String,
     declaration: OperatorDeclaration,
     connection: Arc<Connection>,
 }
@@ -39,27 +41,53 @@ impl std::fmt::Debug for McpTool {
 
 impl McpTool {
     /// A remote tool. `declaration` is the operator's, from the same server
-    /// record the connection was built from.
+    /// record the connection was built from; `input_schema` is the server's
+    /// schema as JSON text.
+    ///
+    /// A schema that does not read as a JSON object of `"type": "object"`
+    /// (MCP requires one) is refused with [`SkipReason::SchemaNotAnObject`].
+    /// An accepted text is kept as it is and read into the tool's
+    /// [`parameters`](Execute::parameters) when they are first asked for,
+    /// and the description the model reads is written when it is first
+    /// asked for: a catalogue of many tools is built without building what
+    /// only the tools a model is offered need.
     pub fn new(
         local_name: String,
         remote_name: String,
-        server_description: &str,
-        parameters: Schema,
+        server_description: String,
+        input_schema: String,
+        declaration: OperatorDeclaration,
+        connection: Arc<Connection>,
+    ) -> Result<Self, SkipReason> {
+        if !crate::names::is_object_schema_text(&input_schema) {
+            return Err(SkipReason::SchemaNotAnObject);
+        }
+        Ok(Self::checked(
+            local_name,
+            remote_name,
+            server_description,
+            input_schema,
+            declaration,
+            connection,
+        ))
+    }
+
+    /// [`McpTool::new`] for a schema text the caller has just checked with
+    /// [`is_object_schema_text`](crate::names::is_object_schema_text).
+    pub(crate) fn checked(
+        local_name: String,
+        remote_name: String,
+        server_description: String,
+        input_schema: String,
         declaration: OperatorDeclaration,
         connection: Arc<Connection>,
     ) -> Self {
-        // The model reads remote text as instruction: say where it comes from
-        // before anything the server wrote.
-        let description = format!(
-            "via the external MCP server `{}`: {}",
-            connection.server(),
-            crate::output::sanitize(server_description)
-        );
         Self {
             local_name,
             remote_name,
-            description,
-            parameters,
+            server_description,
+            description: OnceLock::new(),
+            input_schema,
             declaration,
             connection,
         }
@@ -81,7 +109,15 @@ impl Tool for McpTool {
     }
 
     fn description(&self) -> &str {
-        &self.description
+        self.description.get_or_init(|| {
+            // The model reads remote text as instruction: say where it comes
+            // from before anything the server wrote.
+            format!(
+                "via the external MCP server `{}`: {}",
+                self.connection.server(),
+                crate::output::sanitize(&self.server_description)
+            )
+        })
     }
 }
 
@@ -101,7 +137,15 @@ impl Execute for McpTool {
     type Args = Map<String, Value>;
 
     fn parameters(&self) -> Schema {
-        self.parameters.clone()
+        // The text read as an object when the tool was built, checked with
+        // a reading that accepts exactly what this one accepts.
+        if let Ok(Ok(schema)) =
+            serde_json::from_str::<Value>(&self.input_schema).map(Schema::try_from)
+        {
+            return schema;
+        }
+        tracing::error!(tool = %self.local_name, "the input schema does not read as an object; the tool is offered with no parameters");
+        Schema::from(Map::from_iter([("type".to_owned(), Value::from("object"))]))
     }
 
     async fn execute(&self, args: Self::Args) -> ToolOutput {

@@ -124,7 +124,10 @@ pub struct CatalogueRow {
     /// The definition an operator accepted, as canonical JSON; `None` when
     /// none was.
     pub pinned_definition: Option<String>,
-    /// The definition the last import stored, as canonical JSON.
+    /// The definition the last import stored, as canonical JSON: a record
+    /// of what it saw. Pinning compares with the definition rebuilt from the
+    /// columns ([`CatalogueRow::definition`]), so a row changed by hand after
+    /// its import is judged as it is now.
     pub stored_definition: Option<String>,
 }
 
@@ -157,25 +160,56 @@ pub fn tool_definition(
     input_schema: &str,
     annotations: Option<&str>,
 ) -> String {
-    let parse = |text: &str| {
-        serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+    // A text that is not JSON is kept as a JSON string of itself.
+    let canonical = |text: &str| match serde_json::from_str::<Value>(text) {
+        Ok(value) => value.to_string(),
+        Err(_) => Value::from(text).to_string(),
     };
-    let definition = serde_json::json!({
-        "name": remote_name,
-        "description": description,
-        "input_schema": parse(input_schema),
-        "annotations": annotations.map(parse),
-    });
-    // A `Value` of strings and parsed JSON always serialises.
-    serde_json::to_string(&definition).unwrap_or_default()
+    definition_text(
+        remote_name,
+        description,
+        &canonical(input_schema),
+        &annotations.map_or_else(|| "null".to_owned(), canonical),
+    )
+}
+
+/// The layout of a definition: one JSON object, its keys in order, with the
+/// schema and annotations written in as the JSON texts given.
+fn definition_text(
+    remote_name: &str,
+    description: &str,
+    input_schema: &str,
+    annotations: &str,
+) -> String {
+    let mut text = String::with_capacity(
+        64 + remote_name.len() + description.len() + input_schema.len() + annotations.len(),
+    );
+    text.push_str(r#"{"annotations":"#);
+    text.push_str(annotations);
+    text.push_str(r#","description":"#);
+    push_json_string(&mut text, description);
+    text.push_str(r#","input_schema":"#);
+    text.push_str(input_schema);
+    text.push_str(r#","name":"#);
+    push_json_string(&mut text, remote_name);
+    text.push('}');
+    text
+}
+
+/// Appends `value` as a JSON string, escaped as `serde_json` writes it.
+fn push_json_string(text: &mut String, value: &str) {
+    match serde_json::to_string(value) {
+        Ok(quoted) => text.push_str(&quoted),
+        // Writing a `str` to memory cannot fail; were it to, the `Value`'s
+        // own writing gives the same text.
+        Err(_) => text.push_str(&Value::from(value).to_string()),
+    }
 }
 
 impl CatalogueRow {
-    /// The tool's current definition, as [`tool_definition`] writes it.
+    /// The tool's current definition, as [`tool_definition`] writes it from
+    /// the row's columns as they are now.
     pub fn definition(&self) -> String {
-        if let Some(stored) = &self.stored_definition {
-            return stored.clone();
-        }
         tool_definition(
             &self.remote_name,
             &self.description,
@@ -187,15 +221,14 @@ impl CatalogueRow {
     /// Whether the tool is quarantined on a server whose approval is
     /// `approval`: only a server whose approval is off quarantines.
     pub fn quarantine(&self, approval: toolgate::OperatorDeclaration) -> Option<Quarantine> {
-        if approval == toolgate::OperatorDeclaration::ApprovalRequired {
-            return None;
-        }
-        // The same comparison the provider asks the database for.
-        match (&self.pinned_definition, &self.stored_definition) {
-            (None, _) => Some(Quarantine::New),
-            (Some(pinned), Some(stored)) if pinned == stored => None,
-            _ => Some(Quarantine::Changed),
-        }
+        quarantine(
+            approval,
+            self.pinned_definition.as_deref(),
+            &self.remote_name,
+            &self.description,
+            &self.input_schema,
+            self.annotations.as_deref(),
+        )
     }
 
     fn from_row(row: &Row) -> Result<Self, sqlx::Error> {
@@ -230,10 +263,87 @@ pub struct LiveTool {
     pub description: String,
     /// The input schema as stored (JSON text).
     pub input_schema: String,
-    /// True when the tool's definition is not the one an operator accepted
-    /// (see [`CatalogueRow::quarantine`]); it matters only on a server whose
-    /// approval is off.
-    pub unpinned: bool,
+    /// The `annotations` block as stored (JSON text), if any.
+    pub annotations: Option<String>,
+    /// The definition an operator accepted, as canonical JSON; `None` when
+    /// none was.
+    pub pinned_definition: Option<String>,
+}
+
+impl LiveTool {
+    /// Whether the tool is quarantined on a server whose approval is
+    /// `approval` — the same rule as [`CatalogueRow::quarantine`]. Only a
+    /// server whose approval is off quarantines, so only there is the
+    /// definition rebuilt and compared.
+    pub fn quarantine(&self, approval: toolgate::OperatorDeclaration) -> Option<Quarantine> {
+        quarantine(
+            approval,
+            self.pinned_definition.as_deref(),
+            &self.remote_name,
+            &self.description,
+            &self.input_schema,
+            self.annotations.as_deref(),
+        )
+    }
+}
+
+/// The one rule of pinning. On a server whose approval is off, a tool no
+/// operator accepted is new, and a tool whose definition — rebuilt from its
+/// columns as they are now ([`tool_definition`]), never taken from a stored
+/// copy — is not the one pinned has changed; either is quarantined. On a
+/// server whose approval is required nothing is quarantined (every tool asks
+/// anyway), and nothing is compared.
+fn quarantine(
+    approval: toolgate::OperatorDeclaration,
+    pinned: Option<&str>,
+    remote_name: &str,
+    description: &str,
+    input_schema: &str,
+    annotations: Option<&str>,
+) -> Option<Quarantine> {
+    if approval == toolgate::OperatorDeclaration::ApprovalRequired {
+        return None;
+    }
+    match pinned {
+        None => Some(Quarantine::New),
+        Some(pinned)
+            if is_definition(pinned, remote_name, description, input_schema, annotations) =>
+        {
+            None
+        }
+        Some(_) => Some(Quarantine::Changed),
+    }
+}
+
+/// Whether `pinned` is the tool's definition: `pinned ==
+/// tool_definition(…)`, answered without reading the texts into values when
+/// they are stored as the definition writes them.
+///
+/// When the schema and the annotations each read as one JSON value, and the
+/// definition laid out around them *as stored* is `pinned` itself, then each
+/// stored text is exactly the span of `pinned` that holds its field (a JSON
+/// value is never a proper prefix of another value followed by the `,` that
+/// comes next), that span is canonical JSON, and writing it again gives it
+/// back — so `tool_definition` gives `pinned` too. In every other case the
+/// definition is rebuilt and compared; a property test pins that the two
+/// answers never differ.
+fn is_definition(
+    pinned: &str,
+    remote_name: &str,
+    description: &str,
+    input_schema: &str,
+    annotations: Option<&str>,
+) -> bool {
+    let as_stored = crate::json::is_json(input_schema)
+        && annotations.is_none_or(crate::json::is_json)
+        && pinned
+            == definition_text(
+                remote_name,
+                description,
+                input_schema,
+                annotations.unwrap_or("null"),
+            );
+    as_stored || pinned == tool_definition(remote_name, description, input_schema, annotations)
 }
 
 /// What an import changed.
@@ -432,40 +542,31 @@ impl Store {
     /// the columns a provider builds tools from.
     pub async fn live_tools(&self) -> Result<Vec<LiveTool>, StoreError> {
         let mut tools = Vec::new();
+        self.each_live_tool(|tool| tools.push(tool)).await?;
+        Ok(tools)
+    }
+
+    /// [`Store::live_tools`], each row handed to `each` as it is read rather
+    /// than gathered first: a large catalogue is never held twice.
+    pub async fn each_live_tool(&self, mut each: impl FnMut(LiveTool)) -> Result<(), StoreError> {
         Query::new(
             "SELECT server_id, remote_name, local_name, description, input_schema, annotations,
                     pinned_definition
              FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name",
         )
-        .fetch_each(&self.pool, |mut row| {
-            let remote_name: String = row.take(1)?;
-            let description: String = row.take(3)?;
-            let input_schema: String = row.take(4)?;
-            let annotations: Option<String> = row.take(5)?;
-            let pinned: Option<String> = row.take(6)?;
-            // Never pinned is unpinned, with nothing to compare; a pinned
-            // tool is compared with its definition as the row holds it now.
-            let unpinned = pinned.as_deref().is_none_or(|pinned| {
-                pinned
-                    != tool_definition(
-                        &remote_name,
-                        &description,
-                        &input_schema,
-                        annotations.as_deref(),
-                    )
-            });
-            tools.push(LiveTool {
+        .fetch_each(&self.pool, |row| {
+            each(LiveTool {
                 server_id: row.take(0)?,
-                remote_name,
+                remote_name: row.take(1)?,
                 local_name: row.take(2)?,
-                description,
-                input_schema,
-                unpinned,
+                description: row.take(3)?,
+                input_schema: row.take(4)?,
+                annotations: row.take(5)?,
+                pinned_definition: row.take(6)?,
             });
             Ok::<_, StoreError>(())
         })
-        .await?;
-        Ok(tools)
+        .await
     }
 
     /// Every catalogue row that is not orphaned, of every server, by server
@@ -479,5 +580,117 @@ impl Store {
             .iter()
             .map(CatalogueRow::from_row)
             .collect::<Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The definition as earlier builds wrote it — one `Value`, serialised:
+    /// definitions pinned then still compare equal.
+    fn as_a_value(
+        name: &str,
+        description: &str,
+        schema: &str,
+        annotations: Option<&str>,
+    ) -> String {
+        let parse = |text: &str| {
+            serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+        };
+        json!({
+            "name": name,
+            "description": description,
+            "input_schema": parse(schema),
+            "annotations": annotations.map(parse),
+        })
+        .to_string()
+    }
+
+    /// Stored texts near a canonical one: white space, key order, number
+    /// spellings, escapes, and texts that are not JSON at all.
+    fn stored_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(r#"{"properties":{"q":{"type":"string"}},"type":"object"}"#.to_owned()),
+            Just(r#"{"type":"object","properties":{"q":{"type":"string"}}}"#.to_owned()),
+            Just(r#" {"properties":{"q":{"type":"string"}},"type":"object"}"#.to_owned()),
+            Just(r#"{"type":"object","maximum":1.0}"#.to_owned()),
+            Just(r#"{"maximum":1.00,"type":"object"}"#.to_owned()),
+            Just(r#"{"maximum":1.0,"type":"object"}"#.to_owned()),
+            Just(r#"{"type":"obj\u0065ct"}"#.to_owned()),
+            Just(r#"{"type":"object"}"#.to_owned()),
+            Just(r#"{"type":"object"},"name":"x""#.to_owned()),
+            Just("null".to_owned()),
+            Just("not json".to_owned()),
+            Just(r#""quoted""#.to_owned()),
+            "[ -~]{0,12}",
+        ]
+    }
+
+    proptest! {
+        /// The quick answer is the rule's answer: `pinned ==
+        /// tool_definition(…)`, whatever the stored texts and whatever was
+        /// pinned.
+        #[test]
+        fn a_pinned_definition_is_recognised_exactly_as_the_rule_says(
+            name in "[a-z_]{1,6}|x\",\"name\":\"y",
+            description in "[ -~]{0,12}|d\"",
+            schema in stored_text(),
+            annotations in proptest::option::of(stored_text()),
+            pinned_schema in stored_text(),
+            pinned_annotations in proptest::option::of(stored_text()),
+            same_schema in any::<bool>(),
+            same_annotations in any::<bool>(),
+        ) {
+            let pinned_schema = if same_schema { schema.clone() } else { pinned_schema };
+            let pinned_annotations = if same_annotations { annotations.clone() } else { pinned_annotations };
+            let pinned = tool_definition(&name, &description, &pinned_schema, pinned_annotations.as_deref());
+            prop_assert_eq!(
+                is_definition(&pinned, &name, &description, &schema, annotations.as_deref()),
+                pinned == tool_definition(&name, &description, &schema, annotations.as_deref())
+            );
+            // And the rule writes what earlier builds wrote.
+            prop_assert_eq!(&pinned, &as_a_value(&name, &description, &pinned_schema, pinned_annotations.as_deref()));
+        }
+    }
+
+    #[test]
+    fn a_definition_stored_as_written_is_recognised_without_reading_it() {
+        let schema = r#"{"properties":{"q":{"type":"string"}},"type":"object"}"#;
+        let annotations = r#"{"readOnlyHint":true}"#;
+        let pinned = tool_definition("find", "Finds.", schema, Some(annotations));
+        assert_eq!(
+            pinned,
+            definition_text("find", "Finds.", schema, annotations),
+            "a canonical row lays out as its definition"
+        );
+        assert!(is_definition(
+            &pinned,
+            "find",
+            "Finds.",
+            schema,
+            Some(annotations)
+        ));
+        assert!(!is_definition(
+            &pinned,
+            "find",
+            "Finds!",
+            schema,
+            Some(annotations)
+        ));
+        assert!(!is_definition(&pinned, "find", "Finds.", schema, None));
+        // The same schema, stored with its keys in another order: the same
+        // definition, found by rebuilding it.
+        let reordered = r#"{"type":"object","properties":{"q":{"type":"string"}}}"#;
+        assert!(is_definition(
+            &pinned,
+            "find",
+            "Finds.",
+            reordered,
+            Some(annotations)
+        ));
     }
 }

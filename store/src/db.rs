@@ -294,11 +294,12 @@ impl Query {
     }
 
     /// Every row, handed to `each` as it arrives rather than gathered
-    /// first: a large result is never held twice.
+    /// first: a large result is never held twice. The one [`Row`] handed
+    /// over is refilled for each row; take what you keep out of it.
     pub(crate) async fn fetch_each<E>(
         self,
         pool: &Pool,
-        mut each: impl FnMut(Row) -> Result<(), E>,
+        mut each: impl FnMut(&mut Row) -> Result<(), E>,
     ) -> Result<(), E>
     where
         E: From<sqlx::Error>,
@@ -646,23 +647,54 @@ impl ReadRow for SqliteRow {
         }
         // The value's own storage class, not the column's declared type: a
         // text '0' in an untyped column stays text.
-        let type_info = raw.type_info();
-        let class = type_info.name();
+        let Some(kind) = Kind::of_sqlite(raw.type_info().name()) else {
+            let class = raw.type_info().name().to_owned();
+            return Err(decode_error(
+                i,
+                format!("unexpected storage class {class}").into(),
+            ));
+        };
+        // Decoded once, from the value just classified.
+        let decoded = match kind {
+            Kind::Text => <String as sqlx::Decode<Sqlite>>::decode(raw).map(Val::Text),
+            Kind::Int => <i64 as sqlx::Decode<Sqlite>>::decode(raw).map(Val::Int),
+            Kind::Real => <f64 as sqlx::Decode<Sqlite>>::decode(raw).map(Val::Real),
+            Kind::Blob => <Vec<u8> as sqlx::Decode<Sqlite>>::decode(raw).map(Val::Blob),
+        };
+        decoded.map_err(|source| decode_error(i, source))
+    }
+}
+
+/// The plain value a column's value is read into.
+enum Kind {
+    Text,
+    Int,
+    Real,
+    Blob,
+}
+
+impl Kind {
+    /// The value an SQLite storage class is read into.
+    fn of_sqlite(class: &str) -> Option<Self> {
         let is = |name: &str| class.eq_ignore_ascii_case(name);
-        Ok(if is("TEXT") {
-            Val::Text(self.try_get(i)?)
+        Some(if is("TEXT") {
+            Kind::Text
         } else if is("INTEGER") || is("INT4") || is("BOOLEAN") {
-            Val::Int(self.try_get(i)?)
+            Kind::Int
         } else if is("REAL") {
-            Val::Real(self.try_get(i)?)
+            Kind::Real
         } else if is("BLOB") {
-            Val::Blob(self.try_get(i)?)
+            Kind::Blob
         } else {
-            return Err(sqlx::Error::ColumnDecode {
-                index: i.to_string(),
-                source: format!("unexpected storage class {class}").into(),
-            });
+            return None;
         })
+    }
+}
+
+fn decode_error(index: usize, source: sqlx::error::BoxDynError) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: index.to_string(),
+        source,
     }
 }
 
@@ -674,31 +706,26 @@ impl ReadRow for PgRow {
         if raw.is_null() {
             return Ok(Val::Null);
         }
-        let type_info = raw.type_info();
-        Ok(match type_info.name() {
-            "INT8" => Val::Int(self.try_get(i)?),
-            "INT4" => Val::Int(i64::from(self.try_get::<i32, _>(i)?)),
-            "INT2" => Val::Int(i64::from(self.try_get::<i16, _>(i)?)),
-            "BOOL" => Val::Int(i64::from(self.try_get::<bool, _>(i)?)),
-            "FLOAT8" => Val::Real(self.try_get(i)?),
-            "FLOAT4" => Val::Real(f64::from(self.try_get::<f32, _>(i)?)),
-            "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => Val::Text(self.try_get(i)?),
-            "BYTEA" => Val::Blob(self.try_get(i)?),
-            ty => {
-                // An enumerated type's value is its label, as text on the wire.
-                let label = raw
-                    .as_str()
-                    .map_err(|source| sqlx::Error::ColumnDecode {
-                        index: i.to_string(),
-                        source,
-                    })?
-                    .to_owned();
-                Val::Label {
-                    ty: ty.to_owned(),
-                    label,
-                }
+        let type_info = raw.type_info().into_owned();
+        // Decoded once, from the value just typed.
+        let decoded = match type_info.name() {
+            "INT8" => <i64 as sqlx::Decode<Postgres>>::decode(raw).map(Val::Int),
+            "INT4" => <i32 as sqlx::Decode<Postgres>>::decode(raw).map(|v| Val::Int(v.into())),
+            "INT2" => <i16 as sqlx::Decode<Postgres>>::decode(raw).map(|v| Val::Int(v.into())),
+            "BOOL" => <bool as sqlx::Decode<Postgres>>::decode(raw).map(|v| Val::Int(v.into())),
+            "FLOAT8" => <f64 as sqlx::Decode<Postgres>>::decode(raw).map(Val::Real),
+            "FLOAT4" => <f32 as sqlx::Decode<Postgres>>::decode(raw).map(|v| Val::Real(v.into())),
+            "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => {
+                <String as sqlx::Decode<Postgres>>::decode(raw).map(Val::Text)
             }
-        })
+            "BYTEA" => <Vec<u8> as sqlx::Decode<Postgres>>::decode(raw).map(Val::Blob),
+            // An enumerated type's value is its label, as text on the wire.
+            ty => raw.as_str().map(|label| Val::Label {
+                ty: ty.to_owned(),
+                label: label.to_owned(),
+            }),
+        };
+        decoded.map_err(|source| decode_error(i, source))
     }
 }
 
@@ -706,17 +733,46 @@ impl ReadRow for PgRow {
 /// the column names shared by all of them.
 async fn each_row<R: ReadRow, E: From<sqlx::Error>>(
     rows: impl futures_util::Stream<Item = Result<R, sqlx::Error>>,
-    each: &mut impl FnMut(Row) -> Result<(), E>,
+    each: &mut impl FnMut(&mut Row) -> Result<(), E>,
 ) -> Result<(), E> {
     use futures_util::TryStreamExt as _;
     let mut rows = std::pin::pin!(rows);
-    let mut names = None;
-    while let Some(row) = rows.try_next().await? {
-        let names = names.get_or_insert_with(|| names_of(&row)).clone();
-        each(read_with(&row, names)?)?;
+    // Rows are taken off the driver's stream a batch at a time, then read:
+    // a driver that produces rows on another thread (SQLite's worker) is
+    // woken once a batch rather than once a row, and no more than a batch
+    // is ever held besides what `each` keeps.
+    let mut batch = Vec::with_capacity(ROWS_PER_BATCH);
+    // One row of plain values, refilled for each row the driver hands over.
+    let mut read: Option<Row> = None;
+    loop {
+        while batch.len() < ROWS_PER_BATCH {
+            match rows.try_next().await? {
+                Some(row) => batch.push(row),
+                None => break,
+            }
+        }
+        let last = batch.len() < ROWS_PER_BATCH;
+        for row in batch.drain(..) {
+            let read = read.get_or_insert_with(|| Row {
+                names: names_of(&row),
+                values: Vec::new(),
+                backend: R::BACKEND,
+            });
+            read.values.clear();
+            for i in 0..read.names.len() {
+                read.values.push(row.read(i)?);
+            }
+            each(read)?;
+        }
+        if last {
+            return Ok(());
+        }
     }
-    Ok(())
 }
+
+/// How many rows [`each_row`] takes off a driver's stream before reading
+/// them.
+const ROWS_PER_BATCH: usize = 256;
 
 fn names_of<R: sqlx::Row>(row: &R) -> Arc<[String]> {
     row.columns().iter().map(|c| c.name().to_owned()).collect()

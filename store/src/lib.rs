@@ -36,6 +36,7 @@ mod class;
 mod db;
 mod flag;
 mod host;
+pub mod json;
 mod runs;
 mod servers;
 
