@@ -4,7 +4,9 @@
 //! ([`gate::judge`]) over its facts: a typed tool's facts are read off its
 //! types, a hand-erased tool's off its [`DynTool`] answers. Those answers are
 //! read once and kept, so a tool cannot answer one thing at boot and another
-//! at the scan.
+//! at the scan. A typed tool's parameter schema is read once too, when it is
+//! first needed rather than at erasure (a large catalogue builds only the
+//! schemas of the tools it offers), and kept from then on.
 
 use std::fmt;
 use std::future::Future;

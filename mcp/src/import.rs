@@ -157,7 +157,10 @@ async fn list_and_store(
     let mut names = HashSet::new();
     for tool in &listed {
         let remote = tool.name.to_string();
-        let object = crate::names::is_object_schema(tool.input_schema.get("type"));
+        let input_schema = serde_json::Value::Object((*tool.input_schema).clone());
+        // The schema as it will be stored and read back at hydration, judged
+        // by the same reading.
+        let object = crate::names::is_object_schema_text(&input_schema.to_string());
         let mapped = local_name(&server, &remote).and_then(|local| {
             if !object {
                 Err(SkipReason::SchemaNotAnObject)
@@ -172,7 +175,7 @@ async fn list_and_store(
                 remote_name: remote,
                 local_name,
                 description: tool.description.as_deref().unwrap_or_default().to_owned(),
-                input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
+                input_schema,
                 annotations: tool
                     .annotations
                     .as_ref()

@@ -67,21 +67,16 @@ impl fmt::Display for SkipReason {
 }
 
 /// Whether a remote tool's input schema is one MCP allows, from its
-/// `"type"` field: `"object"`. The one check, at import and at hydration.
-pub(crate) fn is_object_schema(type_field: Option<&serde_json::Value>) -> bool {
-    is_object_type(type_field.and_then(serde_json::Value::as_str))
-}
-
-/// The rule behind [`is_object_schema`], on the `"type"` field as a string
-/// (`None` when it is absent or not a string).
+/// `"type"` field as a string (`None` when it is absent or not a string):
+/// `"object"`. The one rule, at import and at hydration.
 pub(crate) fn is_object_type(type_field: Option<&str>) -> bool {
     type_field == Some("object")
 }
 
 /// Whether a stored input schema (JSON text) reads as a JSON object whose
-/// `"type"` passes [`is_object_schema`], checked without building it
+/// `"type"` passes [`is_object_type`], checked without building it
 /// ([`toolgate_store::json::read`]): a text this accepts always reads into a
-/// [`serde_json::Value`] later.
+/// [`serde_json::Value`] later, as the object it literally is.
 pub(crate) fn is_object_schema_text(text: &str) -> bool {
     matches!(
         toolgate_store::json::read(text, is_object_type),

@@ -186,7 +186,7 @@ async fn a_schema_edited_by_hand_is_read_as_a_value_would_read_it() {
         "[".repeat(130),
         "]".repeat(130)
     );
-    let cases: [(&str, &str, bool); 11] = [
+    let cases: [(&str, &str, bool); 13] = [
         (
             "escaped",
             r#"{"type":"obj\u0065ct","properties":{"q":{"type":"string"}}}"#,
@@ -218,6 +218,18 @@ async fn a_schema_edited_by_hand_is_read_as_a_value_would_read_it() {
             r#"{"properties":{"type":"object"}}"#,
             false,
         ),
+        // A key serde_json reserves: a `Value` does not read the text as the
+        // object it is (it refuses this one, and would unwrap another).
+        (
+            "reserved_key",
+            r#"{"$serde_json::private::RawValue":"x","type":"object"}"#,
+            false,
+        ),
+        (
+            "reserved_nested",
+            r#"{"type":"object","properties":{"$serde_json::private::RawValue":"{}"}}"#,
+            false,
+        ),
     ];
     let tools: Vec<ImportedTool> = cases
         .iter()
@@ -247,7 +259,9 @@ async fn a_schema_edited_by_hand_is_read_as_a_value_would_read_it() {
         let tool = built.iter().find(|t| t.name() == local);
         assert_eq!(tool.is_some(), *usable, "{name}: {schema}");
         // What a `Value` makes of the text is what the rule decided on.
-        let value = serde_json::from_str::<Value>(schema).ok();
+        let value = serde_json::from_str::<Value>(schema)
+            .ok()
+            .filter(|_| !schema.contains("$serde_json::private::"));
         assert_eq!(
             value
                 .as_ref()
@@ -391,6 +405,117 @@ async fn a_pinned_row_changed_by_hand_is_quarantined_everywhere() {
             ("srv.kept", None)
         ]
     );
+}
+
+/// Rows whose pinned text is not what the rule writes for the row as it is
+/// now stay quarantined: a schema whose canonical form reads differently
+/// from itself, and a pinned text written by hand to match the stored texts
+/// rather than what the rule writes for them.
+#[tokio::test]
+async fn a_pin_that_is_not_the_rules_definition_does_not_pass() {
+    let dir = temp();
+    let store = store_with_server(&dir).await;
+    let tools: Vec<ImportedTool> = ["reserved", "by_hand", "kept"]
+        .into_iter()
+        .map(|name| ImportedTool {
+            remote_name: name.into(),
+            local_name: format!("srv.{name}"),
+            description: "A tool.".into(),
+            input_schema: json!({"type": "object"}),
+            annotations: None,
+        })
+        .collect();
+    store
+        .replace_catalogue("srv", &tools)
+        .await
+        .expect("`replace_catalogue` succeeds");
+    // Pinned while the schema read as a `Value` (whose writing puts the
+    // reserved key first)…
+    edit(
+        &store,
+        "input_schema",
+        "reserved",
+        r#"{"type":"object","$serde_json::private::RawValue":"x"}"#,
+    )
+    .await;
+    store
+        .set_approval("srv", OperatorDeclaration::NoApproval)
+        .await
+        .expect("approval is turned off");
+    // …then changed to that writing, which a `Value` no longer reads.
+    edit(
+        &store,
+        "input_schema",
+        "reserved",
+        r#"{"$serde_json::private::RawValue":"x","type":"object"}"#,
+    )
+    .await;
+    // A schema spelled otherwise than serde_json spells it, and a pinned
+    // text that copies that spelling.
+    edit(
+        &store,
+        "input_schema",
+        "by_hand",
+        r#"{"type":"object","a":1e0}"#,
+    )
+    .await;
+    edit(
+        &store,
+        "pinned_definition",
+        "by_hand",
+        r#"{"annotations":null,"description":"A tool.","input_schema":{"type":"object","a":1e0},"name":"by_hand"}"#,
+    )
+    .await;
+    let catalogue = store.catalogue("srv").await.expect("the catalogue reads");
+    let quarantined: Vec<(&str, Option<toolgate_store::Quarantine>)> = catalogue
+        .iter()
+        .map(|row| {
+            let why = row.quarantine(OperatorDeclaration::NoApproval);
+            assert_eq!(
+                why.is_none(),
+                row.pinned_definition.as_deref() == Some(row.definition().as_str()),
+                "the rule, for {}",
+                row.local_name
+            );
+            (row.local_name.as_str(), why)
+        })
+        .collect();
+    assert_eq!(
+        quarantined,
+        [
+            ("srv.by_hand", Some(toolgate_store::Quarantine::Changed)),
+            ("srv.kept", None),
+            ("srv.reserved", Some(toolgate_store::Quarantine::Changed)),
+        ]
+    );
+    let (built, skipped) = build(&store).await;
+    // A schema with a reserved key is not one a tool is built from at all.
+    assert_eq!(
+        skipped
+            .iter()
+            .map(|s| (s.local_name.as_str(), &s.reason))
+            .collect::<Vec<_>>(),
+        [("srv.reserved", &SkipReason::SchemaNotAnObject)]
+    );
+    let asks = |name: &str| {
+        built
+            .iter()
+            .find(|t| t.name() == name)
+            .map(|t| t.ruling().pause == Pause::Approval)
+    };
+    assert_eq!(asks("srv.by_hand"), Some(true));
+    assert_eq!(asks("srv.kept"), Some(false));
+}
+
+async fn edit(store: &Store, column: &str, remote: &str, text: &str) {
+    toolgate_store::Query::new(format!(
+        "UPDATE mcp_tool SET {column} = ? WHERE remote_name = ?"
+    ))
+    .bind(text)
+    .bind(remote)
+    .execute_on(store)
+    .await
+    .expect("the row is edited");
 }
 
 #[tokio::test]

@@ -152,8 +152,10 @@ impl Quarantine {
 }
 
 /// A tool's definition as pinned: its name, description, input schema and
-/// annotations, as canonical JSON (keys sorted). The one rule for what an
-/// operator accepts and what quarantine compares.
+/// annotations, as canonical JSON — one object, as `serde_json` writes a
+/// `Value` (without its `preserve_order` feature, keys sorted); a stored
+/// text that does not read as JSON is kept as a JSON string of itself. The
+/// one rule for what an operator accepts and what quarantine compares.
 pub fn tool_definition(
     remote_name: &str,
     description: &str,
@@ -319,14 +321,13 @@ fn quarantine(
 /// tool_definition(…)`, answered without reading the texts into values when
 /// they are stored as the definition writes them.
 ///
-/// When the schema and the annotations each read as one JSON value, and the
-/// definition laid out around them *as stored* is `pinned` itself, then each
-/// stored text is exactly the span of `pinned` that holds its field (a JSON
-/// value is never a proper prefix of another value followed by the `,` that
-/// comes next), that span is canonical JSON, and writing it again gives it
-/// back — so `tool_definition` gives `pinned` too. In every other case the
-/// definition is rebuilt and compared; a property test pins that the two
-/// answers never differ.
+/// When the schema and the annotations are each canonical — exactly what
+/// `serde_json` writes for what they read as ([`crate::json::is_canonical`])
+/// — `tool_definition` writes them back unchanged, so laying the definition
+/// out around them as stored *is* `tool_definition(…)`, and comparing that
+/// with `pinned` is the rule itself, whatever `pinned` holds. In every other
+/// case the definition is rebuilt and compared; a property test pins that the
+/// two answers never differ.
 fn is_definition(
     pinned: &str,
     remote_name: &str,
@@ -334,16 +335,17 @@ fn is_definition(
     input_schema: &str,
     annotations: Option<&str>,
 ) -> bool {
-    let as_stored = crate::json::is_json(input_schema)
-        && annotations.is_none_or(crate::json::is_json)
-        && pinned
+    if crate::json::is_canonical(input_schema) && annotations.is_none_or(crate::json::is_canonical)
+    {
+        return pinned
             == definition_text(
                 remote_name,
                 description,
                 input_schema,
                 annotations.unwrap_or("null"),
             );
-    as_stored || pinned == tool_definition(remote_name, description, input_schema, annotations)
+    }
+    pinned == tool_definition(remote_name, description, input_schema, annotations)
 }
 
 /// What an import changed.
@@ -623,6 +625,11 @@ mod tests {
             Just(r#"{"type":"obj\u0065ct"}"#.to_owned()),
             Just(r#"{"type":"object"}"#.to_owned()),
             Just(r#"{"type":"object"},"name":"x""#.to_owned()),
+            Just(r#"{"type":"object","a":1e0}"#.to_owned()),
+            Just(r#"{"a":1.0,"type":"object"}"#.to_owned()),
+            Just(r#"{"type":"object","$serde_json::private::RawValue":"x"}"#.to_owned()),
+            Just(r#"{"$serde_json::private::RawValue":"x","type":"object"}"#.to_owned()),
+            Just(r#"{"$serde_json::private::RawValue":"{\"type\":\"object\"}"}"#.to_owned()),
             Just("null".to_owned()),
             Just("not json".to_owned()),
             Just(r#""quoted""#.to_owned()),
@@ -644,16 +651,24 @@ mod tests {
             pinned_annotations in proptest::option::of(stored_text()),
             same_schema in any::<bool>(),
             same_annotations in any::<bool>(),
+            written_by_hand in any::<bool>(),
         ) {
             let pinned_schema = if same_schema { schema.clone() } else { pinned_schema };
             let pinned_annotations = if same_annotations { annotations.clone() } else { pinned_annotations };
             let pinned = tool_definition(&name, &description, &pinned_schema, pinned_annotations.as_deref());
+            // And the rule writes what earlier builds wrote.
+            prop_assert_eq!(&pinned, &as_a_value(&name, &description, &pinned_schema, pinned_annotations.as_deref()));
+            // A pinned text written into the database by hand need not be
+            // one the rule writes: here, the row's texts laid out as stored.
+            let pinned = if written_by_hand {
+                definition_text(&name, &description, &pinned_schema, pinned_annotations.as_deref().unwrap_or("null"))
+            } else {
+                pinned
+            };
             prop_assert_eq!(
                 is_definition(&pinned, &name, &description, &schema, annotations.as_deref()),
                 pinned == tool_definition(&name, &description, &schema, annotations.as_deref())
             );
-            // And the rule writes what earlier builds wrote.
-            prop_assert_eq!(&pinned, &as_a_value(&name, &description, &pinned_schema, pinned_annotations.as_deref()));
         }
     }
 
