@@ -4,9 +4,10 @@
 //! ([`gate::judge`]) over its facts: a typed tool's facts are read off its
 //! types, a hand-erased tool's off its [`DynTool`] answers. Those answers are
 //! read once and kept, so a tool cannot answer one thing at boot and another
-//! at the scan. A typed tool's parameter schema is read once too, when it is
-//! first needed rather than at erasure (a large catalogue builds only the
-//! schemas of the tools it offers), and kept from then on.
+//! at the scan. A tool's parameter schema (and a hand-erased tool's
+//! description) is read once too, when it is first needed rather than at
+//! erasure (a large catalogue builds only the schemas of the tools it
+//! offers), and kept from then on.
 
 use std::fmt;
 use std::future::Future;
@@ -39,9 +40,11 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait DynTool: Send + Sync + 'static {
     /// The name the model calls the tool by.
     fn name(&self) -> &str;
-    /// What the tool does, as the model reads it.
+    /// What the tool does, as the model reads it. Asked once, when first
+    /// needed, and kept.
     fn description(&self) -> &str;
-    /// The parameter schema the model sees.
+    /// The parameter schema the model sees. Asked once, when first needed,
+    /// and kept.
     fn parameters(&self) -> &Schema;
     /// Where the body lives.
     fn origin(&self) -> Origin;
@@ -125,7 +128,11 @@ impl ErasedTool {
         let name = Box::from(tool.name());
         let server = tool.server().map(Box::from);
         Self::assemble(
-            Box::new(HandErased(tool)),
+            Box::new(HandErased {
+                tool,
+                description: OnceLock::new(),
+                parameters: OnceLock::new(),
+            }),
             name,
             server,
             facts,
@@ -262,16 +269,25 @@ impl<T: Execute> Body for Typed<T> {
     }
 }
 
-struct HandErased(Arc<dyn DynTool>);
+/// A hand-erased tool. Its description and parameter schema are asked for
+/// once each, when first needed, and kept: a tool cannot show a model or a
+/// reviewer one schema and later another.
+struct HandErased {
+    tool: Arc<dyn DynTool>,
+    description: OnceLock<Box<str>>,
+    parameters: OnceLock<Schema>,
+}
 
 impl Body for HandErased {
     fn description(&self) -> &str {
-        self.0.description()
+        self.description
+            .get_or_init(|| Box::from(self.tool.description()))
     }
     fn parameters(&self) -> &Schema {
-        self.0.parameters()
+        self.parameters
+            .get_or_init(|| self.tool.parameters().clone())
     }
     fn execute(&self, arguments: Value) -> BoxFuture<'_, ToolOutput> {
-        self.0.execute(arguments)
+        self.tool.execute(arguments)
     }
 }
