@@ -125,22 +125,15 @@ async fn for_all_81_hint_combinations_the_decision_depends_on_the_flag_alone() {
 async fn rows_whose_schema_is_not_an_object_or_whose_name_was_edited_supply_nothing() {
     let dir = temp();
     let store = store_with_server(&dir).await;
-    let tools: Vec<ImportedTool> = ["good", "array_schema", "renamed"]
-        .into_iter()
-        .map(|name| ImportedTool {
-            remote_name: name.into(),
-            local_name: format!("srv.{name}"),
-            description: "A tool.".into(),
-            input_schema: json!({"type": "object"}),
-            annotations: None,
-        })
-        .collect();
-    store
-        .replace_catalogue("srv", &tools)
-        .await
-        .expect("`replace_catalogue` succeeds");
-    let edited = sqlx_edit(&store).await;
-    assert!(edited);
+    import(
+        &store,
+        &["good", "array_schema", "renamed"],
+        json!({"type": "object"}),
+        None,
+    )
+    .await;
+    edit(&store, "input_schema", "array_schema", "[1, 2]").await;
+    edit(&store, "local_name", "renamed", "builtin_name").await;
     let (built, skipped) = build(&store).await;
     let names: Vec<&str> = built.iter().map(ErasedTool::name).collect();
     assert_eq!(names, ["srv.good"]);
@@ -158,20 +151,6 @@ async fn rows_whose_schema_is_not_an_object_or_whose_name_was_edited_supply_noth
             ("srv.array_schema".to_owned(), SkipReason::SchemaNotAnObject),
         ]
     );
-}
-
-async fn sqlx_edit(store: &Store) -> bool {
-    let schema = toolgate_store::Query::new(
-        "UPDATE mcp_tool SET input_schema = '[1, 2]' WHERE remote_name = 'array_schema'",
-    )
-    .execute_on(store)
-    .await;
-    let renamed = toolgate_store::Query::new(
-        "UPDATE mcp_tool SET local_name = 'builtin_name' WHERE remote_name = 'renamed'",
-    )
-    .execute_on(store)
-    .await;
-    schema.is_ok() && renamed.is_ok()
 }
 
 /// Schemas written into rows by hand: a tool is built only from a text that
@@ -231,27 +210,10 @@ async fn a_schema_edited_by_hand_is_read_as_a_value_would_read_it() {
             false,
         ),
     ];
-    let tools: Vec<ImportedTool> = cases
-        .iter()
-        .map(|(name, _, _)| ImportedTool {
-            remote_name: (*name).into(),
-            local_name: format!("srv.{name}"),
-            description: "A tool.".into(),
-            input_schema: json!({"type": "object"}),
-            annotations: None,
-        })
-        .collect();
-    store
-        .replace_catalogue("srv", &tools)
-        .await
-        .expect("`replace_catalogue` succeeds");
+    let names: Vec<&str> = cases.iter().map(|(name, _, _)| *name).collect();
+    import(&store, &names, json!({"type": "object"}), None).await;
     for (name, schema, _) in &cases {
-        toolgate_store::Query::new("UPDATE mcp_tool SET input_schema = ? WHERE remote_name = ?")
-            .bind(*schema)
-            .bind(*name)
-            .execute_on(&store)
-            .await
-            .expect("the row is edited");
+        edit(&store, "input_schema", name, schema).await;
     }
     let (built, skipped) = build(&store).await;
     for (name, schema, usable) in &cases {
@@ -287,32 +249,20 @@ async fn a_schema_edited_by_hand_is_read_as_a_value_would_read_it() {
 async fn a_local_name_edited_by_hand_supplies_nothing() {
     let dir = temp();
     let store = store_with_server(&dir).await;
-    let tools: Vec<ImportedTool> = ["a", "b", "c", "d", "e"]
-        .into_iter()
-        .map(|name| ImportedTool {
-            remote_name: name.into(),
-            local_name: format!("srv.{name}"),
-            description: "A tool.".into(),
-            input_schema: json!({"type": "object"}),
-            annotations: None,
-        })
-        .collect();
-    store
-        .replace_catalogue("srv", &tools)
-        .await
-        .expect("`replace_catalogue` succeeds");
+    import(
+        &store,
+        &["a", "b", "c", "d", "e"],
+        json!({"type": "object"}),
+        None,
+    )
+    .await;
     for (remote, local) in [
         ("b", "srv.bb"),
         ("c", "sr.c"),
         ("d", "srv_d"),
         ("e", "srv.e "),
     ] {
-        toolgate_store::Query::new("UPDATE mcp_tool SET local_name = ? WHERE remote_name = ?")
-            .bind(local)
-            .bind(remote)
-            .execute_on(&store)
-            .await
-            .expect("the row is edited");
+        edit(&store, "local_name", remote, local).await;
     }
     let (built, skipped) = build(&store).await;
     let names: Vec<&str> = built.iter().map(ErasedTool::name).collect();
@@ -354,20 +304,13 @@ async fn a_local_name_edited_by_hand_supplies_nothing() {
 async fn a_pinned_row_changed_by_hand_is_quarantined_everywhere() {
     let dir = temp();
     let store = store_with_server(&dir).await;
-    let tools: Vec<ImportedTool> = ["kept", "edited"]
-        .into_iter()
-        .map(|name| ImportedTool {
-            remote_name: name.into(),
-            local_name: format!("srv.{name}"),
-            description: "A tool.".into(),
-            input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
-            annotations: Some(json!({"readOnlyHint": true})),
-        })
-        .collect();
-    store
-        .replace_catalogue("srv", &tools)
-        .await
-        .expect("`replace_catalogue` succeeds");
+    import(
+        &store,
+        &["kept", "edited"],
+        json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        Some(json!({"readOnlyHint": true})),
+    )
+    .await;
     store
         .set_approval("srv", OperatorDeclaration::NoApproval)
         .await
@@ -415,20 +358,13 @@ async fn a_pinned_row_changed_by_hand_is_quarantined_everywhere() {
 async fn a_pin_that_is_not_the_rules_definition_does_not_pass() {
     let dir = temp();
     let store = store_with_server(&dir).await;
-    let tools: Vec<ImportedTool> = ["reserved", "by_hand", "kept"]
-        .into_iter()
-        .map(|name| ImportedTool {
-            remote_name: name.into(),
-            local_name: format!("srv.{name}"),
-            description: "A tool.".into(),
-            input_schema: json!({"type": "object"}),
-            annotations: None,
-        })
-        .collect();
-    store
-        .replace_catalogue("srv", &tools)
-        .await
-        .expect("`replace_catalogue` succeeds");
+    import(
+        &store,
+        &["reserved", "by_hand", "kept"],
+        json!({"type": "object"}),
+        None,
+    )
+    .await;
     // Pinned while the schema read as a `Value` (whose writing puts the
     // reserved key first)…
     edit(
@@ -507,6 +443,27 @@ async fn a_pin_that_is_not_the_rules_definition_does_not_pass() {
     assert_eq!(asks("srv.kept"), Some(false));
 }
 
+/// Imports tools of these remote names into `srv`, under their local names,
+/// each described "A tool." with this schema and these annotations.
+async fn import(store: &Store, names: &[&str], schema: Value, annotations: Option<Value>) {
+    let tools: Vec<ImportedTool> = names
+        .iter()
+        .map(|name| ImportedTool {
+            remote_name: (*name).into(),
+            local_name: format!("srv.{name}"),
+            description: "A tool.".into(),
+            input_schema: schema.clone(),
+            annotations: annotations.clone(),
+        })
+        .collect();
+    store
+        .replace_catalogue("srv", &tools)
+        .await
+        .expect("`replace_catalogue` succeeds");
+}
+
+/// Writes `text` into a column of the row of `remote`, as a hand in the
+/// database would.
 async fn edit(store: &Store, column: &str, remote: &str, text: &str) {
     toolgate_store::Query::new(format!(
         "UPDATE mcp_tool SET {column} = ? WHERE remote_name = ?"
@@ -522,17 +479,7 @@ async fn edit(store: &Store, column: &str, remote: &str, text: &str) {
 async fn inert_servers_supply_nothing_even_with_a_catalogue() {
     let dir = temp();
     let store = store_with_server(&dir).await;
-    let tools = [ImportedTool {
-        remote_name: "x".into(),
-        local_name: "srv.x".into(),
-        description: "A tool.".into(),
-        input_schema: json!({"type": "object"}),
-        annotations: None,
-    }];
-    store
-        .replace_catalogue("srv", &tools)
-        .await
-        .expect("`replace_catalogue` succeeds");
+    import(&store, &["x"], json!({"type": "object"}), None).await;
     assert_eq!(build(&store).await.0.len(), 1);
     store
         .set_enabled("srv", false)
