@@ -165,26 +165,10 @@ pub(crate) fn registry(
         .builtin(ReadFile(workspace.clone()))
         .builtin(WriteFile(workspace.clone()))
         .builtin(DraftRelease)
-        .provider(Shared(Arc::clone(&provider)))
+        .provider(Arc::clone(&provider))
         .build()
         .map_err(|e| e.to_string())?;
     Ok((registry, provider))
-}
-
-/// Hands a shared provider to the registry, so the host can close its
-/// connections when done.
-struct Shared(Arc<McpProvider>);
-
-impl toolgate::registry::ToolProvider for Shared {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-    fn provide(
-        &self,
-    ) -> BoxFuture<'_, Result<Vec<toolgate::erased::ErasedTool>, toolgate::registry::ProviderError>>
-    {
-        self.0.provide()
-    }
 }
 
 /// The demo's model: a script whose next reply depends only on how many

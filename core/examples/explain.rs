@@ -12,7 +12,7 @@ use toolgate::{
     Execute, OperatorDeclaration, Registry, RemoteApproval, RemoteTool, Tool, ToolOutput,
     erased::{BoxFuture, DynTool, ErasedTool},
     gate::{Effect, Origin},
-    registry::{ProviderError, ToolProvider},
+    registry::{ProviderError, Revision, ToolProvider},
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -142,6 +142,9 @@ impl ToolProvider for Servers {
                 }),
             ])
         })
+    }
+    fn revision(&self) -> BoxFuture<'_, Result<Revision, ProviderError>> {
+        Box::pin(async { Ok(Revision::Fixed) })
     }
 }
 

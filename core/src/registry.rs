@@ -30,22 +30,79 @@ pub fn tool_name_problem(name: &str) -> Option<&'static str> {
 /// Supplies tools that exist because configuration exists (an MCP server's
 /// stored catalogue, say). Asked on first use of the registry, and again
 /// when its revision moves.
+///
+/// Every provider says how its tools change: there is no default
+/// [`revision`](ToolProvider::revision), so a provider whose tools follow an
+/// operator's changes cannot be written (or wrapped) in a way that silently
+/// never asks again. A shared provider is registered as an `Arc`, which
+/// forwards all three methods:
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolgate::erased::{BoxFuture, ErasedTool};
+/// use toolgate::registry::{ProviderError, Registry, Revision, ToolProvider};
+///
+/// struct Fixed;
+///
+/// impl ToolProvider for Fixed {
+///     fn name(&self) -> &str {
+///         "fixed"
+///     }
+///     fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>> {
+///         Box::pin(async { Ok(Vec::new()) })
+///     }
+///     fn revision(&self) -> BoxFuture<'_, Result<Revision, ProviderError>> {
+///         Box::pin(async { Ok(Revision::Fixed) })
+///     }
+/// }
+///
+/// let shared = Arc::new(Fixed);
+/// let registry = Registry::builder().provider(Arc::clone(&shared)).build();
+/// assert!(registry.is_ok());
+/// ```
 pub trait ToolProvider: Send + Sync + 'static {
     /// A name for logs and `explain`.
     fn name(&self) -> &str;
     /// The provider's tools. A failure costs only this provider's tools.
     fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>>;
 
-    /// A number that changes whenever what [`ToolProvider::provide`] would
-    /// return may have changed — an operator's change to a server's
-    /// declaration, data class or catalogue, say. The registry reads it once
-    /// per offer (once per turn of a run, never per call) and asks the
-    /// provider again when it moved, so that a tightening reaches a running
-    /// host at its next turn. `Ok(None)`, the default, means the tools never
-    /// change: the provider is asked once. A revision that cannot be read
-    /// counts as moved.
-    fn revision(&self) -> BoxFuture<'_, Result<Option<u64>, ProviderError>> {
-        Box::pin(async { Ok(None) })
+    /// How the provider's tools change: [`Revision::At`] a number that
+    /// changes whenever what [`ToolProvider::provide`] would return may have
+    /// changed — an operator's change to a server's declaration, data class
+    /// or catalogue, say — or [`Revision::Fixed`] for tools that never change.
+    /// The registry reads it once per offer (once per turn of a run, never
+    /// per call) and asks the provider again when it moved, so that a
+    /// tightening reaches a running host at its next turn. A revision that
+    /// cannot be read counts as moved.
+    ///
+    /// A wrapper around another provider forwards this method: a wrapper
+    /// that answered [`Revision::Fixed`] for a provider whose tools change
+    /// would keep serving tools an operator revoked.
+    fn revision(&self) -> BoxFuture<'_, Result<Revision, ProviderError>>;
+}
+
+/// How a provider's tools change; see [`ToolProvider::revision`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Revision {
+    /// The tools never change while the provider lives: it is asked once.
+    Fixed,
+    /// The tools as of this number; a different number means they may have
+    /// changed, and the provider is asked again.
+    At(u64),
+}
+
+/// A shared provider: every method is the inner provider's, so a host that
+/// keeps a handle (to close its connections, say) loses nothing by
+/// registering it.
+impl<P: ToolProvider + ?Sized> ToolProvider for Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>> {
+        (**self).provide()
+    }
+    fn revision(&self) -> BoxFuture<'_, Result<Revision, ProviderError>> {
+        (**self).revision()
     }
 }
 
@@ -385,10 +442,11 @@ pub struct Registry {
     resolved: tokio::sync::Mutex<Option<Resolved>>,
 }
 
-/// A catalogue and the providers' revisions it was built at.
+/// A catalogue and the providers' revisions it was built at (`None`: the
+/// revision could not be read, so it counts as moved at the next offer).
 struct Resolved {
     catalogue: Arc<Catalogue>,
-    revisions: Vec<Option<u64>>,
+    revisions: Vec<Option<Revision>>,
 }
 
 impl Registry {
@@ -415,13 +473,13 @@ impl Registry {
         let catalogue = Arc::new(self.resolve().await);
         *resolved = Some(Resolved {
             catalogue: Arc::clone(&catalogue),
-            revisions: revisions.into_iter().map(|r| r.unwrap_or(None)).collect(),
+            revisions: revisions.into_iter().map(Result::ok).collect(),
         });
         catalogue
     }
 
     /// Each provider's revision; an unreadable one is `Err`.
-    async fn revisions(&self) -> Vec<Result<Option<u64>, ProviderError>> {
+    async fn revisions(&self) -> Vec<Result<Revision, ProviderError>> {
         let mut revisions = Vec::with_capacity(self.providers.len());
         for provider in &self.providers {
             revisions.push(provider.revision().await);
@@ -430,11 +488,11 @@ impl Registry {
     }
 
     /// True when a provider's revision moved, or cannot be read, since
-    /// `seen`. Providers without a revision cost nothing here.
-    async fn moved(&self, seen: &[Option<u64>]) -> bool {
+    /// `seen` (or could not be read then).
+    async fn moved(&self, seen: &[Option<Revision>]) -> bool {
         for (provider, seen) in self.providers.iter().zip(seen) {
             match provider.revision().await {
-                Ok(now) if now == *seen => {}
+                Ok(now) if Some(now) == *seen => {}
                 Ok(_) => return true,
                 Err(error) => {
                     tracing::warn!(provider = provider.name(), %error, "tool provider's revision unreadable; its tools are read again");

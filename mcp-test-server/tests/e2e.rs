@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use toolgate::{
     Agent, OperatorDeclaration, Registry, ToolOutput,
-    erased::ErasedTool,
     run::{Outcome, Reply, RunRequest, ToolCall, TurnScan, scan_turn},
     testing::{MemoryLog, ScriptedModel},
 };
@@ -79,26 +78,11 @@ async fn run_import(store: &Store, id: &str) -> Result<toolgate_mcp::ImportRepor
 fn registry_of(store: &Store) -> (Registry, std::sync::Arc<McpProvider>) {
     let provider = std::sync::Arc::new(McpProvider::new(store.clone(), quick()));
     let registry = Registry::builder()
-        .provider(SharedProvider(provider.clone()))
+        .provider(std::sync::Arc::clone(&provider))
         .build();
     match registry {
         Ok(registry) => (registry, provider),
         Err(error) => panic!("{error}"),
-    }
-}
-
-/// Lets a test keep a handle on the provider it registered.
-struct SharedProvider(std::sync::Arc<McpProvider>);
-
-impl toolgate::registry::ToolProvider for SharedProvider {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-    fn provide(
-        &self,
-    ) -> toolgate::erased::BoxFuture<'_, Result<Vec<ErasedTool>, toolgate::registry::ProviderError>>
-    {
-        self.0.provide()
     }
 }
 
@@ -562,7 +546,7 @@ async fn a_result_too_large_is_reported_at_once_not_at_the_deadline() {
     };
     let provider = std::sync::Arc::new(McpProvider::new(store.clone(), patient));
     let registry = Registry::builder()
-        .provider(SharedProvider(provider.clone()))
+        .provider(std::sync::Arc::clone(&provider))
         .build()
         .expect("the registry builds");
     let read = execute(&registry, "notes.read_note", json!({"id": 0})).await;

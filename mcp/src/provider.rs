@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use toolgate::{
     erased::{BoxFuture, ErasedTool},
-    registry::{ProviderError, ToolProvider},
+    registry::{ProviderError, Revision, ToolProvider},
 };
 use toolgate_store::{Store, StoreError};
 
@@ -148,12 +148,12 @@ impl ToolProvider for McpProvider {
     /// The store's operator revision: an operator who turns approval on for a
     /// server, disables it, lowers its data class or changes its catalogue is
     /// obeyed at the host's next turn.
-    fn revision(&self) -> BoxFuture<'_, Result<Option<u64>, ProviderError>> {
+    fn revision(&self) -> BoxFuture<'_, Result<Revision, ProviderError>> {
         Box::pin(async move {
             self.store
                 .operator_revision()
                 .await
-                .map(Some)
+                .map(Revision::At)
                 .map_err(|e| ProviderError::with_source("cannot read the operator revision", e))
         })
     }

@@ -12,7 +12,7 @@ use toolgate::{
     Execute, OperatorDeclaration, RemoteApproval, RemoteTool, Tool, ToolOutput,
     erased::{BoxFuture, DynTool, ErasedTool},
     gate::{Effect, Facts, Origin},
-    registry::{ProviderError, ToolProvider},
+    registry::{ProviderError, Revision, ToolProvider},
 };
 
 /// Arguments naming a path.
@@ -304,6 +304,9 @@ impl ToolProvider for CountingProvider {
                 None => Ok(self.tools.clone()),
             }
         })
+    }
+    fn revision(&self) -> BoxFuture<'_, Result<Revision, ProviderError>> {
+        Box::pin(async { Ok(Revision::Fixed) })
     }
 }
 

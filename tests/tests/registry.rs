@@ -428,7 +428,7 @@ async fn a_provider_is_asked_again_when_its_revision_moves() {
     use std::sync::Arc;
     use std::sync::atomic::AtomicU64;
     use toolgate::erased::BoxFuture;
-    use toolgate::registry::{ProviderError, ToolProvider};
+    use toolgate::registry::{ProviderError, Revision, ToolProvider};
 
     struct Revised {
         revision: Arc<AtomicU64>,
@@ -444,13 +444,13 @@ async fn a_provider_is_asked_again_when_its_revision_moves() {
             let declaration = *self.declaration.lock().expect("not poisoned");
             Box::pin(async move { Ok(vec![remote("gh", "gh.create_issue", declaration)]) })
         }
-        fn revision(&self) -> BoxFuture<'_, Result<Option<u64>, ProviderError>> {
+        fn revision(&self) -> BoxFuture<'_, Result<Revision, ProviderError>> {
             let now = self.revision.load(Ordering::SeqCst);
             Box::pin(async move {
                 if now == u64::MAX {
                     Err(ProviderError::new("the revision cannot be read"))
                 } else {
-                    Ok(Some(now))
+                    Ok(Revision::At(now))
                 }
             })
         }
