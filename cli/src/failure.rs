@@ -70,6 +70,10 @@ impl From<ClaimError> for Failure {
             | ClaimError::AlreadyApproved { .. }
             | ClaimError::DiffersFromPending { .. }
             | ClaimError::NotExpired { .. }
+            | ClaimError::NotTheUnknownCall { .. }
+            | ClaimError::StaleChoice { .. }
+            | ClaimError::NoReason { .. }
+            | ClaimError::AlreadyChose { .. }
             | ClaimError::DoesNotFit { .. } => Failure::Refused(error.to_string()),
             ClaimError::Store(error) => error.into(),
             other => Failure::Error(other.to_string()),

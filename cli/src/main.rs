@@ -239,22 +239,13 @@ pub(crate) enum RunsCommand {
         operator: Option<String>,
     },
     /// Run again a call whose outcome is unknown (its host stopped while it
-    /// ran).
-    Rerun {
-        /// The run.
-        run: String,
-        /// Who chooses (as for `approve`).
-        #[arg(long = "as")]
-        operator: Option<String>,
-    },
+    /// ran). A decision as grave as an approval: under four eyes, or when the
+    /// run needs several approvers, not the requester's, and it stands once
+    /// as many people as the run's approvals chose it.
+    Rerun(ChooseArgs),
     /// Do not run again a call whose outcome is unknown; the model is told.
-    Skip {
-        /// The run.
-        run: String,
-        /// Who chooses (as for `approve`).
-        #[arg(long = "as")]
-        operator: Option<String>,
-    },
+    /// It cannot make anything run, so anyone may choose it, at once.
+    Skip(ChooseArgs),
     /// Submit input for a run waiting for it (recorded; the run's host
     /// resumes it).
     Input {
@@ -306,6 +297,24 @@ pub(crate) struct DecideArgs {
     pub(crate) digest: Option<String>,
     /// Who decides. Without it: `TOOLGATE_OPERATOR`, else the operating
     /// system's user. The decision record says which.
+    #[arg(long = "as")]
+    pub(crate) operator: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct ChooseArgs {
+    /// The run.
+    pub(crate) run: String,
+    /// The call whose outcome is unknown, by its id (`toolgate runs show`).
+    #[arg(long = "call", value_name = "ID")]
+    pub(crate) call: String,
+    /// The digest shown beside that call (`toolgate runs show`).
+    #[arg(long)]
+    pub(crate) digest: String,
+    /// Why, for the record.
+    #[arg(long)]
+    pub(crate) reason: String,
+    /// Who chooses (as for `approve`).
     #[arg(long = "as")]
     pub(crate) operator: Option<String>,
 }

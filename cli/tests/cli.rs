@@ -1305,44 +1305,8 @@ fn the_interactive_demo_asks_field_by_field_and_again() {
 fn a_host_stopped_mid_call_leaves_no_server_behind_and_the_run_visible() {
     let dir = temp();
     let dir = dir.path();
-    ok(dir, &["demo", "--detach", "--as", "alice"]);
-    let (run, digest) = waiting_run(dir);
-    ok(
-        dir,
-        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
-    );
-    // The notes server now takes a minute to write a note; its ledger path
-    // marks its process.
     let marker = dir.join("slow-notes-ledger");
     let marker_text = marker.to_str().expect("a UTF-8 path").to_owned();
-    ok(
-        dir,
-        &[
-            "server",
-            "set-transport",
-            "notes",
-            "--",
-            TOOLGATE,
-            "mcp-test-server",
-            "--delay",
-            "write_note=60",
-            "--ledger",
-            &marker_text,
-        ],
-    );
-    ok(dir, &["import", "notes"]);
-    ok(dir, &["host", "--once"]);
-    let (run, digest) = waiting_run(dir);
-    ok(
-        dir,
-        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
-    );
-    let mut host = common::command(dir)
-        .args(["host", "--poll-ms", "50"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the host starts");
     let servers = || {
         std::fs::read_dir("/proc").map_or(0, |entries| {
             entries
@@ -1352,22 +1316,7 @@ fn a_host_stopped_mid_call_leaves_no_server_behind_and_the_run_visible() {
                 .count()
         })
     };
-    let started = std::time::Instant::now();
-    loop {
-        let listed = json(dir, &["runs", "list"]);
-        if listed[0]["standing"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("executing call_3"))
-            && servers() > 0
-        {
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "the host never started the call: {listed}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let (mut host, _) = a_host_in_a_slow_remote_call(dir, &marker, &[], &servers);
     let signalled = Command::new("kill")
         .args(["-TERM", &host.id().to_string()])
         .status()
@@ -1398,5 +1347,221 @@ fn a_host_stopped_mid_call_leaves_no_server_behind_and_the_run_visible() {
     assert!(
         standing.contains("call_3 (notes.write_note)"),
         "the run shows what was executing: {standing}"
+    );
+}
+
+/// A demo run (started with `demo_args`) whose builtin writes ran and whose
+/// remote write `notes.write_note` was approved by `bob`, now run by a host
+/// process (its lease 200 ms) against a notes server that takes a minute to
+/// write (its ledger `ledger`): the host, once it is in the call and
+/// `in_call` holds, and the run's id.
+fn a_host_in_a_slow_remote_call(
+    dir: &Path,
+    ledger: &Path,
+    demo_args: &[&str],
+    in_call: &dyn Fn() -> usize,
+) -> (std::process::Child, String) {
+    let ledger = ledger.to_str().expect("a UTF-8 path");
+    ok(dir, &[&["demo", "--detach"], demo_args].concat());
+    let (run, digest) = waiting_run(dir);
+    ok(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    ok(
+        dir,
+        &[
+            "server",
+            "set-transport",
+            "notes",
+            "--",
+            TOOLGATE,
+            "mcp-test-server",
+            "--delay",
+            "write_note=60",
+            "--ledger",
+            ledger,
+        ],
+    );
+    ok(dir, &["import", "notes"]);
+    ok(dir, &["host", "--once"]);
+    let (run, digest) = waiting_run(dir);
+    ok(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let host = common::command(dir)
+        .args(["host", "--poll-ms", "50", "--lease-ms", "200"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the host starts");
+    let started = std::time::Instant::now();
+    loop {
+        let listed = json(dir, &["runs", "list"]);
+        if listed[0]["standing"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("executing call_3"))
+            && in_call() > 0
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the host never started the call: {listed}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (host, run)
+}
+
+/// Four eyes binds a rerun as it binds an approval. A `--four-eyes` run
+/// requested by `alice` and approved by `bob` is left "outcome unknown" by a
+/// host stopped mid-call; the requester cannot choose to run the write again
+/// under any spelling of her name, a choice without the digest shown beside
+/// the call or naming another call is refused, and `bob`'s rerun runs it
+/// once, recorded with who, where the name came from and why.
+#[test]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
+fn a_rerun_is_a_decision_bound_by_four_eyes() {
+    let dir = temp();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    let (host, run) =
+        a_host_in_a_slow_remote_call(dir, &ledger, &["--four-eyes", "--as", "alice"], &|| 1);
+    let signalled = Command::new("kill")
+        .args(["-TERM", &host.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(signalled.success());
+    host.wait_with_output().expect("the host stops");
+    // Without the delay, so that a rerun ends; the lease runs out, and the
+    // next host finds the call's outcome unknown.
+    ok(
+        dir,
+        &[
+            "server",
+            "set-transport",
+            "notes",
+            "--",
+            TOOLGATE,
+            "mcp-test-server",
+            "--ledger",
+            ledger.to_str().expect("a UTF-8 path"),
+        ],
+    );
+    ok(dir, &["import", "notes"]);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let recovered = ok(dir, &["host", "--once"]);
+    assert!(recovered.contains("outcome unknown"), "{recovered}");
+    let shown = json(dir, &["runs", "show", &run]);
+    let [unknown] = shown["unknown"]
+        .as_array()
+        .expect("unknown calls")
+        .as_slice()
+    else {
+        panic!("one unknown call: {shown}");
+    };
+    assert_eq!(unknown["call"], "call_3");
+    assert_eq!(unknown["tool"], "notes.write_note");
+    assert_eq!(unknown["attempt"], 1);
+    assert_eq!(
+        unknown["arguments"],
+        serde_json::json!({"text": "Release 0.2.0 is being prepared."})
+    );
+    let digest = unknown["digest"].as_str().expect("a digest").to_owned();
+    let text = ok(dir, &["runs", "show", &run]);
+    assert!(text.contains(&format!("rerun digest: {digest}")), "{text}");
+    assert!(
+        text.contains("outcome unknown: call call_3 (notes.write_note) of turn 3, started 1 time; a rerun runs it with {\"text\":\"Release 0.2.0 is being prepared.\"}"),
+        "{text}"
+    );
+
+    let rerun = |by: &str, call: &str, digest: &str| {
+        toolgate(
+            dir,
+            &[
+                "runs",
+                "rerun",
+                &run,
+                "--call",
+                call,
+                "--digest",
+                digest,
+                "--reason",
+                "the notes server shows no such note",
+                "--as",
+                by,
+            ],
+        )
+    };
+    for alice in ["alice", "ALICE", "alice ", "\u{430}lice"] {
+        let refused = rerun(alice, "call_3", &digest);
+        assert_eq!(refused.status.code(), Some(3), "{alice:?}");
+        assert!(
+            stderr(&refused).contains(
+                "started this run, and running its call again must be chosen by someone else"
+            ),
+            "{alice:?}: {}",
+            stderr(&refused)
+        );
+    }
+    let stale = rerun("bob", "call_3", "sha256:0000");
+    assert_eq!(stale.status.code(), Some(3));
+    assert!(
+        stderr(&stale).contains("the choice names a different call or attempt"),
+        "{}",
+        stderr(&stale)
+    );
+    let other = rerun("bob", "call_2", &digest);
+    assert_eq!(other.status.code(), Some(3));
+    assert!(
+        stderr(&other).contains("has no call `call_2` whose outcome is unknown; it waits for a choice on `call_3` (notes.write_note)"),
+        "{}",
+        stderr(&other)
+    );
+    let no_reason = toolgate(
+        dir,
+        &[
+            "runs", "rerun", &run, "--call", "call_3", "--digest", &digest, "--as", "bob",
+        ],
+    );
+    assert_eq!(
+        no_reason.status.code(),
+        Some(2),
+        "clap names the missing flag"
+    );
+    assert!(
+        stderr(&no_reason).contains("--reason"),
+        "{}",
+        stderr(&no_reason)
+    );
+    assert_eq!(
+        json(dir, &["runs", "list"])[0]["standing"],
+        "outcome unknown",
+        "nothing was recorded"
+    );
+
+    let recorded = rerun("bob", "call_3", &digest);
+    assert!(recorded.status.success(), "{}", stderr(&recorded));
+    assert_eq!(
+        stdout(&recorded).trim(),
+        "recorded: rerun call call_3 (notes.write_note) by bob (name from flag); host `demo` will resume the run"
+    );
+    let resumed = ok(dir, &["host", "--once"]);
+    assert!(resumed.contains("notes.write_note → ok"), "{resumed}");
+    let written = std::fs::read_to_string(&ledger).unwrap_or_default();
+    assert_eq!(written.lines().count(), 1, "run once: {written}");
+    let shown = json(dir, &["runs", "show", &run]);
+    let call = shown["calls"]
+        .as_array()
+        .and_then(|calls| calls.iter().find(|c| c["call"] == "call_3"))
+        .expect("the call is journaled");
+    assert_eq!(call["attempts"], 2);
+    assert_eq!(
+        call["choices"],
+        serde_json::json!([
+            "rerun by bob (name from flag, attempt 1): the notes server shows no such note"
+        ])
     );
 }

@@ -203,6 +203,79 @@ pub fn reviewed_turn_digest(
     TurnDigest(sha256_of(&encoded))
 }
 
+/// The digest of an operator's choice on a call whose outcome is unknown
+/// (its host stopped while it ran, so it may or may not have happened): the
+/// call an operator was shown, to run again or to skip. It is shown beside
+/// the call and carried back with the choice, as a turn digest is with a
+/// decision.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RerunDigest(String);
+
+impl RerunDigest {
+    /// The digest as text (`sha256:` and 64 hex digits).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Reads a digest an operator typed. Any text is accepted: a malformed
+    /// digest simply never matches.
+    pub fn from_text(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+}
+
+impl fmt::Display for RerunDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A call whose outcome is unknown, as an operator is shown it before
+/// choosing to run it again or to skip it.
+#[derive(Debug, Clone, Copy)]
+pub struct UnknownCall<'a> {
+    /// The run.
+    pub run_id: &'a str,
+    /// The digest of the suspension whose decision let the turn run.
+    pub suspension: &'a TurnDigest,
+    /// The turn's number in its run.
+    pub turn: u32,
+    /// The call's place in its turn.
+    pub call_index: usize,
+    /// The call's id.
+    pub call_id: &'a str,
+    /// Its tool.
+    pub tool: &'a str,
+    /// The arguments a rerun runs it with.
+    pub arguments: &'a Value,
+    /// How many times it has been started; a rerun starts attempt
+    /// `attempt + 1`, so a digest names one attempt only.
+    pub attempt: u32,
+}
+
+/// The digest of an unknown call: SHA-256 over the canonical encoding of
+/// `["toolgate.rerun.v1", run_id, suspension, turn, call_index, call_id,
+/// tool, arguments, attempt]`. Its own domain, so no turn digest or other
+/// digest is ever one.
+pub fn rerun_digest(call: &UnknownCall<'_>) -> RerunDigest {
+    let encoded = Value::Array(vec![
+        Value::String(RERUN_DOMAIN.to_owned()),
+        Value::String(call.run_id.to_owned()),
+        Value::String(call.suspension.0.clone()),
+        Value::from(call.turn),
+        Value::from(call.call_index),
+        Value::String(call.call_id.to_owned()),
+        Value::String(call.tool.to_owned()),
+        call.arguments.clone(),
+        Value::from(call.attempt),
+    ]);
+    RerunDigest(sha256_of(&encoded))
+}
+
+/// Separates rerun digests from every other digest.
+const RERUN_DOMAIN: &str = "toolgate.rerun.v1";
+
 /// The digest of a tool's definition — its name, description, parameter
 /// schema and declared effect — the one rule for the definition a reviewer
 /// was shown and the one a host runs.

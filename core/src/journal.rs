@@ -28,10 +28,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::digest::{RerunDigest, TurnDigest, UnknownCall, rerun_digest};
 use crate::effect::Effect;
 use crate::erased::BoxFuture;
+use crate::identity;
+use crate::pause::Refusal;
 use crate::tool::ToolOutput;
-use crate::transcript::{RunState, ToolCall};
+use crate::transcript::{RunOptions, RunState, ToolCall};
 
 crate::error::message_error!(
     /// A journal could not record a step of a turn; the run stopped before
@@ -57,6 +60,58 @@ impl TurnPlan {
     pub fn turn(&self) -> u32 {
         self.run.iterations
     }
+
+    /// The digest an operator is shown beside call `index` of this turn when
+    /// its outcome is unknown after `attempt` starts, and carries back with
+    /// a choice to run it again or to skip it: the run, the suspension whose
+    /// decision let the turn run, the turn, the call, the arguments it runs
+    /// with and the attempt ([`rerun_digest`](crate::suspend::rerun_digest)).
+    /// `None` when the turn has no such call or the call does not run.
+    pub fn rerun_digest(
+        &self,
+        suspension: &TurnDigest,
+        index: usize,
+        attempt: u32,
+    ) -> Option<RerunDigest> {
+        let step = self.steps.get(index)?;
+        let Action::Execute { arguments, .. } = &step.action else {
+            return None;
+        };
+        Some(rerun_digest(&UnknownCall {
+            run_id: &self.run.run_id,
+            suspension,
+            turn: self.turn(),
+            call_index: index,
+            call_id: &step.call.id,
+            tool: &step.call.name,
+            arguments,
+            attempt,
+        }))
+    }
+}
+
+/// How many distinct people must choose to run again a call whose outcome
+/// is unknown: as many as must approve one of the run's turns. A rerun may
+/// make a write happen a second time, so it is a decision at least as grave
+/// as the approval that let it run first.
+pub fn reruns_required(options: &RunOptions) -> u32 {
+    options.approvals_required.max(1)
+}
+
+/// The rule for who may choose to run again a call whose outcome is unknown:
+/// under four eyes, and on a run that needs several approvers, not the run's
+/// requester (names compared as people, see [`identity`](crate::identity)).
+/// A choice to skip the call cannot make anything run, so this rule does not
+/// bind it.
+///
+/// `by` is the chooser's name as an [`Operator`](crate::identity::Operator)
+/// gives it, or as a decision record keeps it.
+pub fn check_rerun(run: &RunState, by: &str) -> Result<(), Refusal> {
+    let guarded = run.options.four_eyes || reruns_required(&run.options) > 1;
+    if guarded && identity::same_person(by, &run.requested_by) {
+        return Err(Refusal::SelfRerun { who: by.to_owned() });
+    }
+    Ok(())
 }
 
 /// One call of a planned turn.

@@ -381,6 +381,14 @@ pub enum Refusal {
         /// The requester.
         who: String,
     },
+    /// The requester chose to run again a call whose outcome is unknown, and
+    /// the run requires four eyes or several approvers: the choice must come
+    /// from someone else.
+    #[error("`{who}` started this run, and running its call again must be chosen by someone else")]
+    SelfRerun {
+        /// The requester.
+        who: String,
+    },
     /// The decision log failed and the turn would run a write.
     #[error("the decision could not be recorded, and the turn would run a write: {0}")]
     NotRecorded(LogError),

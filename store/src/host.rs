@@ -1072,52 +1072,9 @@ fn result_bytes(suspension_id: i64, turn: i64, index: i64, output: &str) -> Vec<
     format!("toolgate.result.v1\n{suspension_id}\n{turn}\n{index}\n{output}").into_bytes()
 }
 
-/// What an operator choice's tag covers.
-fn choice_bytes(
-    suspension_id: i64,
-    turn: i64,
-    index: i64,
-    attempt: i64,
-    choice: &str,
-    by: &str,
-) -> Vec<u8> {
-    format!("toolgate.choice.v1\n{suspension_id}\n{turn}\n{index}\n{attempt}\n{choice}\n{by}")
-        .into_bytes()
-}
-
 /// What a plan row's tag covers.
 pub(crate) fn plan_bytes(suspension_id: i64, turn: i64, plan: &str) -> Vec<u8> {
     format!("toolgate.plan.v1\n{suspension_id}\n{turn}\n{plan}").into_bytes()
-}
-
-/// An operator's choice for a call whose outcome is unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Choice {
-    /// Run the call again.
-    Rerun,
-    /// Do not run it again: the model reads that its outcome is unknown.
-    Skip,
-}
-
-impl Choice {
-    /// The stored spelling.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Choice::Rerun => "rerun",
-            Choice::Skip => "skip",
-        }
-    }
-}
-
-/// The call a choice was recorded for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chosen {
-    /// The call's id.
-    pub call_id: String,
-    /// Its tool.
-    pub tool: String,
-    /// The host that will act on the choice.
-    pub owner: String,
 }
 
 impl Store {
@@ -1137,11 +1094,25 @@ impl Store {
             return Ok(None);
         };
         let id: i64 = row.try_get("id")?;
-        let turn: i64 = row.try_get("turn")?;
-        let text: String = row.try_get("plan")?;
-        let mac: Option<String> = row.try_get("mac")?;
+        let plan = self.read_plan(
+            suspension_id,
+            row.try_get("turn")?,
+            &row.try_get::<String, _>("plan")?,
+            row.try_get("mac")?,
+        )?;
+        Ok(Some((id, plan)))
+    }
+
+    /// A stored plan, verified under this store's key when it has one.
+    pub(crate) fn read_plan(
+        &self,
+        suspension_id: i64,
+        turn: i64,
+        text: &str,
+        mac: Option<String>,
+    ) -> Result<TurnPlan, StoreError> {
         if let Some(key) = self.key() {
-            let bytes = plan_bytes(suspension_id, turn, &text);
+            let bytes = plan_bytes(suspension_id, turn, text);
             if !mac.is_some_and(|mac| key.verify(&bytes, &mac)) {
                 return Err(StoreError::Unreadable {
                     what: "turn plan",
@@ -1151,11 +1122,10 @@ impl Store {
         } else if self.requires_key() {
             return Err(StoreError::KeyRequired);
         }
-        let plan = serde_json::from_str(&text).map_err(|e| StoreError::Unreadable {
+        serde_json::from_str(text).map_err(|e| StoreError::Unreadable {
             what: "turn plan",
             reason: e.to_string(),
-        })?;
-        Ok(Some((id, plan)))
+        })
     }
 
     /// What the journal knows of each call of a plan.
@@ -1173,7 +1143,7 @@ impl Store {
         .bind(plan_id)
         .fetch_all(&self.pool)
         .await?;
-        let choices = self.verified_choices(suspension_id, turn, plan_id).await?;
+        let choices = self.standing_choices(suspension_id, plan, plan_id).await?;
         let mut known = vec![CallRecord::NotStarted; steps];
         for row in rows {
             let index: i64 = row.try_get("call_index")?;
@@ -1215,125 +1185,10 @@ impl Store {
                         })?;
                     CallRecord::Ended(output)
                 }
-                (_, Some((choice, by))) if choice == "rerun" => {
-                    CallRecord::Rerun { by: by.clone() }
-                }
-                (_, Some((choice, by))) if choice == "skip" => CallRecord::Skip { by: by.clone() },
+                (_, Some(standing)) => standing.clone(),
                 _ => CallRecord::Started,
             };
         }
         Ok(known)
-    }
-
-    /// The operator choices of a plan that stand: per call and attempt, the
-    /// newest one — and under a key, the newest one whose tag verifies.
-    async fn verified_choices(
-        &self,
-        suspension_id: i64,
-        turn: i64,
-        plan_id: i64,
-    ) -> Result<std::collections::HashMap<(i64, i64), (String, String)>, StoreError> {
-        let rows = Query::new(
-            "SELECT call_index, attempt, choice, decided_by, mac FROM execution_choice
-             WHERE plan_id = ? ORDER BY id",
-        )
-        .bind(plan_id)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut choices = std::collections::HashMap::new();
-        for row in rows {
-            let index: i64 = row.try_get("call_index")?;
-            let attempt: i64 = row.try_get("attempt")?;
-            let choice: String = row.try_get("choice")?;
-            let by: String = row.try_get("decided_by")?;
-            if let Some(key) = self.key() {
-                let mac: Option<String> = row.try_get("mac")?;
-                let bytes = choice_bytes(suspension_id, turn, index, attempt, &choice, &by);
-                if !mac.is_some_and(|m| key.verify(&bytes, &m)) {
-                    tracing::warn!(
-                        suspension = suspension_id,
-                        call = index,
-                        "an operator choice does not verify under the key; ignored"
-                    );
-                    continue;
-                }
-            }
-            choices.insert((index, attempt), (choice, by));
-        }
-        Ok(choices)
-    }
-
-    /// Records an operator's choice for a run whose outcome is unknown — run
-    /// the call again, or skip it — and hands the run back to its host. Only
-    /// records: the owning host acts on it.
-    pub async fn choose(
-        &self,
-        run_id: &str,
-        by: &toolgate::identity::Operator,
-        choice: Choice,
-    ) -> Result<Chosen, StoreError> {
-        self.check_keyed()?;
-        let (_writer, mut tx) = self.write().await?;
-        tx.lock_run(run_id).await?;
-        let row = Query::new(
-            "SELECT s.id AS suspension_id, s.owner, p.id AS plan_id, p.turn, e.call_index, e.call_id, e.tool, e.attempts
-             FROM suspended_run s
-             JOIN turn_plan p ON p.suspension_id = s.id
-             JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
-             WHERE s.run_id = ? AND s.execution = 'outcome_unknown'
-             ORDER BY p.turn DESC LIMIT 1",
-        )
-        .bind(run_id)
-        .fetch_optional(&mut tx)
-        .await?;
-        let Some(row) = row else {
-            return Err(StoreError::NotUnknown(run_id.to_owned()));
-        };
-        let suspension_id: i64 = row.try_get("suspension_id")?;
-        let index: i64 = row.try_get("call_index")?;
-        let attempt: i64 = row.try_get("attempts")?;
-        let turn: i64 = row.try_get("turn")?;
-        let mac = self.key().map(|key| {
-            key.tag(&choice_bytes(
-                suspension_id,
-                turn,
-                index,
-                attempt,
-                choice.as_str(),
-                by.name(),
-            ))
-        });
-        let now = now_ms();
-        Query::new(
-            "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at, mac)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(row.try_get::<i64, _>("plan_id")?)
-        .bind(index)
-        .bind(attempt)
-        .bind(choice.as_str())
-        .bind(by.name())
-        .bind(by.source().as_str())
-        .bind(now)
-        .bind(mac)
-        .execute(&mut tx)
-        .await?;
-        Query::new(
-            "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = ?
-             WHERE id = ? AND execution = 'outcome_unknown'",
-        )
-        .bind(now)
-        .bind(suspension_id)
-        .execute(&mut tx)
-        .await?;
-        tx.commit().await?;
-        self.inbox.notify_waiters();
-        let chosen = Chosen {
-            call_id: row.try_get("call_id")?,
-            tool: row.try_get("tool")?,
-            owner: row.try_get("owner")?,
-        };
-        tracing::info!(run = %run_id, by = %by, choice = choice.as_str(), call = %chosen.call_id, "choice recorded for a call whose outcome is unknown");
-        Ok(chosen)
     }
 }

@@ -32,6 +32,7 @@
 //! ```
 
 mod catalogue;
+mod choose;
 mod class;
 mod db;
 mod flag;
@@ -55,9 +56,10 @@ pub(crate) use db::{Pool, Tx};
 pub use catalogue::{
     Accepted, CatalogueChange, CatalogueRow, ImportedTool, LiveTool, Quarantine, tool_definition,
 };
+pub use choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::{StoredFlag, approval_from_stored};
-pub use host::{Choice, Chosen, Ended, Host, Resumable, Resumed, SetAside, host_name_problem};
+pub use host::{Ended, Host, Resumable, Resumed, SetAside, host_name_problem};
 pub use runs::{
     Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory, StoredDecision,
 };

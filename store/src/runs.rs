@@ -114,6 +114,45 @@ pub enum ClaimError {
         /// Why.
         reason: Refusal,
     },
+    /// A choice names a call that is not the one whose outcome is unknown.
+    #[error(
+        "run `{run_id}` has no call `{call_id}` whose outcome is unknown; {}",
+        if waiting.is_empty() { "it waits for no choice".to_owned() } else { format!("it waits for a choice on {}", waiting.join(", ")) }
+    )]
+    NotTheUnknownCall {
+        /// The run.
+        run_id: String,
+        /// The call named.
+        call_id: String,
+        /// The calls that wait for a choice.
+        waiting: Vec<String>,
+    },
+    /// A choice does not carry the digest shown beside the call it names:
+    /// another call, another attempt, other arguments, another run.
+    #[error(
+        "the choice names a different call or attempt than the one run `{run_id}` waits on: the call shown is unknown; review it with `runs show {run_id}` and choose with the digest shown beside the call"
+    )]
+    StaleChoice {
+        /// The run.
+        run_id: String,
+    },
+    /// A choice on a call whose outcome is unknown says why.
+    #[error("a choice on run `{run_id}` needs a reason: say why the call runs again or not")]
+    NoReason {
+        /// The run.
+        run_id: String,
+    },
+    /// This person already chose to run the call again, and the run needs
+    /// several distinct people to.
+    #[error(
+        "`{by}` has already chosen to run the call of run `{run_id}` again, which needs choices from distinct people"
+    )]
+    AlreadyChose {
+        /// The run.
+        run_id: String,
+        /// Who.
+        by: String,
+    },
     /// The stored document does not decode; nothing was changed.
     #[error("suspended run `{run_id}` is stored but unreadable, and was left untouched: {error}")]
     Corrupt {
@@ -583,7 +622,7 @@ impl Store {
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         let rows = Query::new(
-            "SELECT p.turn, e.plan_id, e.call_index, e.call_id, e.tool, e.effect, e.state, e.attempts, e.output
+            "SELECT p.turn, p.suspension_id, e.plan_id, e.call_index, e.call_id, e.tool, e.effect, e.state, e.attempts, e.output
              FROM call_execution e JOIN turn_plan p ON p.id = e.plan_id
              JOIN suspended_run s ON s.id = p.suspension_id
              WHERE s.run_id = ? ORDER BY p.suspension_id, p.turn, e.call_index",
@@ -604,24 +643,17 @@ impl Store {
                         first
                     }
                 });
-            let choices = Query::new(
-                "SELECT choice, decided_by, attempt FROM execution_choice
-                 WHERE plan_id = ? AND call_index = ? ORDER BY id",
-            )
-            .bind(row.try_get::<i64, _>("plan_id")?)
-            .bind(row.try_get::<i64, _>("call_index")?)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|c| {
-                Ok(format!(
-                    "{} by {} (attempt {})",
-                    c.try_get::<String, _>("choice")?,
-                    c.try_get::<String, _>("decided_by")?,
-                    c.try_get::<i64, _>("attempt")?
-                ))
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+            let choices = self
+                .recorded_choices(
+                    row.try_get("suspension_id")?,
+                    row.try_get("turn")?,
+                    row.try_get("plan_id")?,
+                    row.try_get("call_index")?,
+                )
+                .await?
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             calls.push(CallRow {
                 turn: row.try_get("turn")?,
                 call_id: row.try_get("call_id")?,

@@ -22,7 +22,7 @@ use toolgate::{
     suspend::{CallVerdict, Refusal, SuspendedRun},
     testing::{MemoryLog, ScriptedModel},
 };
-use toolgate_store::{Answer, Choice, ClaimError, Ended, Host, Query, Store, StoreError};
+use toolgate_store::{Answer, Choice, Choosing, ClaimError, Ended, Host, Query, Store, StoreError};
 
 mod backend;
 use backend::TestDb;
@@ -515,6 +515,33 @@ fn host_names_that_could_pass_for_another_are_refused() {
     }
 }
 
+/// A decided run of host `payments` whose first host stops in the middle of
+/// its hanging call; the host that picks it up once the lease runs out finds
+/// the call's outcome unknown and does not run it again. That host.
+async fn stopped_mid_call(store: &Store, registry: &Registry, paid: &AtomicUsize) -> Host {
+    let lease = Duration::from_millis(60);
+    let first = Host::new(store.clone(), "payments")
+        .unwrap()
+        .with_lease(lease);
+    let task = first.next().await.unwrap().unwrap();
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    tokio::select! {
+        ended = first.resume(task, registry, &model) => panic!("the hanging call ended: {ended:?}"),
+        () = async { while paid.load(Ordering::SeqCst) == 0 { tokio::task::yield_now().await } } => {}
+    }
+    tokio::time::sleep(lease * 2).await;
+    let second = Host::new(store.clone(), "payments")
+        .unwrap()
+        .with_lease(lease);
+    let resumed = second.resume_all(registry, &model).await.unwrap();
+    assert!(
+        matches!(&resumed[0].ended, Ended::OutcomeUnknown { call_id, .. } if call_id == "p1"),
+        "{resumed:?}"
+    );
+    assert_eq!(paid.load(Ordering::SeqCst), 1, "not run again on its own");
+    second
+}
+
 /// Under a key, an operator choice written into the database without it is
 /// not a choice: the call stays "outcome unknown", and nothing runs again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -541,23 +568,8 @@ async fn a_choice_written_without_the_key_is_ignored() {
         )
         .await
         .unwrap();
-    let lease = Duration::from_millis(60);
-    let first = Host::new(store.clone(), "payments")
-        .unwrap()
-        .with_lease(lease);
-    let task = first.next().await.unwrap().unwrap();
+    let second = stopped_mid_call(&store, &registry, &paid).await;
     let model = ScriptedModel::new([Reply::Text("done".into())]);
-    tokio::select! {
-        ended = first.resume(task, &registry, &model) => panic!("the hanging call ended: {ended:?}"),
-        () = async { while paid.load(Ordering::SeqCst) == 0 { tokio::task::yield_now().await } } => {}
-    }
-    tokio::time::sleep(lease * 2).await;
-    let second = Host::new(store.clone(), "payments")
-        .unwrap()
-        .with_lease(lease);
-    let model = ScriptedModel::new([Reply::Text("done".into())]);
-    let resumed = second.resume_all(&registry, &model).await.unwrap();
-    assert!(matches!(resumed[0].ended, Ended::OutcomeUnknown { .. }));
     // A database writer without the key forges "rerun by carol".
     Query::new(
         "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at)
@@ -583,8 +595,23 @@ async fn a_choice_written_without_the_key_is_ignored() {
         "the forged choice ran nothing"
     );
     // The operator's own choice, written with the key, is obeyed.
+    let [unknown] = store
+        .unknown_calls(run.run_id())
+        .await
+        .unwrap()
+        .try_into()
+        .unwrap();
     store
-        .choose(run.run_id(), &operator("carol"), Choice::Skip)
+        .choose(
+            run.run_id(),
+            &operator("carol"),
+            &Choosing {
+                call_id: &unknown.call_id,
+                digest: &unknown.digest,
+                choice: Choice::Skip,
+                reason: "the payment processor shows no charge",
+            },
+        )
         .await
         .unwrap();
     let resumed = second.resume_all(&registry, &model).await.unwrap();
@@ -651,4 +678,358 @@ async fn one_unreadable_decided_run_does_not_hold_up_the_others() {
     let listed = store.open_runs().await.unwrap();
     let waiting = listed.iter().find(|r| r.run_id == "poisoned").unwrap();
     assert_eq!(waiting.execution, "pending", "left as it was: {waiting:?}");
+}
+
+/// A run whose call's outcome is unknown, approved by `bob` (and `carol`
+/// when it needs two): the store, the host that found it, the count of
+/// payments and the run's pause.
+async fn unknown_outcome(
+    options: RunOptions,
+) -> (
+    TestDb,
+    Store,
+    Host,
+    Registry,
+    Arc<AtomicUsize>,
+    SuspendedRun,
+) {
+    let db = TestDb::new().await;
+    let store = Store::open(db.location()).await.unwrap();
+    let paid = Arc::new(AtomicUsize::new(0));
+    let registry = Registry::builder()
+        .builtin(PayHanging(Arc::clone(&paid)))
+        .build()
+        .unwrap();
+    let need = options.approvals_required;
+    let run = paused(&registry, options).await;
+    store.save_suspended(&run, "payments").await.unwrap();
+    for approver in ["bob", "carol"]
+        .into_iter()
+        .take(usize::try_from(need).unwrap())
+    {
+        store
+            .decide(
+                run.run_id(),
+                Some(&run.digest()),
+                &operator(approver),
+                Answer::Approve,
+            )
+            .await
+            .unwrap();
+    }
+    let host = stopped_mid_call(&store, &registry, &paid).await;
+    (db, store, host, registry, paid, run)
+}
+
+/// A choice on the one unknown call of `run`, shown its digest.
+async fn choose(
+    store: &Store,
+    run: &str,
+    by: &str,
+    choice: Choice,
+) -> Result<toolgate_store::Chosen, ClaimError> {
+    let [unknown] = store.unknown_calls(run).await.unwrap().try_into().unwrap();
+    store
+        .choose(
+            run,
+            &operator(by),
+            &Choosing {
+                call_id: &unknown.call_id,
+                digest: &unknown.digest,
+                choice,
+                reason: "the payment processor has no record of it",
+            },
+        )
+        .await
+}
+
+/// A rerun may make a write happen twice: under four eyes the requester
+/// cannot choose it, in any spelling the identity rules fold together; a
+/// skip, which makes nothing run, they can.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_four_eyes_the_requester_cannot_choose_a_rerun() {
+    let options = RunOptions {
+        four_eyes: true,
+        ..RunOptions::default()
+    };
+    let (_db, store, host, registry, paid, run) = unknown_outcome(options.clone()).await;
+    for alice in ["alice", "ALICE", "alice ", "\u{430}lice", "ａｌｉｃｅ"] {
+        let refused = choose(&store, run.run_id(), alice, Choice::Rerun).await;
+        assert!(
+            matches!(
+                refused,
+                Err(ClaimError::Refused {
+                    reason: Refusal::SelfRerun { .. },
+                    ..
+                })
+            ),
+            "{alice:?}: {refused:?}"
+        );
+    }
+    assert!(host.next().await.unwrap().is_none(), "nothing was recorded");
+    let chosen = choose(&store, run.run_id(), "bob", Choice::Rerun)
+        .await
+        .unwrap();
+    assert!(chosen.stands);
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let resumed = host.resume_all(&registry, &model).await.unwrap();
+    assert!(
+        matches!(resumed[0].ended, Ended::Finished { .. }),
+        "{resumed:?}"
+    );
+    assert_eq!(paid.load(Ordering::SeqCst), 2, "run once more");
+
+    // The requester's skip stands: it runs nothing.
+    let (_db, store, host, registry, paid, run) = unknown_outcome(options).await;
+    let chosen = choose(&store, run.run_id(), "alice", Choice::Skip)
+        .await
+        .unwrap();
+    assert!(chosen.stands);
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let resumed = host.resume_all(&registry, &model).await.unwrap();
+    assert!(
+        matches!(resumed[0].ended, Ended::Finished { .. }),
+        "{resumed:?}"
+    );
+    assert_eq!(paid.load(Ordering::SeqCst), 1, "never run again");
+}
+
+/// On a run that needs two approvers a rerun needs two distinct people,
+/// neither of them the requester; the first one's choice is recorded and
+/// waits, and the run stays "outcome unknown" until the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_of_a_run_that_needs_two_approvers_needs_two_people() {
+    let (_db, store, host, registry, paid, run) = unknown_outcome(RunOptions {
+        approvals_required: 2,
+        ..RunOptions::default()
+    })
+    .await;
+    let run_id = run.run_id();
+    assert!(matches!(
+        choose(&store, run_id, "alice", Choice::Rerun).await,
+        Err(ClaimError::Refused {
+            reason: Refusal::SelfRerun { .. },
+            ..
+        })
+    ));
+    let first = choose(&store, run_id, "bob", Choice::Rerun).await.unwrap();
+    assert!(!first.stands);
+    assert_eq!(first.reruns, (1, 2));
+    let [unknown] = store
+        .unknown_calls(run_id)
+        .await
+        .unwrap()
+        .try_into()
+        .unwrap();
+    assert_eq!(unknown.reruns, (1, 2));
+    assert_eq!(
+        store.open_runs().await.unwrap()[0].standing(),
+        "outcome unknown"
+    );
+    assert!(
+        host.next().await.unwrap().is_none(),
+        "it waits for a second person"
+    );
+    for bob in ["BOB", " bob", "b0b"] {
+        let again = choose(&store, run_id, bob, Choice::Rerun).await;
+        assert!(
+            matches!(again, Err(ClaimError::AlreadyChose { .. })),
+            "{bob:?}: {again:?}"
+        );
+    }
+    let second = choose(&store, run_id, "carol", Choice::Rerun)
+        .await
+        .unwrap();
+    assert!(second.stands);
+    assert_eq!(second.reruns, (2, 2));
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let resumed = host.resume_all(&registry, &model).await.unwrap();
+    assert!(
+        matches!(resumed[0].ended, Ended::Finished { .. }),
+        "{resumed:?}"
+    );
+    assert_eq!(paid.load(Ordering::SeqCst), 2, "run once more, once");
+    let history = store.run_history(run_id).await.unwrap();
+    assert_eq!(
+        history.calls[0].choices,
+        [
+            "rerun by bob (name from flag, attempt 1): the payment processor has no record of it",
+            "rerun by carol (name from flag, attempt 1): the payment processor has no record of it",
+        ]
+    );
+}
+
+/// A choice names the call and carries the digest of what was shown: the
+/// run, the suspension, the turn, the call, its arguments and the attempt.
+/// Another call, another digest, no reason, or a run with nothing unknown is
+/// refused, and nothing is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_choice_names_the_call_and_the_attempt_it_was_shown() {
+    let (_db, store, host, _registry, _paid, run) = unknown_outcome(RunOptions::default()).await;
+    let run_id = run.run_id();
+    let [unknown] = store
+        .unknown_calls(run_id)
+        .await
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let arguments = json!({"cents": 100});
+    let shown = |attempt| {
+        toolgate::suspend::rerun_digest(&toolgate::suspend::UnknownCall {
+            run_id,
+            suspension: &run.digest(),
+            turn: 1,
+            call_index: 0,
+            call_id: "p1",
+            tool: "pay",
+            arguments: &arguments,
+            attempt,
+        })
+    };
+    assert_eq!(unknown.digest, shown(1), "the digest binds what was shown");
+    let attempt = |digest: &toolgate::suspend::RerunDigest, call_id: &str, reason: &str| {
+        let store = store.clone();
+        let digest = digest.clone();
+        let call_id = call_id.to_owned();
+        let reason = reason.to_owned();
+        async move {
+            store
+                .choose(
+                    run_id,
+                    &operator("bob"),
+                    &Choosing {
+                        call_id: &call_id,
+                        digest: &digest,
+                        choice: Choice::Rerun,
+                        reason: &reason,
+                    },
+                )
+                .await
+        }
+    };
+    let wrong_call = attempt(&unknown.digest, "p2", "why").await;
+    assert!(
+        matches!(&wrong_call, Err(ClaimError::NotTheUnknownCall { waiting, .. }) if waiting == &["`p1` (pay)"]),
+        "{wrong_call:?}"
+    );
+    for stale in [
+        shown(2),
+        toolgate::suspend::RerunDigest::from_text(run.digest().as_str()),
+    ] {
+        let refused = attempt(&stale, "p1", "why").await;
+        assert!(
+            matches!(refused, Err(ClaimError::StaleChoice { .. })),
+            "{refused:?}"
+        );
+    }
+    for reason in ["", "  \n"] {
+        let refused = attempt(&unknown.digest, "p1", reason).await;
+        assert!(
+            matches!(refused, Err(ClaimError::NoReason { .. })),
+            "{refused:?}"
+        );
+    }
+    assert!(host.next().await.unwrap().is_none(), "nothing was recorded");
+    assert!(
+        store.run_history(run_id).await.unwrap().calls[0]
+            .choices
+            .is_empty()
+    );
+    let waiting = paused(
+        &pay_registry(&Arc::new(AtomicUsize::new(0))),
+        RunOptions::default(),
+    )
+    .await;
+    store.save_suspended(&waiting, "payments").await.unwrap();
+    let refused = store
+        .choose(
+            waiting.run_id(),
+            &operator("bob"),
+            &Choosing {
+                call_id: "p1",
+                digest: &unknown.digest,
+                choice: Choice::Skip,
+                reason: "why",
+            },
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(ClaimError::Store(StoreError::NotUnknown(_)))),
+        "{refused:?}"
+    );
+}
+
+/// Under a key a choice's tag covers who chose, where the name came from,
+/// why, the call and the digest: a reason changed in the database makes the
+/// choice no choice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_choice_whose_reason_was_changed_is_ignored() {
+    let db = TestDb::new().await;
+    let key = || IntegrityKey::new(b"the store's own sixteen-plus byte key").unwrap();
+    let store = Store::open(db.location())
+        .await
+        .unwrap()
+        .with_integrity_key(key());
+    let paid = Arc::new(AtomicUsize::new(0));
+    let registry = Registry::builder()
+        .builtin(PayHanging(Arc::clone(&paid)))
+        .build()
+        .unwrap();
+    let run = paused(&registry, RunOptions::default()).await;
+    store.save_suspended(&run, "payments").await.unwrap();
+    store
+        .decide(
+            run.run_id(),
+            Some(&run.digest()),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    let host = stopped_mid_call(&store, &registry, &paid).await;
+    assert!(
+        choose(&store, run.run_id(), "carol", Choice::Rerun)
+            .await
+            .unwrap()
+            .stands
+    );
+    for column in ["reason", "decided_by_source", "digest"] {
+        let changed = format!("UPDATE execution_choice SET {column} = {column} || 'x'");
+        Query::new(changed.clone())
+            .execute_on(&store)
+            .await
+            .unwrap();
+        let model = ScriptedModel::new([Reply::Text("done".into())]);
+        let resumed = host.resume_all(&registry, &model).await.unwrap();
+        assert!(
+            matches!(resumed[0].ended, Ended::OutcomeUnknown { .. }),
+            "{column}: {resumed:?}"
+        );
+        assert_eq!(
+            paid.load(Ordering::SeqCst),
+            1,
+            "{column}: nothing ran again"
+        );
+        let restored = format!(
+            "UPDATE execution_choice SET {column} = substr({column}, 1, length({column}) - 1)"
+        );
+        Query::new(restored).execute_on(&store).await.unwrap();
+        Query::new(
+            "UPDATE suspended_run SET execution = 'pending' WHERE execution = 'outcome_unknown'",
+        )
+        .execute_on(&store)
+        .await
+        .unwrap();
+    }
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let resumed = host.resume_all(&registry, &model).await.unwrap();
+    assert!(
+        matches!(resumed[0].ended, Ended::Finished { .. }),
+        "{resumed:?}"
+    );
+    assert_eq!(
+        paid.load(Ordering::SeqCst),
+        2,
+        "the choice as made is obeyed"
+    );
 }

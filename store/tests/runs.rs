@@ -21,7 +21,9 @@ use toolgate::{
     suspend::{Refusal, SuspendedRun, TurnDigest},
     testing::{MemoryLog, ScriptedModel},
 };
-use toolgate_store::{Answer, Choice, ClaimError, Ended, Host, LoadError, Query, Store};
+use toolgate_store::{
+    Answer, Choice, Choosing, ClaimError, Ended, Host, LoadError, Query, Store, StoreError,
+};
 
 mod backend;
 use backend::TestDb;
@@ -598,10 +600,28 @@ async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_cho
             "it waits for an operator"
         );
 
+        let [unknown] = store
+            .unknown_calls(&run_id)
+            .await
+            .unwrap()
+            .try_into()
+            .unwrap();
+        assert_eq!((unknown.call_id.as_str(), unknown.attempt), ("c1", 1));
+        assert_eq!(unknown.arguments, json!({"cents": 500}));
         let chosen = store
-            .choose(&run_id, &operator("carol"), choice)
+            .choose(
+                &run_id,
+                &operator("carol"),
+                &Choosing {
+                    call_id: "c1",
+                    digest: &unknown.digest,
+                    choice,
+                    reason: "the processor has no record of it",
+                },
+            )
             .await
             .unwrap();
+        assert!(chosen.stands);
         assert_eq!(
             (chosen.call_id.as_str(), chosen.owner.as_str()),
             ("c1", "payments")
@@ -639,14 +659,26 @@ async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_cho
         }
         assert_eq!(
             history.calls[0].choices,
-            [format!("{} by carol (attempt 1)", choice.as_str())]
+            [format!(
+                "{} by carol (name from flag, attempt 1): the processor has no record of it",
+                choice.as_str()
+            )]
         );
+        let again = store
+            .choose(
+                &run_id,
+                &operator("carol"),
+                &Choosing {
+                    call_id: "c1",
+                    digest: &unknown.digest,
+                    choice,
+                    reason: "again",
+                },
+            )
+            .await;
         assert!(
-            store
-                .choose(&run_id, &operator("carol"), choice)
-                .await
-                .is_err(),
-            "nothing left to choose"
+            matches!(again, Err(ClaimError::Store(StoreError::NotUnknown(_)))),
+            "nothing left to choose: {again:?}"
         );
     }
 }

@@ -7,15 +7,15 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use toolgate::run::{Message, RunState};
-use toolgate::suspend::{CallVerdict, SuspendedRun, TurnDigest};
+use toolgate::suspend::{CallVerdict, RerunDigest, SuspendedRun, TurnDigest};
 use toolgate::visible::visible;
 use toolgate::{Registry, identity::Operator};
-use toolgate_store::{Answer, Choice, Ended, Recorded, Resumed, Store};
+use toolgate_store::{Answer, Choice, Choosing, Ended, Recorded, Resumed, Store};
 
 use super::identity::operator_identity;
 use super::runs::show;
 use crate::output::{Out, say};
-use crate::{ApproveArgs, DecideArgs, DenyArgs, Failure};
+use crate::{ApproveArgs, ChooseArgs, DecideArgs, DenyArgs, Failure};
 
 /// Records a decision, and says which host will act on it.
 pub(super) async fn command(
@@ -200,26 +200,54 @@ pub(super) fn report_recorded(
 pub(super) async fn choose(
     store: &Store,
     out: Out,
-    run: &str,
-    operator: Option<&str>,
+    args: &ChooseArgs,
     choice: Choice,
 ) -> Result<(), Failure> {
-    let operator = operator_identity(operator)?;
-    let chosen = store.choose(run, &operator, choice).await?;
+    let operator = operator_identity(args.operator.as_deref())?;
+    let digest = RerunDigest::from_text(args.digest.trim());
+    let chosen = store
+        .choose(
+            &args.run,
+            &operator,
+            &Choosing {
+                call_id: &args.call,
+                digest: &digest,
+                choice,
+                reason: &args.reason,
+            },
+        )
+        .await?;
     if out.json {
         return out.json(&json!({
-            "run": run, "call": chosen.call_id, "tool": chosen.tool,
-            "choice": choice.as_str(), "by": operator.name(), "owner": chosen.owner,
+            "run": args.run, "call": chosen.call_id, "tool": chosen.tool,
+            "choice": choice.as_str(), "by": operator.name(), "source": operator.source().as_str(),
+            "reason": args.reason, "owner": chosen.owner, "stands": chosen.stands,
+            "reruns": {"have": chosen.reruns.0, "need": chosen.reruns.1},
         }));
     }
-    say!(
-        "recorded: {} call {} ({}) by {}; host `{}` will resume the run",
-        choice.as_str(),
-        chosen.call_id,
-        chosen.tool,
-        operator.name(),
-        chosen.owner
-    );
+    if chosen.stands {
+        say!(
+            "recorded: {} call {} ({}) by {} (name from {}); host `{}` will resume the run",
+            choice.as_str(),
+            chosen.call_id,
+            chosen.tool,
+            operator.name(),
+            operator.source().as_str(),
+            chosen.owner
+        );
+    } else {
+        say!(
+            "recorded: rerun {} of {} of call {} ({}) by {} (name from {}); the call waits for {} more before host `{}` runs it again",
+            chosen.reruns.0,
+            chosen.reruns.1,
+            chosen.call_id,
+            chosen.tool,
+            operator.name(),
+            operator.source().as_str(),
+            chosen.reruns.1.saturating_sub(chosen.reruns.0),
+            chosen.owner
+        );
+    }
     Ok(())
 }
 
@@ -278,7 +306,7 @@ pub(super) async fn report_resumed(
         Ended::OutcomeUnknown { call_id, tool } => (
             "outcome_unknown",
             format!(
-                "call {call_id} ({tool}) started and never ended when a host stopped; decide with `toolgate runs rerun {run}` or `toolgate runs skip {run}`"
+                "call {call_id} ({tool}) started and never ended when a host stopped; review it with `toolgate runs show {run}`, then `toolgate runs rerun|skip {run} --call {call_id} --digest … --reason …`"
             ),
         ),
         Ended::Refused { reason } => (

@@ -61,12 +61,8 @@ pub(super) async fn runs(
             let data: Value = decide::json_argument(&data)?;
             decide::command(store, out, decide, Answer::Input(data)).await
         }
-        RunsCommand::Rerun { run, operator } => {
-            decide::choose(store, out, &run, operator.as_deref(), Choice::Rerun).await
-        }
-        RunsCommand::Skip { run, operator } => {
-            decide::choose(store, out, &run, operator.as_deref(), Choice::Skip).await
-        }
+        RunsCommand::Rerun(args) => decide::choose(store, out, &args, Choice::Rerun).await,
+        RunsCommand::Skip(args) => decide::choose(store, out, &args, Choice::Skip).await,
     }
 }
 
@@ -153,6 +149,7 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
         history.decisions.iter().rev().find(|d| {
             !d.partial && d.record.voided.is_none() && d.record.digest == paused.digest()
         });
+    let unknown = store.unknown_calls(run).await?;
     let turn = i64::from(paused.state().iterations);
     let states: Vec<String> = paused
         .pending()
@@ -197,6 +194,12 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
                 "state": c.state, "attempts": c.attempts, "result": c.result,
                 "choices": c.choices,
             })).collect::<Vec<_>>(),
+            "unknown": unknown.iter().map(|u| json!({
+                "call": u.call_id, "tool": u.tool, "turn": u.turn, "attempt": u.attempt,
+                "arguments": u.arguments, "digest": u.digest.as_str(),
+                "reruns": {"have": u.reruns.0, "need": u.reruns.1},
+                "choices": u.choices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
         }));
     }
     if waiting {
@@ -217,7 +220,47 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
     say!("host: {}; state: {}", latest.owner, latest.standing());
     print_decisions(out, &history.decisions);
     print_calls(out, &history.calls);
+    print_unknown(run, &unknown);
     Ok(())
+}
+
+/// The calls whose outcome is unknown, each with what a choice on it
+/// carries: the arguments a rerun runs it with, and its digest.
+fn print_unknown(run: &str, unknown: &[toolgate_store::UnknownCall]) {
+    for u in unknown {
+        say!(
+            "outcome unknown: call {} ({}) of turn {}, started {} time{}; a rerun runs it with {}",
+            u.call_id,
+            u.tool,
+            u.turn,
+            u.attempt,
+            if u.attempt == 1 { "" } else { "s" },
+            u.arguments.to_string()
+        );
+        if u.reruns.1 > 1 || u.four_eyes {
+            say!(
+                "  a rerun needs {} {}, none of them the requester {}; chosen so far: {}",
+                u.reruns.1,
+                if u.reruns.1 == 1 {
+                    "person"
+                } else {
+                    "distinct people"
+                },
+                u.requested_by,
+                u.reruns.0
+            );
+        }
+        for choice in &u.choices {
+            say!("  {}", choice.to_string());
+        }
+        say!("  rerun digest: {}", u.digest.as_str());
+        say!(
+            "  choose with `toolgate runs rerun|skip {} --call {} --digest {} --reason …`",
+            run,
+            u.call_id,
+            u.digest.as_str()
+        );
+    }
 }
 
 /// Every decision on the run, partial and voided ones too.

@@ -1,0 +1,604 @@
+//! Operator choices on a call whose outcome is unknown: its host stopped
+//! while it ran, so it may or may not have happened, and it is a
+//! `non_idempotent_write` (every remote call counts as one), so nothing runs
+//! it again on its own.
+//!
+//! A choice is a decision like any other:
+//!
+//! - it names the call (`call_id`) and carries the digest of what the
+//!   operator was shown ([`toolgate::suspend::rerun_digest`]: the run, the
+//!   suspension, the turn, the call, the arguments it runs with and the
+//!   attempt); a call or attempt that is not the one waiting is refused;
+//! - it says who chose, where the name came from and why, and is tagged under
+//!   the store's key;
+//! - a rerun may make a write happen twice, so it is bound as an approval is
+//!   ([`toolgate::journal::check_rerun`]): under four eyes, or on a run that
+//!   needs several approvers, the requester cannot choose it, and it stands
+//!   only once as many distinct people as the run's approvals chose it;
+//! - a skip cannot make anything run, so those rules do not bind it: it
+//!   stands at once, whoever chooses it.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use toolgate::identity::{self, IdentitySource, Operator};
+use toolgate::journal::{Action, CallRecord, TurnPlan, check_rerun, reruns_required};
+use toolgate::run::RunState;
+use toolgate::suspend::{RerunDigest, TurnDigest};
+
+use crate::db::{On, Query, Row};
+use crate::runs::ClaimError;
+use crate::{Store, StoreError, now_ms};
+
+/// An operator's choice for a call whose outcome is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// Run the call again.
+    Rerun,
+    /// Do not run it again: the model reads that its outcome is unknown.
+    Skip,
+}
+
+impl Choice {
+    /// The stored spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Choice::Rerun => "rerun",
+            Choice::Skip => "skip",
+        }
+    }
+
+    fn from_stored(text: &str) -> Option<Self> {
+        [Choice::Rerun, Choice::Skip]
+            .into_iter()
+            .find(|c| c.as_str() == text)
+    }
+}
+
+/// What an operator chooses, for which call, having been shown what.
+#[derive(Debug, Clone, Copy)]
+pub struct Choosing<'a> {
+    /// The call, by its id.
+    pub call_id: &'a str,
+    /// The digest shown beside it ([`UnknownCall::digest`]).
+    pub digest: &'a RerunDigest,
+    /// Run it again, or not.
+    pub choice: Choice,
+    /// Why, for the record; must not be empty.
+    pub reason: &'a str,
+}
+
+/// A choice as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedChoice {
+    /// What was chosen.
+    pub choice: Choice,
+    /// Who chose.
+    pub by: String,
+    /// Where the name came from.
+    pub source: IdentitySource,
+    /// Why; `None` for choices recorded before reasons were kept.
+    pub reason: Option<String>,
+    /// The attempt it was chosen after.
+    pub attempt: i64,
+    /// When, in milliseconds since the Unix epoch.
+    pub at_unix_ms: i64,
+}
+
+/// As the run's history lists it, raw: whoever shows it escapes it.
+impl std::fmt::Display for RecordedChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} by {} (name from {}, attempt {})",
+            self.choice.as_str(),
+            self.by,
+            self.source,
+            self.attempt
+        )?;
+        if let Some(reason) = &self.reason {
+            write!(f, ": {reason}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A call whose outcome is unknown, as an operator is shown it before
+/// choosing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnknownCall {
+    /// The call's id.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// The turn's number in its run.
+    pub turn: u32,
+    /// The call's place in its turn.
+    pub index: usize,
+    /// How many times it has been started.
+    pub attempt: u32,
+    /// The arguments a rerun runs it with.
+    pub arguments: Value,
+    /// What a choice on it carries.
+    pub digest: RerunDigest,
+    /// Choices recorded on this attempt so far (reruns waiting for more
+    /// people).
+    pub choices: Vec<RecordedChoice>,
+    /// Reruns that count so far, and how many must.
+    pub reruns: (u32, u32),
+    /// Who requested the run.
+    pub requested_by: String,
+    /// Whether the run requires four eyes.
+    pub four_eyes: bool,
+}
+
+/// The call a choice was recorded for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// The call's id.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// The host that will act on the choice.
+    pub owner: String,
+    /// Whether the choice stands now (the host acts on it), or waits for
+    /// more people to choose a rerun.
+    pub stands: bool,
+    /// Reruns that count, this one included, and how many must.
+    pub reruns: (u32, u32),
+}
+
+/// An unknown call as found, with what a choice on it needs.
+struct Found {
+    suspension_id: i64,
+    owner: String,
+    plan_id: i64,
+    plan: TurnPlan,
+    call: UnknownCall,
+}
+
+/// The choice that stands on one attempt of a call, from the choices made on
+/// it in the order they were made: the first skip, or a rerun once as many
+/// distinct people as the run's approvals, each of whom may choose it
+/// ([`check_rerun`]), chose it — whichever came first. The one rule: the
+/// store's check when recording, and the reading a host recovers by.
+fn standing(choices: &[RecordedChoice], run: &RunState) -> Option<CallRecord> {
+    let need = usize::try_from(reruns_required(&run.options)).unwrap_or(usize::MAX);
+    let mut rerun_by: Vec<&str> = Vec::new();
+    for choice in choices {
+        match choice.choice {
+            Choice::Skip => {
+                return Some(CallRecord::Skip {
+                    by: choice.by.clone(),
+                });
+            }
+            Choice::Rerun => {
+                if check_rerun(run, &choice.by).is_err()
+                    || rerun_by
+                        .iter()
+                        .any(|b| identity::same_person(b, &choice.by))
+                {
+                    continue;
+                }
+                rerun_by.push(&choice.by);
+                if rerun_by.len() >= need {
+                    return Some(CallRecord::Rerun {
+                        by: rerun_by.join(" and "),
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The reruns that count on one attempt: distinct people who may choose it.
+fn reruns_counted(choices: &[RecordedChoice], run: &RunState) -> u32 {
+    let mut by: Vec<&str> = Vec::new();
+    for choice in choices.iter().filter(|c| c.choice == Choice::Rerun) {
+        if check_rerun(run, &choice.by).is_ok()
+            && !by.iter().any(|b| identity::same_person(b, &choice.by))
+        {
+            by.push(&choice.by);
+        }
+    }
+    u32::try_from(by.len()).unwrap_or(u32::MAX)
+}
+
+/// What a choice's tag covers. Choices recorded before they named their call
+/// (no digest) keep the layout they were tagged with.
+fn choice_bytes(suspension_id: i64, turn: i64, index: i64, row: &ChoiceRow) -> Vec<u8> {
+    let c = &row.choice;
+    match (&row.call_id, &row.digest) {
+        (Some(call_id), Some(digest)) => {
+            let mut bytes = b"toolgate.choice.v2\n".to_vec();
+            // An array of plain values written to a Vec cannot fail.
+            let _ = serde_json::to_writer(
+                &mut bytes,
+                &serde_json::json!([
+                    suspension_id,
+                    turn,
+                    index,
+                    c.attempt,
+                    c.choice.as_str(),
+                    c.by,
+                    c.source.as_str(),
+                    call_id,
+                    digest,
+                    c.reason,
+                    c.at_unix_ms,
+                ]),
+            );
+            bytes
+        }
+        _ => format!(
+            "toolgate.choice.v1\n{suspension_id}\n{turn}\n{index}\n{}\n{}\n{}",
+            c.attempt,
+            c.choice.as_str(),
+            c.by
+        )
+        .into_bytes(),
+    }
+}
+
+/// A stored choice row.
+struct ChoiceRow {
+    index: i64,
+    call_id: Option<String>,
+    digest: Option<String>,
+    choice: RecordedChoice,
+}
+
+impl ChoiceRow {
+    fn read(row: &Row) -> Result<Self, StoreError> {
+        let stored: String = row.try_get("choice")?;
+        let choice = Choice::from_stored(&stored).ok_or_else(|| StoreError::Unreadable {
+            what: "operator choice",
+            reason: format!("unknown choice `{}`", toolgate::visible::visible(&stored)),
+        })?;
+        Ok(Self {
+            index: row.try_get("call_index")?,
+            call_id: row.try_get("call_id")?,
+            digest: row.try_get("digest")?,
+            choice: RecordedChoice {
+                choice,
+                by: row.try_get("decided_by")?,
+                source: IdentitySource::from_name(&row.try_get::<String, _>("decided_by_source")?),
+                reason: row.try_get("reason")?,
+                attempt: row.try_get("attempt")?,
+                at_unix_ms: row.try_get("decided_at")?,
+            },
+        })
+    }
+}
+
+impl Store {
+    /// The choices recorded on a plan, oldest first — under a key, only those
+    /// whose tag verifies: per call index.
+    async fn verified_choices<'e>(
+        &self,
+        on: impl Into<On<'e>>,
+        suspension_id: i64,
+        turn: i64,
+        plan_id: i64,
+    ) -> Result<Vec<ChoiceRow>, StoreError> {
+        let rows = Query::new(
+            "SELECT call_index, attempt, choice, decided_by, decided_by_source, decided_at, call_id, digest, reason, mac
+             FROM execution_choice WHERE plan_id = ? ORDER BY id",
+        )
+        .bind(plan_id)
+        .fetch_all(on)
+        .await?;
+        let mut choices = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let choice = ChoiceRow::read(row)?;
+            if let Some(key) = self.key() {
+                let mac: Option<String> = row.try_get("mac")?;
+                let bytes = choice_bytes(suspension_id, turn, choice.index, &choice);
+                if !mac.is_some_and(|m| key.verify(&bytes, &m)) {
+                    tracing::warn!(
+                        suspension = suspension_id,
+                        call = choice.index,
+                        "an operator choice does not verify under the key; ignored"
+                    );
+                    continue;
+                }
+            }
+            choices.push(choice);
+        }
+        Ok(choices)
+    }
+
+    /// The choices recorded on one call of a plan, as the run's history
+    /// shows them (under a key, those whose tag verifies).
+    pub(crate) async fn recorded_choices(
+        &self,
+        suspension_id: i64,
+        turn: i64,
+        plan_id: i64,
+        index: i64,
+    ) -> Result<Vec<RecordedChoice>, StoreError> {
+        Ok(self
+            .verified_choices(&self.pool, suspension_id, turn, plan_id)
+            .await?
+            .into_iter()
+            .filter(|c| c.index == index)
+            .map(|c| c.choice)
+            .collect())
+    }
+
+    /// The choices that stand on a plan, per call index and attempt.
+    pub(crate) async fn standing_choices(
+        &self,
+        suspension_id: i64,
+        plan: &TurnPlan,
+        plan_id: i64,
+    ) -> Result<HashMap<(i64, i64), CallRecord>, StoreError> {
+        let rows = self
+            .verified_choices(&self.pool, suspension_id, i64::from(plan.turn()), plan_id)
+            .await?;
+        let mut grouped: HashMap<(i64, i64), Vec<RecordedChoice>> = HashMap::new();
+        for row in rows {
+            grouped
+                .entry((row.index, row.choice.attempt))
+                .or_default()
+                .push(row.choice);
+        }
+        Ok(grouped
+            .into_iter()
+            .filter_map(|(key, choices)| standing(&choices, &plan.run).map(|s| (key, s)))
+            .collect())
+    }
+
+    /// The calls of a run whose outcome is unknown — what an operator is shown
+    /// before choosing, digest included. Empty when the run waits for no such
+    /// choice.
+    pub async fn unknown_calls(&self, run_id: &str) -> Result<Vec<UnknownCall>, StoreError> {
+        self.check_keyed()?;
+        Ok(self
+            .find_unknown(On::Pool(&self.pool), run_id)
+            .await?
+            .into_iter()
+            .map(|found| found.call)
+            .collect())
+    }
+
+    async fn find_unknown(&self, on: On<'_>, run_id: &str) -> Result<Vec<Found>, StoreError> {
+        let (rows, on) = match on {
+            On::Pool(pool) => (Self::unknown_rows(run_id).fetch_all(pool).await?, None),
+            On::Tx(tx) => (
+                Self::unknown_rows(run_id).fetch_all(&mut *tx).await?,
+                Some(tx),
+            ),
+        };
+        let mut found = Vec::with_capacity(rows.len());
+        let mut on = on;
+        for row in rows {
+            let suspension_id: i64 = row.try_get("suspension_id")?;
+            let plan_id: i64 = row.try_get("plan_id")?;
+            let turn: i64 = row.try_get("turn")?;
+            let plan = self.read_plan(
+                suspension_id,
+                turn,
+                &row.try_get::<String, _>("plan")?,
+                row.try_get("plan_mac")?,
+            )?;
+            let index: i64 = row.try_get("call_index")?;
+            let attempt: i64 = row.try_get("attempts")?;
+            let Some((step, position)) = usize::try_from(index)
+                .ok()
+                .and_then(|i| plan.steps.get(i).map(|s| (s, i)))
+            else {
+                return Err(StoreError::Unreadable {
+                    what: "call execution",
+                    reason: format!("call {index} is not in its turn's plan"),
+                });
+            };
+            let Action::Execute { arguments, .. } = &step.action else {
+                return Err(StoreError::Unreadable {
+                    what: "call execution",
+                    reason: format!("call {index} was started, but its plan does not run it"),
+                });
+            };
+            let suspension = TurnDigest::from_text(row.try_get::<String, _>("suspension_digest")?);
+            let attempt_u32 = u32::try_from(attempt).unwrap_or(u32::MAX);
+            let digest = plan
+                .rerun_digest(&suspension, position, attempt_u32)
+                .ok_or_else(|| StoreError::Unreadable {
+                    what: "call execution",
+                    reason: format!("call {index} is not one its plan runs"),
+                })?;
+            let choices = match on.as_deref_mut() {
+                Some(tx) => {
+                    self.verified_choices(&mut *tx, suspension_id, turn, plan_id)
+                        .await?
+                }
+                None => {
+                    self.verified_choices(&self.pool, suspension_id, turn, plan_id)
+                        .await?
+                }
+            };
+            let choices: Vec<RecordedChoice> = choices
+                .into_iter()
+                .filter(|c| c.index == index && c.choice.attempt == attempt)
+                .map(|c| c.choice)
+                .collect();
+            let reruns = (
+                reruns_counted(&choices, &plan.run),
+                reruns_required(&plan.run.options),
+            );
+            let call = UnknownCall {
+                call_id: step.call.id.clone(),
+                tool: step.call.name.clone(),
+                turn: plan.turn(),
+                index: position,
+                attempt: attempt_u32,
+                arguments: arguments.clone(),
+                digest,
+                choices,
+                reruns,
+                requested_by: plan.run.requested_by.clone(),
+                four_eyes: plan.run.options.four_eyes,
+            };
+            found.push(Found {
+                suspension_id,
+                owner: row.try_get("owner")?,
+                plan_id,
+                plan,
+                call,
+            });
+        }
+        Ok(found)
+    }
+
+    /// The started calls of the newest plan of a run whose outcome is unknown.
+    fn unknown_rows(run_id: &str) -> Query {
+        Query::new(
+            "SELECT s.id AS suspension_id, s.owner, s.digest AS suspension_digest,
+                    p.id AS plan_id, p.turn, p.plan, p.mac AS plan_mac,
+                    e.call_index, e.attempts
+             FROM suspended_run s
+             JOIN turn_plan p ON p.suspension_id = s.id
+             JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
+             WHERE s.run_id = ? AND s.execution = 'outcome_unknown'
+               AND p.turn = (SELECT MAX(q.turn) FROM turn_plan q WHERE q.suspension_id = s.id)
+             ORDER BY e.call_index",
+        )
+        .bind(run_id)
+    }
+
+    /// Records an operator's choice for a call whose outcome is unknown — run
+    /// it again, or skip it — and, once the choice stands, hands the run back
+    /// to its host. Only records: the owning host acts on it.
+    ///
+    /// Refused, changing nothing: a run that waits for no such choice
+    /// ([`StoreError::NotUnknown`]); a call that is not the one waiting
+    /// ([`ClaimError::NotTheUnknownCall`]); a digest that is not the one
+    /// shown beside it ([`ClaimError::StaleChoice`]); no reason
+    /// ([`ClaimError::NoReason`]); a rerun chosen by the requester under four
+    /// eyes or on a run that needs several approvers ([`ClaimError::Refused`]),
+    /// or by someone who chose it already ([`ClaimError::AlreadyChose`]).
+    pub async fn choose(
+        &self,
+        run_id: &str,
+        by: &Operator,
+        choosing: &Choosing<'_>,
+    ) -> Result<Chosen, ClaimError> {
+        self.check_keyed()?;
+        let (_writer, mut tx) = self.write().await?;
+        tx.lock_run(run_id).await?;
+        let found = self.find_unknown(On::Tx(&mut tx), run_id).await?;
+        if found.is_empty() {
+            return Err(StoreError::NotUnknown(run_id.to_owned()).into());
+        }
+        let mut found = found;
+        let Some(position) = found
+            .iter()
+            .position(|f| f.call.call_id == choosing.call_id)
+        else {
+            return Err(ClaimError::NotTheUnknownCall {
+                run_id: run_id.to_owned(),
+                call_id: choosing.call_id.to_owned(),
+                waiting: found
+                    .iter()
+                    .map(|f| format!("`{}` ({})", f.call.call_id, f.call.tool))
+                    .collect(),
+            });
+        };
+        let found = found.swap_remove(position);
+        if &found.call.digest != choosing.digest {
+            return Err(ClaimError::StaleChoice {
+                run_id: run_id.to_owned(),
+            });
+        }
+        if choosing.reason.trim().is_empty() {
+            return Err(ClaimError::NoReason {
+                run_id: run_id.to_owned(),
+            });
+        }
+        let run = &found.plan.run;
+        if choosing.choice == Choice::Rerun {
+            check_rerun(run, by.name()).map_err(|reason| ClaimError::Refused {
+                run_id: run_id.to_owned(),
+                reason,
+            })?;
+            if let Some(earlier) = found
+                .call
+                .choices
+                .iter()
+                .find(|c| c.choice == Choice::Rerun && identity::same_person(&c.by, by.name()))
+            {
+                return Err(ClaimError::AlreadyChose {
+                    run_id: run_id.to_owned(),
+                    by: earlier.by.clone(),
+                });
+            }
+        }
+        let now = now_ms();
+        let call = &found.call;
+        let row = ChoiceRow {
+            index: i64::try_from(call.index).unwrap_or(i64::MAX),
+            call_id: Some(call.call_id.clone()),
+            digest: Some(call.digest.as_str().to_owned()),
+            choice: RecordedChoice {
+                choice: choosing.choice,
+                by: by.name().to_owned(),
+                source: by.source(),
+                reason: Some(choosing.reason.to_owned()),
+                attempt: i64::from(call.attempt),
+                at_unix_ms: now,
+            },
+        };
+        let mac = self.key().map(|key| {
+            key.tag(&choice_bytes(
+                found.suspension_id,
+                i64::from(call.turn),
+                row.index,
+                &row,
+            ))
+        });
+        Query::new(
+            "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at, call_id, digest, reason, mac)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(found.plan_id)
+        .bind(row.index)
+        .bind(row.choice.attempt)
+        .bind(choosing.choice.as_str())
+        .bind(by.name())
+        .bind(by.source().as_str())
+        .bind(now)
+        .bind(row.call_id.clone())
+        .bind(row.digest.clone())
+        .bind(row.choice.reason.clone())
+        .bind(mac)
+        .execute(&mut tx)
+        .await?;
+        let mut choices = call.choices.clone();
+        choices.push(row.choice);
+        let stands = standing(&choices, run).is_some();
+        if stands {
+            Query::new(
+                "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = ?
+                 WHERE id = ? AND execution = 'outcome_unknown'",
+            )
+            .bind(now)
+            .bind(found.suspension_id)
+            .execute(&mut tx)
+            .await?;
+        }
+        tx.commit().await?;
+        if stands {
+            self.inbox.notify_waiters();
+        }
+        let chosen = Chosen {
+            call_id: call.call_id.clone(),
+            tool: call.tool.clone(),
+            owner: found.owner,
+            stands,
+            reruns: (reruns_counted(&choices, run), call.reruns.1),
+        };
+        tracing::info!(run = %run_id, by = %by, source = %by.source(), choice = choosing.choice.as_str(), call = %chosen.call_id, stands, "choice recorded for a call whose outcome is unknown");
+        Ok(chosen)
+    }
+}
