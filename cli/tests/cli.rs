@@ -766,6 +766,18 @@ fn approvals_from_two_people_and_an_expired_turn_asked_again() {
         ],
     );
     assert!(second.contains("host `demo` will resume it"), "{second}");
+    // One count of approvals, in every view: both of them, the run decided.
+    let shown = json(dir, &["runs", "show", &run]);
+    assert_eq!(shown["state"], "decided");
+    assert_eq!(
+        shown["approvals"],
+        serde_json::json!({"have": 2, "need": 2})
+    );
+    let listed = json(dir, &["runs", "list"]);
+    assert_eq!(
+        listed[0]["approvals"],
+        serde_json::json!({"have": 2, "need": 2})
+    );
 
     let dir2 = temp();
     let dir2 = dir2.path();

@@ -557,9 +557,9 @@ impl Store {
             "SELECT s.*, (SELECT e.call_id || ' (' || e.tool || ')' FROM turn_plan p
                           JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
                           WHERE p.suspension_id = s.id ORDER BY p.turn DESC LIMIT 1) AS executing,
-                    (SELECT COUNT(*) FROM decision d
-                     WHERE d.suspension_id = s.id AND d.partial = 1 AND d.voided IS NULL) AS partials
-             FROM suspended_run s {filter} ORDER BY s.id"
+                    (SELECT COUNT(*) FROM decision d WHERE d.suspension_id = s.id AND {approving}) AS approvals
+             FROM suspended_run s {filter} ORDER BY s.id",
+            approving = approving()
         );
         // `filter` is one of this module's fixed clauses, never input.
         let mut query = Query::new(query);
@@ -578,7 +578,7 @@ impl Store {
                 Ok(SuspendedRun::WaitingForInput(run)) => (run.expires_at_ms(), 1),
                 Err(_) => (None, 1),
             };
-            let partials: i64 = row.try_get("partials")?;
+            let approvals: i64 = row.try_get("approvals")?;
             let problem = document.err().map(|e| e.reason);
             runs.push(OpenRun {
                 suspension_id: row.try_get("id")?,
@@ -597,7 +597,7 @@ impl Store {
                 updated_at: row.try_get("updated_at")?,
                 lease_until: row.try_get("lease_until")?,
                 expires_at,
-                approvals: (u32::try_from(partials).unwrap_or(0), need),
+                approvals: (u32::try_from(approvals).unwrap_or(0), need),
             });
         }
         Ok(runs)
@@ -1189,20 +1189,34 @@ async fn count_approvals(
         .saturating_add(1))
 }
 
-/// The partial approvals recorded on a suspension: who, and the verdicts.
+/// The approvals recorded on a suspension: who, and the verdicts. While it
+/// waits these are the partial approvals; once decided, the one that
+/// completed it too.
 async fn partial_approvals(
     tx: &mut Tx,
     suspension_id: i64,
 ) -> Result<Vec<(String, Option<String>)>, sqlx::Error> {
-    let rows = Query::new(
-        "SELECT decided_by, calls FROM decision WHERE suspension_id = ? AND partial = 1 AND voided IS NULL ORDER BY id",
-    )
+    let rows = Query::new(format!(
+        "SELECT d.decided_by, d.calls FROM decision d WHERE d.suspension_id = ? AND {} ORDER BY d.id",
+        approving()
+    ))
     .bind(suspension_id)
     .fetch_all(&mut *tx)
     .await?;
     rows.iter()
         .map(|row| Ok((row.try_get("decided_by")?, row.try_get("calls")?)))
         .collect()
+}
+
+/// Which decision rows `d` count as a suspension's approvals: approving, and
+/// not voided — the partial ones while it waits, and the one that completed
+/// it. The one count: the store's check when an approval arrives, and every
+/// view of a run (`runs list`, `runs show`, its JSON).
+fn approving() -> String {
+    format!(
+        "d.voided IS NULL AND d.verdict = '{}'",
+        verdict_text(DecisionKind::Approved)
+    )
 }
 
 /// A digest names one suspension of one run: a decision already taken on it

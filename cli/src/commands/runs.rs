@@ -84,6 +84,7 @@ async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
                         "owner": r.owner, "state": r.state, "execution": r.execution,
                         "standing": r.standing(), "executing": r.executing,
                         "decided_by": r.decided_by,
+                        "approvals": {"have": r.approvals.0, "need": r.approvals.1},
                         "since": timestamp(r.created_at), "problem": r.problem,
                         "authenticated": store.is_authenticated(),
                     })
@@ -218,6 +219,13 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
         table.print();
     }
     say!("host: {}; state: {}", latest.owner, latest.standing());
+    if latest.approvals.1 > 1 {
+        say!(
+            "approvals: {} of {}",
+            latest.approvals.0,
+            latest.approvals.1
+        );
+    }
     print_decisions(out, &history.decisions);
     print_calls(out, &history.calls);
     print_unknown(run, &unknown);
