@@ -1577,3 +1577,57 @@ fn a_rerun_is_a_decision_bound_by_four_eyes() {
         ])
     );
 }
+
+/// A verdict on a call that needs none is recorded as what it was: a
+/// read-only call denied beside approved writes makes the decision "approved
+/// call_2, call_2b; denied call_2c" in the text, the JSON and the audit —
+/// never "approved".
+#[test]
+fn a_denied_read_beside_approved_writes_is_recorded_as_denied() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(dir, &["demo", "--detach", "--as", "alice"]);
+    let (run, digest) = waiting_run(dir);
+    let recorded = ok(
+        dir,
+        &[
+            "runs",
+            "approve",
+            &run,
+            "--digest",
+            &digest,
+            "--call",
+            "call_2",
+            "--call",
+            "call_2b",
+            "--deny",
+            "call_2c=not now",
+            "--as",
+            "bob",
+        ],
+    );
+    assert_eq!(
+        recorded.trim(),
+        "recorded: approved call_2, call_2b; denied call_2c by bob (name from flag); host `demo` will resume it"
+    );
+    let shown = json(dir, &["runs", "show", &run]);
+    let decision = &shown["decisions"][0];
+    assert_eq!(
+        decision["summary"],
+        "approved call_2, call_2b; denied call_2c"
+    );
+    assert_eq!(
+        decision["calls"][2]["verdict"],
+        serde_json::json!({"verdict": "deny", "reason": "not now"})
+    );
+    let text = ok(dir, &["runs", "show", &run]);
+    assert!(
+        text.contains("│ approved call_2, call_2b; denied call_2c ┆ bob"),
+        "{text}"
+    );
+    let resumed = ok(dir, &["host", "--once"]);
+    assert!(
+        resumed.contains("read_file → error: the operator (bob) denied this call: not now"),
+        "{resumed}"
+    );
+}

@@ -128,6 +128,43 @@ pub struct DecisionRecord {
     pub calls: Vec<AuditedCall>,
 }
 
+impl DecisionRecord {
+    /// What was decided, in words, exactly: `approved`, `denied` or `input
+    /// submitted` when every call got the same verdict (or the decision was
+    /// not kept per call), and otherwise each verdict with the calls it was
+    /// given — `approved call_2, call_2b (edited); denied call_2c` — so a
+    /// call denied beside approved ones is never summed up as "approved".
+    /// The one wording every view of a decision uses.
+    pub fn summary(&self) -> String {
+        let verdicts: Vec<(&str, &CallVerdict)> = self
+            .calls
+            .iter()
+            .filter_map(|c| c.verdict.as_ref().map(|v| (c.call_id.as_str(), v)))
+            .collect();
+        let approved: Vec<String> = verdicts
+            .iter()
+            .filter(|(_, v)| v.approves())
+            .map(|(id, v)| match v {
+                CallVerdict::Edit { .. } => format!("{id} (edited)"),
+                _ => (*id).to_owned(),
+            })
+            .collect();
+        let denied: Vec<&str> = verdicts
+            .iter()
+            .filter(|(_, v)| !v.approves())
+            .map(|(id, _)| *id)
+            .collect();
+        if approved.is_empty() || denied.is_empty() {
+            return self.verdict.as_str().to_owned();
+        }
+        format!(
+            "approved {}; denied {}",
+            approved.join(", "),
+            denied.join(", ")
+        )
+    }
+}
+
 pub(crate) fn now_unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -790,7 +790,7 @@ impl Store {
             });
         }
         self.inbox.notify_waiters();
-        tracing::info!(run = %run_id, by = %decided_by, source = %decided_by.source(), verdict = verdict.as_str(), owner = %owner, "decision recorded");
+        tracing::info!(run = %run_id, by = %decided_by, source = %decided_by.source(), verdict = %record.summary(), owner = %owner, "decision recorded");
         Ok(Recorded {
             record,
             owner,

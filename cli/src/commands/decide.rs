@@ -168,7 +168,7 @@ pub(super) fn report_recorded(
     let record = &recorded.record;
     if out.json {
         return out.json(&json!({
-            "run": record.run_id, "recorded": record.verdict.as_str(),
+            "run": record.run_id, "recorded": record.verdict.as_str(), "summary": record.summary(),
             "by": record.decided_by, "named_by": operator.source().as_str(),
             "owner": recorded.owner, "complete": recorded.is_complete(),
             "approvals": {"have": recorded.approvals.0, "need": recorded.approvals.1},
@@ -177,7 +177,7 @@ pub(super) fn report_recorded(
     if recorded.is_complete() {
         say!(
             "recorded: {} by {} (name from {}); host `{}` will resume it",
-            record.verdict.as_str(),
+            record.summary(),
             operator.name(),
             operator.source().as_str(),
             recorded.owner

@@ -323,7 +323,7 @@ async fn print_decision_log(store: &Store, out: Out, run_id: &str) -> Result<(),
     ]);
     for d in &decisions {
         table.row([
-            Col::from(d.verdict.as_str()),
+            Col::from(d.summary()),
             Col::from(&d.decided_by),
             Col::from(d.decided_by_source.as_str()),
             Col::from(&d.requested_by),

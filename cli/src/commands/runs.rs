@@ -184,7 +184,8 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
                 "call": c.id, "tool": c.name, "gate": gate(registry_less(&paused, i)), "state": state,
             })).collect::<Vec<_>>(),
             "decisions": history.decisions.iter().map(|d| json!({
-                "verdict": d.record.verdict.as_str(), "by": d.record.decided_by,
+                "verdict": d.record.verdict.as_str(), "summary": d.record.summary(),
+                "by": d.record.decided_by,
                 "named_by": d.record.decided_by_source.as_str(),
                 "self_decided": d.record.self_decided,
                 "tools": d.record.tools, "voided": d.record.voided, "partial": d.partial,
@@ -279,9 +280,9 @@ fn print_decisions(out: Out, decisions: &[toolgate_store::StoredDecision]) {
             let record = &d.record;
             table.row([
                 Col::from(if d.partial {
-                    format!("{} (partial)", record.verdict.as_str())
+                    format!("{} (partial)", record.summary())
                 } else {
-                    record.verdict.as_str().to_owned()
+                    record.summary()
                 }),
                 Col::from(&record.decided_by),
                 Col::from(record.decided_by_source.as_str()),
