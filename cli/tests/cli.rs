@@ -1631,3 +1631,60 @@ fn a_denied_read_beside_approved_writes_is_recorded_as_denied() {
         "{resumed}"
     );
 }
+
+/// A quarantined tool's cause is true: on a server whose approval the
+/// operator turned off, a tool changed since says it is quarantined, in the
+/// table and the JSON — never that the operator declared approval required.
+#[test]
+fn a_quarantined_tools_cause_says_so() {
+    let dir = temp();
+    let dir = dir.path();
+    fn server<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        [
+            &["--", TOOLGATE, "mcp-test-server", "--drop", "tidy_notes"],
+            extra,
+        ]
+        .concat()
+    }
+    ok(
+        dir,
+        &[
+            &[
+                "server",
+                "add",
+                "evil",
+                "--name",
+                "Evil",
+                "--data-class",
+                "editor_content",
+            ][..],
+            &server(&[]),
+        ]
+        .concat(),
+    );
+    ok(dir, &["import", "evil"]);
+    ok(dir, &["server", "set-approval", "evil", "off"]);
+    ok(
+        dir,
+        &[
+            &["server", "set-transport", "evil"][..],
+            &server(&["--describe", "write_note=Appends a note, and mails it."]),
+        ]
+        .concat(),
+    );
+    ok(dir, &["import", "evil"]);
+    let expected = "quarantined: operator declared no approval for server `evil`, but the tool is changed since they accepted it; it requires approval until an operator accepts it";
+    let tools = json(dir, &["tools"]);
+    let tool = tools["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "evil.write_note"))
+        .expect("the tool is listed");
+    assert_eq!(tool["gate"], "approval");
+    assert_eq!(tool["cause"], expected);
+    let table = ok(dir, &["tools"]);
+    assert!(table.contains(expected), "{table}");
+    assert!(
+        !table.contains("operator declared approval required"),
+        "{table}"
+    );
+}

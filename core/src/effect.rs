@@ -154,6 +154,37 @@ pub enum OperatorDeclaration {
     NoApproval,
 }
 
+/// Why a remote tool of a server whose approval the operator turned off
+/// still requires approval: the tool is not one the operator judged (tool
+/// pinning). An operator's "no approval" covers the tools as they were when
+/// it was given (or accepted since); a tool that appeared or changed after
+/// that waits for a human until an operator accepts it as it is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quarantine {
+    /// No operator accepted any definition of it: it is new since approval
+    /// was turned off (or since its server's tools were first pinned).
+    New,
+    /// Its definition changed since an operator accepted it.
+    Changed,
+}
+
+impl Quarantine {
+    /// The reason, in words.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Quarantine::New => "new since an operator judged the server's tools",
+            Quarantine::Changed => "its definition changed since an operator accepted it",
+        }
+    }
+}
+
+impl fmt::Display for Quarantine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What a tool declares about itself — never its decision. The input to the
 /// one rule, [`judge`](crate::gate::judge).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -168,6 +199,10 @@ pub struct Facts {
     pub operator: Option<OperatorDeclaration>,
     /// The call waits for typed input from a user.
     pub requires_input: bool,
+    /// A remote tool its operator has not accepted as it is now: on a server
+    /// whose approval is off it requires approval all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<Quarantine>,
 }
 
 impl Facts {
@@ -180,6 +215,7 @@ impl Facts {
             approval_marker: false,
             operator: None,
             requires_input: false,
+            quarantine: None,
         }
     }
 }

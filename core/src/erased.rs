@@ -62,6 +62,11 @@ pub trait DynTool: Send + Sync + 'static {
     fn operator_declaration(&self) -> Option<OperatorDeclaration> {
         None
     }
+    /// Whether a remote tool is quarantined (see
+    /// [`RemoteApproval::quarantine`](crate::RemoteApproval::quarantine)).
+    fn quarantine(&self) -> Option<crate::effect::Quarantine> {
+        None
+    }
     /// The input schema, when a call waits for a user's typed input.
     fn input_schema(&self) -> Option<&Schema> {
         None
@@ -124,6 +129,7 @@ impl ErasedTool {
             approval_marker: tool.approval_marker(),
             operator: tool.operator_declaration(),
             requires_input: input_schema.is_some(),
+            quarantine: tool.quarantine(),
         };
         let name = Box::from(tool.name());
         let server = tool.server().map(Box::from);

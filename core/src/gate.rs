@@ -13,6 +13,7 @@
 //! | local | `read_only`, input | input ([`Cause::UserInput`]) |
 //! | local | a write | approval ([`Cause::DeclaredWrite`]), never switched off |
 //! | remote | operator declaration | the operator's answer ([`Cause::Operator`]) |
+//! | remote | no approval, but quarantined | approval ([`Cause::Quarantined`]) |
 //! | remote | neither marker nor declaration | refused: [`Rule::RemoteWithoutApprovalSource`] |
 //!
 //! A typed tool names its gate as a type (`type Gate = ...` in [`Tool`],
@@ -43,7 +44,7 @@ use std::fmt;
 use schemars::Schema;
 use serde::{Deserialize, Serialize};
 
-pub use crate::effect::{Effect, EffectMarker, Facts, OperatorDeclaration, Origin};
+pub use crate::effect::{Effect, EffectMarker, Facts, OperatorDeclaration, Origin, Quarantine};
 use crate::effect::{IdempotentWrite, Local, NonIdempotentWrite, ReadOnly, Remote};
 use crate::sealed::Sealed;
 use crate::tool::{RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool};
@@ -157,6 +158,9 @@ pub enum Cause {
     DeclaredWrite(Effect),
     /// The operator's declaration for the tool's server.
     Operator(OperatorDeclaration),
+    /// The operator turned approval off for the tool's server, but the tool
+    /// is not one they judged: it requires approval until accepted.
+    Quarantined(Quarantine),
     /// The tool waits for typed input from a user.
     UserInput,
     /// The tool's facts break a rule; it never runs. A registry refuses such a
@@ -226,7 +230,7 @@ impl Ruling {
         match self.cause {
             Cause::Marker => Some(ApprovalRoute::Marker),
             Cause::DeclaredWrite(_) => Some(ApprovalRoute::DeclaredWrite),
-            Cause::Operator(_) => Some(ApprovalRoute::OperatorDeclaration),
+            Cause::Operator(_) | Cause::Quarantined(_) => Some(ApprovalRoute::OperatorDeclaration),
             Cause::LocalReadOnly | Cause::UserInput | Cause::Refused(_) => None,
         }
     }
@@ -237,7 +241,7 @@ impl Ruling {
 /// hand-erased tools and provided tools all come here.
 pub const fn judge(facts: &Facts) -> Result<Ruling, Rule> {
     let local = matches!(facts.origin, Origin::Local);
-    if local && facts.operator.is_some() {
+    if local && (facts.operator.is_some() || facts.quarantine.is_some()) {
         return Err(Rule::OperatorOnLocal);
     }
     if facts.requires_input {
@@ -258,15 +262,19 @@ pub const fn judge(facts: &Facts) -> Result<Ruling, Rule> {
         });
     }
     if !local {
-        return match facts.operator {
-            Some(declaration) => Ok(Ruling {
+        return match (facts.operator, facts.quarantine) {
+            (Some(OperatorDeclaration::NoApproval), Some(quarantine)) => Ok(Ruling {
+                pause: Pause::Approval,
+                cause: Cause::Quarantined(quarantine),
+            }),
+            (Some(declaration), _) => Ok(Ruling {
                 pause: match declaration {
                     OperatorDeclaration::ApprovalRequired => Pause::Approval,
                     OperatorDeclaration::NoApproval => Pause::None,
                 },
                 cause: Cause::Operator(declaration),
             }),
-            None => Err(Rule::RemoteWithoutApprovalSource),
+            (None, _) => Err(Rule::RemoteWithoutApprovalSource),
         };
     }
     if facts.effect.is_write() {
@@ -435,6 +443,7 @@ impl<T: RemoteApproval> GateRule<T> for ApprovalByOperator {
     fn facts(tool: &T) -> Facts {
         Facts {
             operator: Some(tool.operator_declaration()),
+            quarantine: tool.quarantine(),
             ..base::<T>()
         }
     }

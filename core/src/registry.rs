@@ -625,6 +625,13 @@ impl Explanation {
             Cause::Operator(OperatorDeclaration::NoApproval) => {
                 format!("operator declared no approval for server `{server}`")
             }
+            Cause::Quarantined(why) => format!(
+                "quarantined: operator declared no approval for server `{server}`, but the tool is {}; it requires approval until an operator accepts it",
+                match why {
+                    crate::effect::Quarantine::New => "new since they judged its tools",
+                    crate::effect::Quarantine::Changed => "changed since they accepted it",
+                }
+            ),
             Cause::UserInput => format!("{} tool requires user input", self.origin),
             Cause::Refused(rule) => format!("refused: the tool breaks {rule}"),
         };

@@ -143,6 +143,15 @@ pub trait RemoteTool: Tool<Origin: IsRemote, Gate: RemoteGate> {
 pub trait RemoteApproval: RemoteTool<Gate: OperatorGate> {
     /// What the operator declared for this tool's server.
     fn operator_declaration(&self) -> OperatorDeclaration;
+
+    /// Whether the tool is quarantined: not one the operator judged (new, or
+    /// changed since they accepted it), so that on a server whose approval
+    /// is off it requires approval all the same. `None`, the default, for a
+    /// tool whose provider pins nothing: its server's declaration alone
+    /// decides, as it says.
+    fn quarantine(&self) -> Option<crate::effect::Quarantine> {
+        None
+    }
 }
 
 /// The explicit approval marker: every call waits for a human's approval.

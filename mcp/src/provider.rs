@@ -12,7 +12,6 @@ use toolgate_store::{Store, StoreError};
 use crate::client::{Connection, Deadlines};
 use crate::names::{SkipReason, check_local_name, is_object_schema_text};
 use crate::tool::McpTool;
-use toolgate::OperatorDeclaration;
 
 /// A stored catalogue row the provider did not turn into a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,21 +82,23 @@ impl McpProvider {
             // A tool the operator has not accepted as it is now — new, or
             // changed since — requires approval even on a server whose
             // approval is off (tool pinning).
-            let approval = match row.quarantine(server.approval) {
-                Some(why) => {
-                    tracing::info!(server = %server.id, tool = %row.local_name, reason = why.as_str(), "quarantined");
-                    OperatorDeclaration::ApprovalRequired
-                }
-                None => server.approval,
-            };
-            tools.push(McpTool::checked(
-                row.local_name,
-                row.remote_name,
-                row.description,
-                row.input_schema,
-                approval,
-                Arc::clone(connection),
-            ));
+            // The quarantine is a fact the gate judges, beside the server's
+            // declaration: its cause reads true everywhere.
+            let quarantine = row.quarantine(server.approval);
+            if let Some(why) = quarantine {
+                tracing::info!(server = %server.id, tool = %row.local_name, reason = why.as_str(), "quarantined");
+            }
+            tools.push(
+                McpTool::checked(
+                    row.local_name,
+                    row.remote_name,
+                    row.description,
+                    row.input_schema,
+                    server.approval,
+                    Arc::clone(connection),
+                )
+                .with_quarantine(quarantine),
+            );
         })
         .await?;
         for row in &skipped {

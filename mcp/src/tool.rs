@@ -4,7 +4,7 @@ use std::sync::{Arc, OnceLock};
 
 use schemars::Schema;
 use serde_json::{Map, Value};
-use toolgate::gate::ApprovalByOperator;
+use toolgate::gate::{ApprovalByOperator, Quarantine};
 use toolgate::{
     Execute, NonIdempotentWrite, OperatorDeclaration, Remote, RemoteApproval, RemoteTool, Tool,
     ToolOutput,
@@ -27,6 +27,7 @@ pub struct McpTool {
     description: OnceLock<String>,
     input_schema: String,
     declaration: OperatorDeclaration,
+    quarantine: Option<Quarantine>,
     connection: Arc<Connection>,
 }
 
@@ -35,6 +36,7 @@ impl std::fmt::Debug for McpTool {
         f.debug_struct("McpTool")
             .field("local_name", &self.local_name)
             .field("declaration", &self.declaration)
+            .field("quarantine", &self.quarantine)
             .finish_non_exhaustive()
     }
 }
@@ -89,8 +91,16 @@ impl McpTool {
             description: OnceLock::new(),
             input_schema,
             declaration,
+            quarantine: None,
             connection,
         }
+    }
+
+    /// The tool, quarantined (or not): on a server whose approval is off, a
+    /// quarantined tool requires approval all the same, and says why.
+    #[must_use]
+    pub fn with_quarantine(self, quarantine: Option<Quarantine>) -> Self {
+        Self { quarantine, ..self }
     }
 
     /// The server's name for the tool.
@@ -130,6 +140,10 @@ impl RemoteTool for McpTool {
 impl RemoteApproval for McpTool {
     fn operator_declaration(&self) -> OperatorDeclaration {
         self.declaration
+    }
+
+    fn quarantine(&self) -> Option<Quarantine> {
+        self.quarantine
     }
 }
 

@@ -131,25 +131,7 @@ pub struct CatalogueRow {
     pub stored_definition: Option<String>,
 }
 
-/// Why a tool of a server whose approval is off requires approval anyway.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Quarantine {
-    /// No operator accepted any definition of it: it is new since approval
-    /// was turned off (or since this build started pinning).
-    New,
-    /// Its definition changed since an operator accepted it.
-    Changed,
-}
-
-impl Quarantine {
-    /// The reason, in words.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Quarantine::New => "new since an operator judged the server's tools",
-            Quarantine::Changed => "its definition changed since an operator accepted it",
-        }
-    }
-}
+pub use toolgate::gate::Quarantine;
 
 /// A tool's definition as pinned: its name, description, input schema and
 /// annotations, as canonical JSON — one object, as `serde_json` writes a

@@ -1163,11 +1163,11 @@ async fn a_keyed_store_reopened_without_its_key_reads_no_run() {
     let other = suspended(&registry, "carol").await;
     assert!(matches!(
         keyless.save_suspended(&other, "host").await,
-        Err(toolgate_store::StoreError::KeyRequired)
+        Err(StoreError::KeyRequired)
     ));
     assert!(matches!(
         keyless.decisions(run.run_id()).await,
-        Err(toolgate_store::StoreError::KeyRequired)
+        Err(StoreError::KeyRequired)
     ));
     let again = open(&dir).await.with_integrity_key(key());
     assert!(again.load_suspended(run.run_id()).await.is_ok());

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use toolgate::{
     Execute, OperatorDeclaration, RemoteApproval, RemoteTool, Tool, ToolOutput,
     erased::{BoxFuture, DynTool, ErasedTool},
-    gate::{Effect, Facts, Origin},
+    gate::{Effect, Facts, Origin, Quarantine},
     registry::{ProviderError, Revision, ToolProvider},
 };
 
@@ -218,6 +218,9 @@ impl DynTool for HandErased {
     fn operator_declaration(&self) -> Option<OperatorDeclaration> {
         self.facts.operator
     }
+    fn quarantine(&self) -> Option<Quarantine> {
+        self.facts.quarantine
+    }
     fn input_schema(&self) -> Option<&Schema> {
         self.input.as_ref()
     }
@@ -228,7 +231,7 @@ impl DynTool for HandErased {
 }
 
 /// Every combination of facts a tool could declare: origin × effect × marker ×
-/// operator declaration × input (72).
+/// operator declaration × input × quarantine (216).
 pub fn every_combination_of_facts() -> Vec<Facts> {
     let mut all = Vec::new();
     for origin in [Origin::Local, Origin::Remote] {
@@ -240,13 +243,16 @@ pub fn every_combination_of_facts() -> Vec<Facts> {
                     Some(OperatorDeclaration::NoApproval),
                 ] {
                     for requires_input in [false, true] {
-                        all.push(Facts {
-                            origin,
-                            effect,
-                            approval_marker,
-                            operator,
-                            requires_input,
-                        });
+                        for quarantine in [None, Some(Quarantine::New), Some(Quarantine::Changed)] {
+                            all.push(Facts {
+                                origin,
+                                effect,
+                                approval_marker,
+                                operator,
+                                requires_input,
+                                quarantine,
+                            });
+                        }
                     }
                 }
             }

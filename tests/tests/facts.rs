@@ -1,6 +1,6 @@
 //! One rule for every tool (SPEC §2, §4): over every combination of facts a
 //! tool could declare (origin × effect × marker × operator declaration ×
-//! input, 72 in all), the decision of a hand-erased tool equals the decision of
+//! input × quarantine, 216 in all), the decision of a hand-erased tool equals the decision of
 //! the typed tool with the same facts wherever such a typed tool compiles, and
 //! the facts are refused — at boot for a builtin, by leaving the tool out for
 //! a provider — wherever it does not. The typed side is written by hand below,
@@ -23,7 +23,7 @@ use toolgate::{
     Execute, IdempotentWrite, Local, NonIdempotentWrite, OperatorDeclaration, ReadOnly, Registry,
     Remote, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool, ToolOutput,
     erased::ErasedTool,
-    gate::{Effect, EffectMarker, Facts, Origin, Pause, Rule, Ruling, judge},
+    gate::{Effect, EffectMarker, Facts, Origin, Pause, Quarantine, Rule, Ruling, judge},
     registry::{BootProblem, DropReason},
 };
 use toolgate_tests::{Choice, CountingProvider, HandErased, every_combination_of_facts};
@@ -105,6 +105,7 @@ where
 /// where `RemoteApproval` is implemented.
 struct RemoteFixture<E, G> {
     declaration: OperatorDeclaration,
+    quarantine: Option<Quarantine>,
     _types: PhantomData<fn() -> (E, G)>,
 }
 
@@ -112,8 +113,13 @@ impl<E, G> RemoteFixture<E, G> {
     fn new(declaration: OperatorDeclaration) -> Self {
         Self {
             declaration,
+            quarantine: None,
             _types: PhantomData,
         }
+    }
+
+    fn quarantined(self, quarantine: Option<Quarantine>) -> Self {
+        Self { quarantine, ..self }
     }
 }
 
@@ -154,6 +160,9 @@ where
     fn operator_declaration(&self) -> OperatorDeclaration {
         self.declaration
     }
+    fn quarantine(&self) -> Option<Quarantine> {
+        self.quarantine
+    }
 }
 impl<E: EffectMarker> RequiresApproval for RemoteFixture<E, ApprovalByMarker> {}
 
@@ -188,7 +197,12 @@ fn typed_decision(facts: Facts) -> Option<Ruling> {
         approval_marker: marker,
         operator,
         requires_input: input,
+        quarantine,
     } = facts;
+    // A quarantine is a remote tool's fact: no local tool carries one.
+    if origin == Origin::Local && quarantine.is_some() {
+        return None;
+    }
     Some(match (origin, marker, operator, input) {
         (Origin::Local, false, None, false) if effect == Effect::ReadOnly => {
             both(LocalTool::<ReadOnly, Runs>::new())
@@ -211,15 +225,18 @@ fn typed_decision(facts: Facts) -> Option<Ruling> {
             }
         },
         (Origin::Remote, false, Some(declaration), false) => match effect {
-            Effect::ReadOnly => both(RemoteFixture::<ReadOnly, ApprovalByOperator>::new(
-                declaration,
-            )),
-            Effect::IdempotentWrite => both(
-                RemoteFixture::<IdempotentWrite, ApprovalByOperator>::new(declaration),
+            Effect::ReadOnly => both(
+                RemoteFixture::<ReadOnly, ApprovalByOperator>::new(declaration)
+                    .quarantined(quarantine),
             ),
-            Effect::NonIdempotentWrite => {
-                both(RemoteFixture::<NonIdempotentWrite, ApprovalByOperator>::new(declaration))
-            }
+            Effect::IdempotentWrite => both(
+                RemoteFixture::<IdempotentWrite, ApprovalByOperator>::new(declaration)
+                    .quarantined(quarantine),
+            ),
+            Effect::NonIdempotentWrite => both(
+                RemoteFixture::<NonIdempotentWrite, ApprovalByOperator>::new(declaration)
+                    .quarantined(quarantine),
+            ),
         },
         // The marker wins over a declaration the tool also carries.
         (Origin::Remote, true, declaration, false) => {
@@ -351,7 +368,7 @@ async fn hand_erased_decision_equals_typed_decision_and_unlawful_facts_are_refus
         }
         assert_eq!(hand.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
-    assert_eq!((lawful, refused), (22, 50));
+    assert_eq!((lawful, refused), (52, 164));
 }
 
 #[test]
@@ -376,7 +393,8 @@ fn a_local_write_needs_approval_whatever_else_a_hand_erased_tool_declares() {
                 (facts.origin == Origin::Local
                     && facts.effect == Effect::ReadOnly
                     && !facts.approval_marker)
-                    || facts.operator == Some(OperatorDeclaration::NoApproval),
+                    || (facts.operator == Some(OperatorDeclaration::NoApproval)
+                        && facts.quarantine.is_none()),
                 "only a local read_only tool or an operator's \"no approval\" runs unpaused: {facts:?}"
             );
         }

@@ -146,6 +146,9 @@ impl toolgate::erased::DynTool for Forward {
     fn operator_declaration(&self) -> Option<toolgate::OperatorDeclaration> {
         self.0.facts().operator
     }
+    fn quarantine(&self) -> Option<toolgate::gate::Quarantine> {
+        self.0.facts().quarantine
+    }
     fn input_schema(&self) -> Option<&schemars::Schema> {
         self.0.input_schema()
     }
