@@ -83,7 +83,15 @@ fn fixture(backend: &str, rows: usize, approval: OperatorDeclaration) -> Fixture
         assert!(store.replace_catalogue("srv", &tools).await.is_ok());
         // Turning approval off pins every tool the server has.
         if approval == OperatorDeclaration::NoApproval {
-            assert!(store.set_approval("srv", approval).await.is_ok());
+            let shown = store.acceptance("srv", &[]).await.map(|a| a.digest);
+            assert!(shown.is_ok());
+            let reviewed = shown.unwrap_or_default();
+            assert!(
+                store
+                    .set_approval("srv", approval, Some(&reviewed))
+                    .await
+                    .is_ok()
+            );
         }
         store
     });

@@ -42,9 +42,10 @@ impl From<StoreError> for Failure {
             StoreError::InvalidServerId { .. } | StoreError::InvalidHostName { .. } => {
                 Failure::Usage(error.to_string())
             }
-            StoreError::ServerExists(_) | StoreError::NotUnknown(_) => {
-                Failure::Refused(error.to_string())
-            }
+            StoreError::ServerExists(_)
+            | StoreError::NotUnknown(_)
+            | StoreError::CatalogueChanged { .. }
+            | StoreError::ReviewRequired { .. } => Failure::Refused(error.to_string()),
             other => Failure::Error(other.to_string()),
         }
     }

@@ -114,11 +114,19 @@ pub(crate) enum ServerCommand {
         id: String,
     },
     /// Declare whether the server's tools need approval.
+    /// Turning approval off makes the server's tools run unattended: without
+    /// `--digest` it shows the tools it would judge and their digest, and
+    /// changes nothing; with the digest shown, it acts on exactly those
+    /// definitions (a catalogue changed since is refused).
     SetApproval {
         /// The server.
         id: String,
         /// `on`: every call waits for approval; `off`: calls run unattended.
         setting: OnOff,
+        /// The digest of the tools you reviewed (shown without it, and by
+        /// `server show`).
+        #[arg(long)]
+        digest: Option<String>,
     },
     /// Declare what the server's tools return.
     SetDataClass {
@@ -156,14 +164,19 @@ pub(crate) enum ServerCommand {
         command: Vec<String>,
     },
     /// Accept the server's tools as they are now — all of them, or those
-    /// named — showing what changed: on a server whose approval is off, a
-    /// tool that is new or changed since an operator accepted it requires
-    /// approval until accepted.
+    /// named: on a server whose approval is off, a tool that is new or
+    /// changed since an operator accepted it requires approval until
+    /// accepted. Without `--digest` it shows what changed and the digest, and
+    /// accepts nothing; with the digest shown, it accepts exactly those
+    /// definitions (a catalogue changed since is refused).
     Accept {
         /// The server.
         id: String,
         /// The tools (local names); without any, every tool of the server.
         tools: Vec<String>,
+        /// The digest of the definitions you reviewed (shown without it).
+        #[arg(long)]
+        digest: Option<String>,
     },
 }
 
@@ -210,6 +223,10 @@ pub(crate) enum RunsCommand {
     Show {
         /// The run.
         run: String,
+        /// Also show each reviewed tool's whole description and parameter
+        /// schema, as the model read them.
+        #[arg(long)]
+        schema: bool,
     },
     /// Approve a run's pending turn — every call, or call by call with
     /// `--call`, `--deny` and `--edit` (recorded; the run's host resumes it).

@@ -46,7 +46,7 @@ async fn turning_approval_on_mid_loop_suspends_the_hosts_next_turn() {
         ],
     );
     toolgate(dir, &["import", "notes"]);
-    toolgate(dir, &["server", "set-approval", "notes", "off"]);
+    common::approval_off(dir, "notes");
 
     // The host: its own store handle, provider, registry and loop.
     let store = Store::open(common::location(dir))
@@ -211,7 +211,7 @@ fn a_warm_host_obeys(change: &dyn Fn(&std::path::Path, &str), paused: bool) {
         ],
     );
     toolgate(dir, &["import", "notes"]);
-    toolgate(dir, &["server", "set-approval", "notes", "off"]);
+    common::approval_off(dir, "notes");
     let [first, second] = run_ids(dir).try_into().expect("two runs");
     let first_digest = shown(dir, &first)["digest"]
         .as_str()

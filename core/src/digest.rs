@@ -276,6 +276,35 @@ pub fn rerun_digest(call: &UnknownCall<'_>) -> RerunDigest {
 /// Separates rerun digests from every other digest.
 const RERUN_DOMAIN: &str = "toolgate.rerun.v1";
 
+/// The digest of the tool definitions an operator is shown before accepting
+/// them — turning a server's approval off, or accepting tools quarantined
+/// since — and carries back with the act: SHA-256 over the canonical
+/// encoding of `["toolgate.accept.v1", server, [[local_name, definition],
+/// ...]]`, the tools in the order given (the store gives them by local
+/// name). A catalogue that changed in between has another digest, so the act
+/// is refused rather than applied to definitions nobody saw.
+pub fn accepted_definitions_digest<'a>(
+    server: &str,
+    definitions: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> String {
+    let encoded = Value::Array(vec![
+        Value::String("toolgate.accept.v1".to_owned()),
+        Value::String(server.to_owned()),
+        Value::Array(
+            definitions
+                .into_iter()
+                .map(|(name, definition)| {
+                    Value::Array(vec![
+                        Value::String(name.to_owned()),
+                        Value::String(definition.to_owned()),
+                    ])
+                })
+                .collect(),
+        ),
+    ]);
+    sha256_of(&encoded)
+}
+
 /// The digest of a tool's definition — its name, description, parameter
 /// schema and declared effect — the one rule for the definition a reviewer
 /// was shown and the one a host runs.

@@ -115,8 +115,9 @@ mod sealed;
 pub mod suspend {
     pub use crate::audit::CallVerdict;
     pub use crate::digest::{
-        RerunDigest, Review, ReviewedTool, TurnDigest, UnknownCall, arguments_digest, denial_key,
-        rerun_digest, reviewed_turn_digest, tool_definition_digest, turn_digest,
+        RerunDigest, Review, ReviewedTool, TurnDigest, UnknownCall, accepted_definitions_digest,
+        arguments_digest, denial_key, rerun_digest, reviewed_turn_digest, tool_definition_digest,
+        turn_digest,
     };
     pub use crate::input::{InputError, input_schema_problem};
     pub use crate::pause::{

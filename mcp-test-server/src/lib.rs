@@ -13,7 +13,8 @@
 //! NAME=BYTES` pads a tool's result to that many bytes (past a client's limit
 //! for one message, say); `--describe`
 //! gives a tool another description (a tool changed under its
-//! operator); with `--ledger`, every
+//! operator); `--schema NAME=JSON` gives a tool another input schema;
+//! with `--ledger`, every
 //! `write_note` also appends its text as a line to FILE, so a test counts
 //! how often it ran across processes.
 //!
@@ -50,6 +51,7 @@ pub struct Options {
     pub garbage: bool,
     pub ledger: Option<std::path::PathBuf>,
     pub describe: Vec<(String, String)>,
+    pub schema: Vec<(String, Map<String, Value>)>,
     pub delay: Vec<(String, f64)>,
     pub huge: Vec<(String, usize)>,
 }
@@ -106,6 +108,13 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
                     .split_once('=')
                     .ok_or("--describe takes NAME=DESCRIPTION")?;
                 options.describe.push((name.to_owned(), text.to_owned()));
+            }
+            "--schema" => {
+                let given = value("--schema")?;
+                let (name, text) = given.split_once('=').ok_or("--schema takes NAME=JSON")?;
+                let schema: Map<String, Value> = serde_json::from_str(text)
+                    .map_err(|e| format!("--schema {name}: not a JSON object: {e}"))?;
+                options.schema.push((name.to_owned(), schema));
             }
             other => return Err(format!("unknown argument `{other}`")),
         }
@@ -216,6 +225,14 @@ impl NotesServer {
                 .find(|(n, _)| n == tool.name.as_ref())
             {
                 tool.description = Some(text.clone().into());
+            }
+            if let Some((_, schema)) = self
+                .options
+                .schema
+                .iter()
+                .find(|(n, _)| n == tool.name.as_ref())
+            {
+                tool.input_schema = Arc::new(schema.clone());
             }
         }
         tools

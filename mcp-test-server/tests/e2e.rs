@@ -198,7 +198,11 @@ async fn with_the_default_flag_every_remote_call_suspends_then_runs_once_the_ope
     // The operator turns approval off for this server: the same calls run.
     assert!(
         store
-            .set_approval("notes", OperatorDeclaration::NoApproval)
+            .set_approval(
+                "notes",
+                OperatorDeclaration::NoApproval,
+                Some(&reviewed(&store, "notes").await)
+            )
             .await
             .is_ok()
     );
@@ -273,7 +277,11 @@ async fn is_error_a_killed_server_and_a_hung_call_are_error_results_within_the_d
         .expect("`run_import` succeeds");
     assert!(
         store
-            .set_approval("notes", OperatorDeclaration::NoApproval)
+            .set_approval(
+                "notes",
+                OperatorDeclaration::NoApproval,
+                Some(&reviewed(&store, "notes").await)
+            )
             .await
             .is_ok()
     );
@@ -491,7 +499,11 @@ async fn over_http_import_calls_and_a_killed_server() {
     assert_eq!(report.listed, 12);
     assert!(
         store
-            .set_approval("web", OperatorDeclaration::NoApproval)
+            .set_approval(
+                "web",
+                OperatorDeclaration::NoApproval,
+                Some(&reviewed(&store, "web").await)
+            )
             .await
             .is_ok()
     );
@@ -536,7 +548,11 @@ async fn a_result_too_large_is_reported_at_once_not_at_the_deadline() {
         .expect("`run_import` succeeds");
     assert!(
         store
-            .set_approval("notes", OperatorDeclaration::NoApproval)
+            .set_approval(
+                "notes",
+                OperatorDeclaration::NoApproval,
+                Some(&reviewed(&store, "notes").await)
+            )
             .await
             .is_ok()
     );
@@ -559,4 +575,14 @@ async fn a_result_too_large_is_reported_at_once_not_at_the_deadline() {
     let wrote = execute(&registry, "notes.write_note", json!({"text": "hello"})).await;
     assert!(!wrote.is_error, "{wrote:?}");
     provider.close().await;
+}
+
+/// The digest of a server's tools as an operator is shown them, which turning
+/// its approval off carries.
+async fn reviewed(store: &Store, server: &str) -> String {
+    store
+        .acceptance(server, &[])
+        .await
+        .expect("the server's tools are shown")
+        .digest
 }

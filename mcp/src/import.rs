@@ -161,9 +161,12 @@ async fn list_and_store(
         // The schema as it will be stored and read back at hydration, judged
         // by the same reading.
         let object = crate::names::is_object_schema_text(&input_schema.to_string());
+        let hidden = crate::output::hidden_in_names(&input_schema);
         let mapped = local_name(&server, &remote).and_then(|local| {
             if !object {
                 Err(SkipReason::SchemaNotAnObject)
+            } else if let Some(at) = hidden {
+                Err(SkipReason::HiddenInSchema(at))
             } else if names.insert(local.clone()) {
                 Ok(local)
             } else {

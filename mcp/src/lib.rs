@@ -14,8 +14,14 @@
 //! What a server says about its tools (`readOnlyHint` and the rest) is kept
 //! for display and read by no decision.
 //!
-//! Remote text handed to the model passes [`sanitize`] (hidden characters, as
-//! [`toolgate::visible::is_hidden`] defines them, removed; length bounded). A
+//! A server's answers handed to the model pass [`sanitize`] (hidden
+//! characters, as [`toolgate::visible::is_hidden`] defines them, removed;
+//! length bounded). What a server writes about its tools — a description,
+//! the titles and descriptions of an input schema — reaches the model written
+//! as a person is shown it, every hidden character a visible `\u{..}`
+//! escape, so the reviewer of a turn reads what the model read; names and
+//! values the server matches on are never rewritten, and a tool that hides a
+//! character in them is skipped at import. A
 //! stdio server's stderr is never inherited: each line is logged at `info`
 //! with the server's identifier as the `server` field, escaped with
 //! [`toolgate::visible::visible`].

@@ -125,7 +125,7 @@ impl Tool for McpTool {
             format!(
                 "via the external MCP server `{}`: {}",
                 self.connection.server(),
-                crate::output::sanitize(&self.server_description)
+                crate::output::remote_text(&self.server_description)
             )
         })
     }
@@ -153,9 +153,12 @@ impl Execute for McpTool {
     fn parameters(&self) -> Schema {
         // The text read as an object when the tool was built, checked with
         // a reading that accepts exactly what this one accepts.
-        if let Ok(Ok(schema)) =
-            serde_json::from_str::<Value>(&self.input_schema).map(Schema::try_from)
-        {
+        // Its titles and descriptions are remote text the model reads, cleaned
+        // as the description is.
+        if let Ok(Ok(schema)) = serde_json::from_str::<Value>(&self.input_schema).map(|mut v| {
+            crate::output::clean_schema(&mut v);
+            Schema::try_from(v)
+        }) {
             return schema;
         }
         tracing::error!(tool = %self.local_name, "the input schema does not read as an object; the tool is offered with no parameters");

@@ -104,7 +104,7 @@ async fn for_all_81_hint_combinations_the_decision_depends_on_the_flag_alone() {
         (OperatorDeclaration::NoApproval, Pause::None),
     ] {
         store
-            .set_approval("srv", flag)
+            .set_approval("srv", flag, Some(&reviewed(&store, "srv").await))
             .await
             .expect("`set_approval` succeeds");
         let (built, skipped) = build(&store).await;
@@ -312,7 +312,11 @@ async fn a_pinned_row_changed_by_hand_is_quarantined_everywhere() {
     )
     .await;
     store
-        .set_approval("srv", OperatorDeclaration::NoApproval)
+        .set_approval(
+            "srv",
+            OperatorDeclaration::NoApproval,
+            Some(&reviewed(&store, "srv").await),
+        )
         .await
         .expect("approval is turned off");
     edit(
@@ -370,7 +374,11 @@ async fn a_pin_that_is_not_the_rules_definition_does_not_pass() {
     )
     .await;
     store
-        .set_approval("srv", OperatorDeclaration::NoApproval)
+        .set_approval(
+            "srv",
+            OperatorDeclaration::NoApproval,
+            Some(&reviewed(&store, "srv").await),
+        )
         .await
         .expect("approval is turned off");
     // …then changed to that writing, which a `Value` no longer reads.
@@ -484,4 +492,14 @@ async fn inert_servers_supply_nothing_even_with_a_catalogue() {
         .await
         .expect("`set_enabled` succeeds");
     assert!(build(&store).await.0.is_empty());
+}
+
+/// The digest of a server's tools as an operator is shown them, which turning
+/// its approval off carries.
+async fn reviewed(store: &Store, server: &str) -> String {
+    store
+        .acceptance(server, &[])
+        .await
+        .expect("the server's tools are shown")
+        .digest
 }

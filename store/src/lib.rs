@@ -54,7 +54,8 @@ pub use db::{Arg, Backend, ColumnRef, FromVal, IntoArg, Query, Row, Val};
 pub(crate) use db::{Pool, Tx};
 
 pub use catalogue::{
-    Accepted, CatalogueChange, CatalogueRow, ImportedTool, LiveTool, Quarantine, tool_definition,
+    Acceptance, Accepted, CatalogueChange, CatalogueRow, ImportedTool, LiveTool, Quarantine,
+    tool_definition,
 };
 pub use choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
 pub use class::{DataClass, UnknownDataClass};
@@ -291,6 +292,24 @@ pub enum StoreError {
     /// No server has that identifier.
     #[error("no server `{0}`")]
     NoSuchServer(String),
+    /// The server's tools are not the ones whose digest the operator was
+    /// shown: its catalogue changed in between. Nothing was changed.
+    #[error(
+        "the tools of server `{server}` changed since they were shown: nothing was accepted; review them again (`server show {server}`) and act with the digest shown there"
+    )]
+    CatalogueChanged {
+        /// The server.
+        server: String,
+    },
+    /// Turning a server's approval off makes its tools run without a human:
+    /// it carries the digest of the tools the operator was shown.
+    #[error(
+        "turning approval off for server `{server}` makes its tools run unattended, so it needs the digest of the tools you reviewed (`server show {server}`)"
+    )]
+    ReviewRequired {
+        /// The server.
+        server: String,
+    },
     /// The server has no live tool of that name.
     #[error("server `{server}` has no tool `{tool}`")]
     NoSuchTool {

@@ -257,12 +257,26 @@ impl Store {
 
     /// Declares whether the server's tools need approval — the only write
     /// path of the flag. Returns the record before and after.
+    ///
+    /// Turning approval off makes the server's tools run without a human, so
+    /// it is bound to what the operator was shown: `reviewed` is the digest
+    /// of the server's tools as [`Store::acceptance`] gave it (every tool),
+    /// and their definitions are pinned as they are then. Without it, or with
+    /// a catalogue changed since, nothing changes
+    /// ([`StoreError::ReviewRequired`], [`StoreError::CatalogueChanged`]).
+    /// Turning approval on needs no digest: it only tightens.
     pub async fn set_approval(
         &self,
         id: &str,
         declaration: OperatorDeclaration,
+        reviewed: Option<&str>,
     ) -> Result<(ServerRecord, ServerRecord), StoreError> {
         let before = self.server(id).await?;
+        if declaration == OperatorDeclaration::NoApproval && reviewed.is_none() {
+            return Err(StoreError::ReviewRequired {
+                server: id.to_owned(),
+            });
+        }
         let (_writer, mut tx) = self.write().await?;
         tx.lock_server(id).await?;
         let (flag, write_flag) = stored_for(tx.backend(), declaration);
@@ -277,8 +291,8 @@ impl Store {
         // Turning approval off judges the tools the server has now: their
         // definitions are pinned in the same transaction, and a tool that is
         // new or changed later is quarantined until accepted.
-        if declaration == OperatorDeclaration::NoApproval {
-            crate::catalogue::pin_in(&mut tx, id, None).await?;
+        if let (OperatorDeclaration::NoApproval, Some(reviewed)) = (declaration, reviewed) {
+            crate::catalogue::pin_in(&mut tx, id, None, reviewed).await?;
         }
         tx.commit().await?;
         let after = self.server(id).await?;

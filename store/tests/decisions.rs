@@ -348,8 +348,9 @@ async fn an_expired_turn_is_shown_expired_and_can_be_asked_again() {
     let db = TestDb::new().await;
     let store = Store::open(db.location()).await.unwrap();
     let paid = Arc::new(AtomicUsize::new(0));
+    // Long enough that a loaded machine still asks again before it expires.
     let options = RunOptions {
-        decision_ttl_ms: Some(60),
+        decision_ttl_ms: Some(1_500),
         ..RunOptions::default()
     };
     let run = paused(&pay_registry(&paid), options).await;
@@ -358,7 +359,7 @@ async fn an_expired_turn_is_shown_expired_and_can_be_asked_again() {
         store.ask_again(run.run_id(), &operator("bob")).await,
         Err(ClaimError::NotExpired { .. })
     ));
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
     let listed = store.open_runs().await.unwrap();
     assert_eq!(
         listed[0].standing(),

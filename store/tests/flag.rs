@@ -117,7 +117,7 @@ async fn the_flag_table() {
     ];
     for (literal, ours, reading, integer_affinity) in table {
         // Start each row from "required".
-        let reset = store.set_approval("gh", YES).await;
+        let reset = store.set_approval("gh", YES, None).await;
         reset.expect("`reset` is Ok");
         let stored = raw_write(&store, "mcp_server", literal).await;
         let described = match &stored {
@@ -192,7 +192,7 @@ async fn the_typed_flag_table() {
         ("1", refused, YES, refused),
     ];
     for (literal, ours, reading, boolean) in table {
-        store.set_approval("gh", YES).await.expect("reset");
+        store.set_approval("gh", YES, None).await.expect("reset");
         let described = match raw_write(&store, "mcp_server", literal).await {
             Ok((class, value)) => format!("{class} {value}"),
             Err(_) => refused.to_owned(),
@@ -291,17 +291,24 @@ async fn the_typed_api_writes_only_on_or_off_and_says_what_changed() {
         server.map(|s| (s.stored_flag, s.approval)),
         Some((stored(false), YES))
     );
-    let Ok((before, after)) = store.set_approval("gh", NO).await else {
+    let Ok((before, after)) = store
+        .set_approval(
+            "gh",
+            NO,
+            Some(&store.acceptance("gh", &[]).await.unwrap().digest),
+        )
+        .await
+    else {
         panic!("set_approval failed");
     };
     assert_eq!((before.approval, after.approval), (YES, NO));
     assert_eq!(after.stored_flag, stored(true));
-    let Ok((before, after)) = store.set_approval("gh", YES).await else {
+    let Ok((before, after)) = store.set_approval("gh", YES, None).await else {
         panic!("set_approval failed");
     };
     assert_eq!((before.approval, after.approval), (NO, YES));
     assert_eq!(after.stored_flag, stored(false));
-    assert!(store.set_approval("nobody", NO).await.is_err());
+    assert!(store.set_approval("nobody", NO, None).await.is_err());
 }
 
 /// The only statement of this crate that writes the flag is the typed one,

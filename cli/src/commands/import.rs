@@ -38,9 +38,13 @@ pub(super) async fn import(
     let result = toolgate_mcp::import(store, server, deadlines, &mut progress).await;
     bar.finish_and_clear();
     let report = result?;
+    // What was imported is what an operator reviews before turning approval
+    // off or accepting every tool: its digest.
+    let acceptance = store.acceptance(server, &[]).await?;
     if out.json {
         out.json(&json!({
             "server": report.server, "pages": report.pages, "listed": report.listed,
+            "digest": acceptance.digest,
             "new": report.change.added, "changed": report.change.changed,
             "restored": report.change.restored, "unchanged": report.change.unchanged,
             "orphaned": report.change.orphaned,
@@ -103,6 +107,12 @@ pub(super) async fn import(
         Col::from(quarantined.join("; ")),
     ]);
     table.print();
+    say!(
+        "digest of its {} live tools: {} (`toolgate server show {}` shows them)",
+        acceptance.tools,
+        acceptance.digest,
+        report.server
+    );
     if !quarantined.is_empty() {
         say!(
             "quarantined tools require approval until accepted: `toolgate server accept {} [TOOL…]` shows what changed",

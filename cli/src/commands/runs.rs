@@ -20,9 +20,9 @@ pub(super) async fn runs(
 ) -> Result<(), Failure> {
     match command {
         RunsCommand::List { all } => list(store, out, all).await,
-        RunsCommand::Show { run } => {
+        RunsCommand::Show { run, schema } => {
             let (registry, provider) = host::registry(store, workspace).map_err(Failure::Error)?;
-            let result = show_run(store, &registry, out, &run).await;
+            let result = show_run(store, &registry, out, &run, schema).await;
             provider.close().await;
             result
         }
@@ -139,7 +139,13 @@ async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
 /// A run: its newest pause (the turn call by call, and its digest while it
 /// waits), where it stands, every decision (partial and voided ones too)
 /// and every call its hosts ran.
-async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Result<(), Failure> {
+async fn show_run(
+    store: &Store,
+    registry: &Registry,
+    out: Out,
+    run: &str,
+    schema: bool,
+) -> Result<(), Failure> {
     let history = store.run_history(run).await?;
     let Some(latest) = history.suspensions.last() else {
         return Err(Failure::NotFound(format!("no run `{run}` is stored")));
@@ -180,6 +186,11 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
             "expires_at": latest.expires_at,
             "approvals": {"have": latest.approvals.0, "need": latest.approvals.1},
             "pending": paused.pending(),
+            "review": paused.review().tools.iter().map(|t| t.as_ref().map(|t| json!({
+                "name": t.name, "description": t.description, "parameters": t.parameters,
+                "effect": t.effect.as_str(), "needs_approval": t.needs_approval,
+                "definition": t.definition_digest(),
+            }))).collect::<Vec<_>>(),
             "turn": paused.pending().iter().enumerate().zip(&states).map(|((i, c), state)| json!({
                 "call": c.id, "tool": c.name, "gate": gate(registry_less(&paused, i)), "state": state,
             })).collect::<Vec<_>>(),
@@ -218,6 +229,9 @@ async fn show_run(store: &Store, registry: &Registry, out: Out, run: &str) -> Re
             table.row([Col::from(&call.id), Col::from(&call.name), Col::from(state)]);
         }
         table.print();
+    }
+    if schema {
+        print_reviewed(&paused);
     }
     say!("host: {}; state: {}", latest.owner, latest.standing());
     if latest.approvals.1 > 1 {
@@ -269,6 +283,27 @@ fn print_unknown(run: &str, unknown: &[toolgate_store::UnknownCall]) {
             u.call_id,
             u.digest.as_str()
         );
+    }
+}
+
+/// Each reviewed tool as the model read it: its whole description and its
+/// parameter schema, shown escaped.
+fn print_reviewed(run: &SuspendedRun) {
+    let mut described: Vec<&str> = Vec::new();
+    for tool in run.review().tools.iter().flatten() {
+        if described.contains(&tool.name.as_str()) {
+            continue;
+        }
+        described.push(&tool.name);
+        say!(
+            "tool {} (definition {}):",
+            tool.name,
+            tool.definition_digest()
+        );
+        for line in tool.description.lines() {
+            say!("  | {}", line);
+        }
+        say!("  parameters: {}", tool.parameters);
     }
 }
 

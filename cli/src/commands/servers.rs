@@ -53,7 +53,11 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
         }
         ServerCommand::List => list_servers(store, out).await,
         ServerCommand::Show { id } => show_server(store, out, &id).await,
-        ServerCommand::SetApproval { id, setting } => set_approval(store, out, &id, setting).await,
+        ServerCommand::SetApproval {
+            id,
+            setting,
+            digest,
+        } => set_approval(store, out, &id, setting, digest.as_deref()).await,
         ServerCommand::SetDataClass { id, class } => {
             let s = store.set_data_class(&id, class).await?;
             if out.json {
@@ -99,7 +103,9 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
             );
             Ok(())
         }
-        ServerCommand::Accept { id, tools } => accept(store, out, &id, &tools).await,
+        ServerCommand::Accept { id, tools, digest } => {
+            accept(store, out, &id, &tools, digest.as_deref()).await
+        }
         ServerCommand::Remove { id } => {
             store.remove_server(&id).await?;
             if out.json {
@@ -111,13 +117,30 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
     }
 }
 
-/// `server set-approval`: the only way the flag is written.
-async fn set_approval(store: &Store, out: Out, id: &str, setting: OnOff) -> Result<(), Failure> {
+/// `server set-approval`: the only way the flag is written. Turning it off
+/// shows first, then acts on exactly what was shown.
+async fn set_approval(
+    store: &Store,
+    out: Out,
+    id: &str,
+    setting: OnOff,
+    digest: Option<&str>,
+) -> Result<(), Failure> {
     let declaration = match setting {
         OnOff::On => OperatorDeclaration::ApprovalRequired,
         OnOff::Off => OperatorDeclaration::NoApproval,
     };
-    let (before, after) = store.set_approval(id, declaration).await?;
+    if declaration == OperatorDeclaration::NoApproval && digest.is_none() {
+        let acceptance = store.acceptance(id, &[]).await?;
+        show_acceptance(out, &acceptance)?;
+        return Err(Failure::Refused(format!(
+            "nothing changed: with approval off the {} tool{} of server `{id}` run unattended; review them, then `toolgate server set-approval {id} off --digest {}`",
+            acceptance.tools,
+            if acceptance.tools == 1 { "" } else { "s" },
+            acceptance.digest
+        )));
+    }
+    let (before, after) = store.set_approval(id, declaration, digest).await?;
     if out.json {
         return out.json(&json!({"server": id, "before": approval_word(before.approval), "after": approval_word(after.approval)}));
     }
@@ -138,6 +161,42 @@ async fn set_approval(store: &Store, out: Out, id: &str, setting: OnOff) -> Resu
     Ok(())
 }
 
+/// What an act of acceptance would pin, and the digest it must carry.
+fn show_acceptance(out: Out, acceptance: &toolgate_store::Acceptance) -> Result<(), Failure> {
+    if out.json {
+        return out.json(&json!({
+            "server": acceptance.server,
+            "tools": acceptance.tools,
+            "digest": acceptance.digest,
+            "changes": changes_json(&acceptance.changes),
+        }));
+    }
+    if acceptance.changes.is_empty() {
+        say!(
+            "server `{}`: all {} tools are as accepted",
+            acceptance.server,
+            acceptance.tools
+        );
+    } else {
+        print_changes("to accept", &acceptance.changes);
+    }
+    say!("digest: {}", acceptance.digest);
+    Ok(())
+}
+
+fn changes_json(changes: &[toolgate_store::Accepted]) -> Vec<Value> {
+    changes
+        .iter()
+        .map(|a| {
+            json!({
+                "tool": a.local_name,
+                "before": a.before.as_deref().and_then(|b| serde_json::from_str::<Value>(b).ok()),
+                "after": serde_json::from_str::<Value>(&a.after).ok(),
+            })
+        })
+        .collect()
+}
+
 /// The transport a command names: `--url`, or a program after `--`.
 fn transport_of(url: Option<String>, command: Vec<String>) -> Result<Transport, Failure> {
     match (url, command.is_empty()) {
@@ -149,19 +208,28 @@ fn transport_of(url: Option<String>, command: Vec<String>) -> Result<Transport, 
     }
 }
 
-/// `server accept`: pins the tools' current definitions, showing what
-/// changed since the last accepted one.
-async fn accept(store: &Store, out: Out, id: &str, tools: &[String]) -> Result<(), Failure> {
-    let accepted = store.accept_tools(id, tools).await?;
+/// `server accept`: shows what changed since the last accepted definition
+/// and the digest; with the digest, pins exactly those definitions.
+async fn accept(
+    store: &Store,
+    out: Out,
+    id: &str,
+    tools: &[String],
+    digest: Option<&str>,
+) -> Result<(), Failure> {
+    let Some(digest) = digest else {
+        let acceptance = store.acceptance(id, tools).await?;
+        show_acceptance(out, &acceptance)?;
+        return Err(Failure::Refused(format!(
+            "nothing accepted: review the definitions above, then `toolgate server accept {id}{}{} --digest {}`",
+            if tools.is_empty() { "" } else { " " },
+            tools.join(" "),
+            acceptance.digest
+        )));
+    };
+    let accepted = store.accept_tools(id, tools, digest).await?;
     if out.json {
-        return out.json(&json!({
-            "server": id,
-            "accepted": accepted.iter().map(|a| json!({
-                "tool": a.local_name,
-                "before": a.before.as_deref().and_then(|b| serde_json::from_str::<Value>(b).ok()),
-                "after": serde_json::from_str::<Value>(&a.after).ok(),
-            })).collect::<Vec<_>>(),
-        }));
+        return out.json(&json!({"server": id, "accepted": changes_json(&accepted)}));
     }
     if accepted.is_empty() {
         say!(
@@ -170,11 +238,19 @@ async fn accept(store: &Store, out: Out, id: &str, tools: &[String]) -> Result<(
         );
         return Ok(());
     }
-    for a in &accepted {
+    print_changes("accepted", &accepted);
+    Ok(())
+}
+
+/// Each tool's definition: what changed since it was last accepted, or all
+/// of it for a new one.
+fn print_changes(verb: &str, changes: &[toolgate_store::Accepted]) {
+    for a in changes {
         let after: Value = serde_json::from_str(&a.after).unwrap_or(Value::Null);
         if let Some(Ok(before)) = a.before.as_deref().map(serde_json::from_str::<Value>) {
             say!(
-                "accepted `{}`, changed since it was last accepted:",
+                "{} `{}`, changed since it was last accepted:",
+                verb,
                 a.local_name
             );
             let mut changes = Vec::new();
@@ -183,7 +259,7 @@ async fn accept(store: &Store, out: Out, id: &str, tools: &[String]) -> Result<(
                 say!("  {}", change);
             }
         } else {
-            say!("accepted `{}`, new:", a.local_name);
+            say!("{} `{}`, new:", verb, a.local_name);
             say!(
                 "  description: {}",
                 after
@@ -197,7 +273,6 @@ async fn accept(store: &Store, out: Out, id: &str, tools: &[String]) -> Result<(
             );
         }
     }
-    Ok(())
 }
 
 /// What differs between two JSON values, one line per changed leaf, by
@@ -288,8 +363,15 @@ async fn list_servers(store: &Store, out: Out) -> Result<(), Failure> {
 async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
     let s = store.server(id).await?;
     let rows = store.catalogue(id).await?;
+    let acceptance = store.acceptance(id, &[]).await?;
     if out.json {
         let mut value = server_json(&s);
+        value["digest"] = Value::String(acceptance.digest.clone());
+        value["unaccepted"] = acceptance
+            .changes
+            .iter()
+            .map(|a| Value::String(a.local_name.clone()))
+            .collect();
         value["catalogue"] = rows
             .iter()
             .map(|r| {
@@ -357,5 +439,15 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
         ]);
     }
     catalogue.print();
+    say!(
+        "digest of its {} live tools: {}",
+        acceptance.tools,
+        acceptance.digest
+    );
+    say!(
+        "  turning approval off (`server set-approval {} off --digest …`) or accepting every tool (`server accept {} --digest …`) acts on exactly these definitions",
+        id,
+        id
+    );
     Ok(())
 }

@@ -83,3 +83,18 @@ pub(crate) fn toolgate(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// Turns a server's approval off as an operator does: shown the tools and
+/// their digest first (`server show`), then acting with that digest.
+pub(crate) fn approval_off(dir: &Path, server: &str) -> String {
+    let shown: serde_json::Value =
+        serde_json::from_str(&toolgate(dir, &["--json", "server", "show", server]))
+            .expect("`server show` speaks JSON");
+    let digest = shown["digest"]
+        .as_str()
+        .expect("`server show` gives the digest of the tools");
+    toolgate(
+        dir,
+        &["server", "set-approval", server, "off", "--digest", digest],
+    )
+}
