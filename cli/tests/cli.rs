@@ -1660,6 +1660,15 @@ fn a_denied_read_beside_approved_writes_is_recorded_as_denied() {
     );
 }
 
+/// The notes test server without `tidy_notes`, with `extra` flags.
+fn notes_server<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    [
+        &["--", TOOLGATE, "mcp-test-server", "--drop", "tidy_notes"],
+        extra,
+    ]
+    .concat()
+}
+
 /// A quarantined tool's cause is true: on a server whose approval the
 /// operator turned off, a tool changed since says it is quarantined, in the
 /// table and the JSON — never that the operator declared approval required.
@@ -1667,13 +1676,6 @@ fn a_denied_read_beside_approved_writes_is_recorded_as_denied() {
 fn a_quarantined_tools_cause_says_so() {
     let dir = temp();
     let dir = dir.path();
-    fn server<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-        [
-            &["--", TOOLGATE, "mcp-test-server", "--drop", "tidy_notes"],
-            extra,
-        ]
-        .concat()
-    }
     ok(
         dir,
         &[
@@ -1686,7 +1688,7 @@ fn a_quarantined_tools_cause_says_so() {
                 "--data-class",
                 "editor_content",
             ][..],
-            &server(&[]),
+            &notes_server(&[]),
         ]
         .concat(),
     );
@@ -1696,7 +1698,7 @@ fn a_quarantined_tools_cause_says_so() {
         dir,
         &[
             &["server", "set-transport", "evil"][..],
-            &server(&["--describe", "write_note=Appends a note, and mails it."]),
+            &notes_server(&["--describe", "write_note=Appends a note, and mails it."]),
         ]
         .concat(),
     );
@@ -1740,6 +1742,7 @@ fn shown_acceptance(dir: &Path, args: &[&str]) -> (String, String) {
 /// operator was shown: a catalogue that changed between the showing and
 /// the act is refused, and nothing changes.
 #[test]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
 fn approval_off_and_accept_are_bound_to_what_was_shown() {
     let dir = temp();
     let dir = dir.path();

@@ -192,6 +192,44 @@ fn standing(choices: &[RecordedChoice], run: &RunState) -> Option<CallRecord> {
     None
 }
 
+/// A choice's own checks against the call it names: the digest shown beside
+/// it, a reason, and — for a rerun — who may choose it, once each.
+fn check_choice(
+    run_id: &str,
+    found: &Found,
+    by: &Operator,
+    choosing: &Choosing<'_>,
+) -> Result<(), ClaimError> {
+    if &found.call.digest != choosing.digest {
+        return Err(ClaimError::StaleChoice {
+            run_id: run_id.to_owned(),
+        });
+    }
+    if choosing.reason.trim().is_empty() {
+        return Err(ClaimError::NoReason {
+            run_id: run_id.to_owned(),
+        });
+    }
+    if choosing.choice == Choice::Rerun {
+        check_rerun(&found.plan.run, by.name()).map_err(|reason| ClaimError::Refused {
+            run_id: run_id.to_owned(),
+            reason,
+        })?;
+        if let Some(earlier) = found
+            .call
+            .choices
+            .iter()
+            .find(|c| c.choice == Choice::Rerun && identity::same_person(&c.by, by.name()))
+        {
+            return Err(ClaimError::AlreadyChose {
+                run_id: run_id.to_owned(),
+                by: earlier.by.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The reruns that count on one attempt: distinct people who may choose it.
 fn reruns_counted(choices: &[RecordedChoice], run: &RunState) -> u32 {
     let mut by: Vec<&str> = Vec::new();
@@ -506,34 +544,8 @@ impl Store {
             });
         };
         let found = found.swap_remove(position);
-        if &found.call.digest != choosing.digest {
-            return Err(ClaimError::StaleChoice {
-                run_id: run_id.to_owned(),
-            });
-        }
-        if choosing.reason.trim().is_empty() {
-            return Err(ClaimError::NoReason {
-                run_id: run_id.to_owned(),
-            });
-        }
+        check_choice(run_id, &found, by, choosing)?;
         let run = &found.plan.run;
-        if choosing.choice == Choice::Rerun {
-            check_rerun(run, by.name()).map_err(|reason| ClaimError::Refused {
-                run_id: run_id.to_owned(),
-                reason,
-            })?;
-            if let Some(earlier) = found
-                .call
-                .choices
-                .iter()
-                .find(|c| c.choice == Choice::Rerun && identity::same_person(&c.by, by.name()))
-            {
-                return Err(ClaimError::AlreadyChose {
-                    run_id: run_id.to_owned(),
-                    by: earlier.by.clone(),
-                });
-            }
-        }
         let now = now_ms();
         let call = &found.call;
         let row = ChoiceRow {

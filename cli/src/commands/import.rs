@@ -53,6 +53,12 @@ pub(super) async fn import(
         }))?;
         return Ok(report);
     }
+    print_report(out, &report, &acceptance);
+    Ok(report)
+}
+
+/// The import's summary as a table, with the digest of what it left.
+fn print_report(out: Out, report: &ImportReport, acceptance: &toolgate_store::Acceptance) {
     say!(
         "imported `{}`: {} tools listed in {} pages",
         report.server,
@@ -119,5 +125,4 @@ pub(super) async fn import(
             report.server
         );
     }
-    Ok(report)
 }

@@ -177,43 +177,7 @@ async fn show_run(
         })
         .collect();
     if out.json {
-        return out.json(&json!({
-            "run": paused.run_id(), "status": paused.status().as_str(),
-            "requested_by": paused.state().requested_by,
-            "owner": latest.owner, "state": latest.state, "execution": latest.execution,
-            "standing": latest.standing(), "outcome": latest.outcome,
-            "digest": waiting.then(|| paused.digest().as_str().to_owned()),
-            "expires_at": latest.expires_at,
-            "approvals": {"have": latest.approvals.0, "need": latest.approvals.1},
-            "pending": paused.pending(),
-            "review": paused.review().tools.iter().map(|t| t.as_ref().map(|t| json!({
-                "name": t.name, "description": t.description, "parameters": t.parameters,
-                "effect": t.effect.as_str(), "needs_approval": t.needs_approval,
-                "definition": t.definition_digest(),
-            }))).collect::<Vec<_>>(),
-            "turn": paused.pending().iter().enumerate().zip(&states).map(|((i, c), state)| json!({
-                "call": c.id, "tool": c.name, "gate": gate(registry_less(&paused, i)), "state": state,
-            })).collect::<Vec<_>>(),
-            "decisions": history.decisions.iter().map(|d| json!({
-                "verdict": d.record.verdict.as_str(), "summary": d.record.summary(),
-                "by": d.record.decided_by,
-                "named_by": d.record.decided_by_source.as_str(),
-                "self_decided": d.record.self_decided,
-                "tools": d.record.tools, "voided": d.record.voided, "partial": d.partial,
-                "policy_revision": d.policy_revision, "calls": d.record.calls,
-            })).collect::<Vec<_>>(),
-            "calls": history.calls.iter().map(|c| json!({
-                "turn": c.turn, "call": c.call_id, "tool": c.tool, "effect": c.effect,
-                "state": c.state, "attempts": c.attempts, "result": c.result,
-                "choices": c.choices,
-            })).collect::<Vec<_>>(),
-            "unknown": unknown.iter().map(|u| json!({
-                "call": u.call_id, "tool": u.tool, "turn": u.turn, "attempt": u.attempt,
-                "arguments": u.arguments, "digest": u.digest.as_str(),
-                "reruns": {"have": u.reruns.0, "need": u.reruns.1},
-                "choices": u.choices.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        }));
+        return out.json(&run_json(&paused, latest, &history, &states, &unknown));
     }
     if waiting {
         show_with_states(registry, out, &paused, Some(&states)).await?;
@@ -284,6 +248,55 @@ fn print_unknown(run: &str, unknown: &[toolgate_store::UnknownCall]) {
             u.digest.as_str()
         );
     }
+}
+
+/// `runs show --json`: the run's newest pause, where it stands, its review,
+/// decisions, journaled calls and unknown calls.
+fn run_json(
+    paused: &SuspendedRun,
+    latest: &toolgate_store::OpenRun,
+    history: &toolgate_store::RunHistory,
+    states: &[String],
+    unknown: &[toolgate_store::UnknownCall],
+) -> Value {
+    let waiting = latest.state == "open";
+    json!({
+        "run": paused.run_id(), "status": paused.status().as_str(),
+        "requested_by": paused.state().requested_by,
+        "owner": latest.owner, "state": latest.state, "execution": latest.execution,
+        "standing": latest.standing(), "outcome": latest.outcome,
+        "digest": waiting.then(|| paused.digest().as_str().to_owned()),
+        "expires_at": latest.expires_at,
+        "approvals": {"have": latest.approvals.0, "need": latest.approvals.1},
+        "pending": paused.pending(),
+        "review": paused.review().tools.iter().map(|t| t.as_ref().map(|t| json!({
+            "name": t.name, "description": t.description, "parameters": t.parameters,
+            "effect": t.effect.as_str(), "needs_approval": t.needs_approval,
+            "definition": t.definition_digest(),
+        }))).collect::<Vec<_>>(),
+        "turn": paused.pending().iter().enumerate().zip(states).map(|((i, c), state)| json!({
+            "call": c.id, "tool": c.name, "gate": gate(registry_less(paused, i)), "state": state,
+        })).collect::<Vec<_>>(),
+        "decisions": history.decisions.iter().map(|d| json!({
+            "verdict": d.record.verdict.as_str(), "summary": d.record.summary(),
+            "by": d.record.decided_by,
+            "named_by": d.record.decided_by_source.as_str(),
+            "self_decided": d.record.self_decided,
+            "tools": d.record.tools, "voided": d.record.voided, "partial": d.partial,
+            "policy_revision": d.policy_revision, "calls": d.record.calls,
+        })).collect::<Vec<_>>(),
+        "calls": history.calls.iter().map(|c| json!({
+            "turn": c.turn, "call": c.call_id, "tool": c.tool, "effect": c.effect,
+            "state": c.state, "attempts": c.attempts, "result": c.result,
+            "choices": c.choices,
+        })).collect::<Vec<_>>(),
+        "unknown": unknown.iter().map(|u| json!({
+            "call": u.call_id, "tool": u.tool, "turn": u.turn, "attempt": u.attempt,
+            "arguments": u.arguments, "digest": u.digest.as_str(),
+            "reruns": {"have": u.reruns.0, "need": u.reruns.1},
+            "choices": u.choices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// Each reviewed tool as the model read it: its whole description and its
