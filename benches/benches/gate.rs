@@ -54,7 +54,7 @@ fn offered(size: usize) -> Offered {
     let Ok(runtime) = runtime else {
         panic!("no runtime");
     };
-    runtime.block_on(registry.offer::<&str>(None))
+    runtime.block_on(registry.offer_all())
 }
 
 type Handler = Box<dyn Fn(&Value) -> usize + Send + Sync>;
@@ -110,14 +110,4 @@ fn baseline_lookup_8_calls(bencher: divan::Bencher, size: usize) {
 /// What a plain tool router does before dispatch: find each call's handler.
 fn lookup(router: &HashMap<String, Handler>, calls: &[ToolCall]) -> bool {
     calls.iter().all(|c| router.get(&c.name).is_some())
-}
-
-trait IsRun {
-    fn is_run(&self) -> bool;
-}
-
-impl IsRun for toolgate::run::TurnScan<'_> {
-    fn is_run(&self) -> bool {
-        matches!(self, toolgate::run::TurnScan::Run)
-    }
 }

@@ -1,8 +1,8 @@
 //! Output for operators (aligned tables, colour only on a terminal) and for
 //! scripts (`--json`).
 //!
-//! Everything a person reads passes one sanitiser, [`toolgate::visible`]
-//! (SPEC §7), and it passes here, at the output layer, not where each value is
+//! Everything a person reads passes one sanitiser, [`toolgate::visible`],
+//! and it passes here, at the output layer, not where each value is
 //! fetched:
 //!
 //! - every value interpolated into a printed line goes through [`say!`] (or

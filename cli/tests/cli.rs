@@ -1924,11 +1924,11 @@ fn remote_text_reaches_the_model_and_the_reviewer_alike() {
         [
             (
                 "read_note".to_owned(),
-                "the input schema hides a character in a property name `i\\u{200b}d`; names and values a server matches on must be visible".to_owned()
+                "the input schema hides a character outside its titles and descriptions, in its property name `i\\u{200b}d`; what a server matches on and what a model reads must be visible".to_owned()
             ),
             (
                 "slow".to_owned(),
-                "the input schema hides a character in a enum value `sl\\u{202e}ow`; names and values a server matches on must be visible".to_owned()
+                "the input schema hides a character outside its titles and descriptions, in its enum value `sl\\u{202e}ow`; what a server matches on and what a model reads must be visible".to_owned()
             ),
         ]
     );

@@ -1,7 +1,7 @@
 //! What a person sees: the `toolgate` binary's real output, rendered through
 //! a terminal emulator (vt100), for a suspended run whose pending turn a
 //! hostile model filled with escape sequences, bidi controls and invisible
-//! characters (SPEC §7).
+//! characters.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

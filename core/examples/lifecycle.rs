@@ -158,7 +158,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = Suspended::<AwaitingApproval>::decode(&document)?;
 
     println!("4. bob approves with the digest he saw");
-    let digest = Some(run.digest());
+    let digest = run.digest();
     let outcome = run
         .approve(&agent, "bob", digest)
         .await
@@ -175,7 +175,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let submission = |run: &Suspended<WaitingForInput>, data| InputSubmission {
         data,
-        digest: Some(run.digest()),
+        digest: run.digest(),
         submitted_by: "alice".into(),
     };
     let invalid = submission(&run, json!({"notes": ""}));

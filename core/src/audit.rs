@@ -1,4 +1,4 @@
-//! The decision record (SPEC §7 and the audit rule): every decision is handed
+//! The decision record: every decision is handed
 //! to the host's [`DecisionLog`] before anything of the turn executes.
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1,4 +1,4 @@
-//! The canonical encoding and the turn digest (SPEC §7).
+//! The canonical encoding and the turn digest.
 //!
 //! A decision is bound to the turn its decider saw by a SHA-256 digest over
 //! the run's id, the suspension's sequence number within the run, and the

@@ -230,8 +230,10 @@ impl ErasedTool {
         self.inner.hand_erased
     }
 
-    /// Runs one call with the model's (or the overlaid) arguments.
-    pub fn execute(&self, arguments: Value) -> BoxFuture<'_, ToolOutput> {
+    /// Runs one call with the model's (or the overlaid) arguments. Only this
+    /// crate runs an erased tool: outside it, a call runs through a
+    /// [`Permit`](crate::run::Permit), which only the gate gives.
+    pub(crate) fn execute(&self, arguments: Value) -> BoxFuture<'_, ToolOutput> {
         self.inner.body.execute(arguments)
     }
 }

@@ -1,6 +1,6 @@
 //! The gate: how a tool's declarations become a [`Ruling`].
 //!
-//! This module is the one home of the approval rule (SPEC §2). Every tool —
+//! This module is the one home of the approval rule. Every tool —
 //! typed, erased by hand, or supplied by a provider — is reduced to its
 //! [`Facts`] (origin, effect, explicit marker, operator declaration, input),
 //! and one function, [`judge`], turns facts into a decision or names the rule
@@ -236,7 +236,7 @@ impl Ruling {
     }
 }
 
-/// The approval rule (SPEC §2): the decision for a tool's facts, or the rule
+/// The approval rule: the decision for a tool's facts, or the rule
 /// they break. This is the only place facts become a decision; typed tools,
 /// hand-erased tools and provided tools all come here.
 pub const fn judge(facts: &Facts) -> Result<Ruling, Rule> {

@@ -1,4 +1,4 @@
-//! Who decides: operator names as people, not strings (SPEC §7, four eyes).
+//! Who decides: operator names as people, not strings (four eyes).
 //!
 //! A name is taken in Unicode NFKC, trimmed, and must be non-empty and
 //! printable: a name a reviewer cannot read is refused rather than compared.
@@ -8,8 +8,10 @@
 //! stripped of combining marks and lower-cased — the skeleton taken before
 //! and after lower-casing until nothing changes, so a capital look-alike
 //! (`aIice`, `Ƅob`) folds as well as a small one — and with `i` and `l` as one
-//! letter. (Look-alikes TS #39 does not map, such as some Cherokee letters
-//! or small capitals, are not folded.) So `alice`, ` Alice `, `ａｌｉｃｅ`
+//! letter. Latin small capitals, which TS #39 does not map, fold into their
+//! letters too; and a decider's name may not hold a letter Unicode restricts in
+//! identifiers (small capitals, letters of scripts in limited use, obsolete
+//! and technical letters), which could pass for another without folding. So `alice`, ` Alice `, `ａｌｉｃｅ`
 //! (full-width), `ALICE`, `аlice` (Cyrillic), `aIice` (capital I) and
 //! `alice̲` are one person for four eyes, and an empty name is nobody at all. The key
 //! errs towards "the same person": a false match refuses an approval, a false
@@ -30,6 +32,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
+use unicode_security::GeneralSecurityProfile;
 
 use crate::visible::{is_hidden, visible};
 
@@ -103,6 +106,21 @@ pub enum IdentityError {
         /// The limit.
         max: usize,
     },
+    /// The name holds a letter Unicode restricts in identifiers (TS #39's
+    /// General Security Profile): a small capital, a letter of a script in
+    /// limited use, a technical or obsolete letter — characters that pass for
+    /// another letter without folding into it.
+    #[error(
+        "the operator name `{shown}` holds `{character}` (U+{code:04X}), a letter Unicode restricts in identifiers because it can pass for another: name the person in the letters of a common script"
+    )]
+    Restricted {
+        /// The name, hidden characters escaped.
+        shown: String,
+        /// The letter.
+        character: char,
+        /// Its code point.
+        code: u32,
+    },
 }
 
 /// The longest operator name accepted.
@@ -163,7 +181,15 @@ fn confusable_key(name: &str) -> String {
     // rounds at most). Last, `i` and `l` are one letter: `ALICE` lower-cases
     // to `alice` while `aIice` folds to `alice` through `l`, and a reviewer
     // reads all three as one name.
-    let mut key = name.to_owned();
+    let mut key: String = name
+        .chars()
+        .map(|c| {
+            SMALL_CAPITALS
+                .iter()
+                .find(|(small, _)| *small == c)
+                .map_or(c, |(_, letter)| *letter)
+        })
+        .collect();
     for _ in 0..6 {
         let next = fold_once(&fold_once(&key).to_lowercase());
         if next == key {
@@ -207,16 +233,62 @@ fn normalise(name: &str) -> Result<String, IdentityError> {
             max: MAX_NAME_CHARS,
         });
     }
+    if let Some(character) = name
+        .chars()
+        .find(|c| !c.is_ascii() && c.is_alphanumeric() && !c.identifier_allowed())
+    {
+        return Err(IdentityError::Restricted {
+            shown: visible(name).into_owned(),
+            character,
+            code: u32::from(character),
+        });
+    }
     Ok(name.to_owned())
 }
 
+/// Latin small capitals (and the IPA letters drawn as them; there is no small
+/// capital x), which TS #39's
+/// skeleton leaves as they are though each reads as its letter: `ᴀʟɪᴄᴇ` is
+/// `alice` to a reviewer. An operator's name may not hold them (they are
+/// restricted); a recorded name that does still folds.
+const SMALL_CAPITALS: [(char, char); 25] = [
+    ('\u{1d00}', 'a'),
+    ('\u{0299}', 'b'),
+    ('\u{1d04}', 'c'),
+    ('\u{1d05}', 'd'),
+    ('\u{1d07}', 'e'),
+    ('\u{a730}', 'f'),
+    ('\u{0262}', 'g'),
+    ('\u{029c}', 'h'),
+    ('\u{026a}', 'i'),
+    ('\u{1d0a}', 'j'),
+    ('\u{1d0b}', 'k'),
+    ('\u{029f}', 'l'),
+    ('\u{1d0d}', 'm'),
+    ('\u{0274}', 'n'),
+    ('\u{1d0f}', 'o'),
+    ('\u{1d18}', 'p'),
+    ('\u{a7af}', 'q'),
+    ('\u{0280}', 'r'),
+    ('\u{a731}', 's'),
+    ('\u{1d1b}', 't'),
+    ('\u{1d1c}', 'u'),
+    ('\u{1d20}', 'v'),
+    ('\u{1d21}', 'w'),
+    ('\u{028f}', 'y'),
+    ('\u{1d22}', 'z'),
+];
+
 /// Whether two recorded names are the same person, for four eyes. A name that
-/// does not normalise is compared by its trimmed, lower-cased text, so a
-/// damaged name can still only match itself — never nobody.
+/// would not be accepted as an operator's (a restricted letter, say) is still
+/// folded the same way, so a name nobody could type as a decider still
+/// matches every spelling of its person — never nobody.
 pub fn same_person(a: &str, b: &str) -> bool {
     let key = |name: &str| {
-        Operator::new(name, IdentitySource::Unknown)
-            .map_or_else(|_| name.trim().to_lowercase(), |o| o.key)
+        Operator::new(name, IdentitySource::Unknown).map_or_else(
+            |_| confusable_key(name.nfkc().collect::<String>().trim()),
+            |o| o.key,
+        )
     };
     key(a) == key(b)
 }
@@ -292,6 +364,36 @@ mod tests {
         }
         assert!(!same_person("alice", "bob"));
         assert!(!same_person("carol", "dave"));
+    }
+
+    /// Small capitals read as their letters: a decider may not use them, and
+    /// a recorded name that holds them is its letters' person.
+    #[test]
+    fn small_capitals_are_refused_and_fold() {
+        for (name, look_alike) in [
+            ("alice", "\u{1d00}lice"),
+            ("alice", "a\u{29f}ice"),
+            ("alice", "alic\u{1d07}"),
+            ("alice", "\u{1d00}\u{29f}\u{26a}\u{1d04}\u{1d07}"),
+            ("bob", "\u{299}ob"),
+            ("bob", "\u{299}\u{1d0f}\u{299}"),
+        ] {
+            assert!(
+                matches!(op(look_alike), Err(IdentityError::Restricted { .. })),
+                "{look_alike:?} is refused as a decider"
+            );
+            assert!(same_person(name, look_alike), "{name} ~ {look_alike:?}");
+        }
+        for (small, letter) in SMALL_CAPITALS {
+            assert!(!small.identifier_allowed(), "{small:?} is restricted");
+            assert!(
+                same_person(&letter.to_string(), &small.to_string()),
+                "{small:?}"
+            );
+        }
+        for fine in ["José", "Zoë", "王芳", "Ørjan", "O'Neil", "mary-ann", "ıan"] {
+            assert!(op(fine).is_ok(), "{fine}");
+        }
     }
 
     #[test]

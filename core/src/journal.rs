@@ -65,7 +65,7 @@ impl TurnPlan {
     /// its outcome is unknown after `attempt` starts, and carries back with
     /// a choice to run it again or to skip it: the run, the suspension whose
     /// decision let the turn run, the turn, the call, the arguments it runs
-    /// with and the attempt ([`rerun_digest`](crate::suspend::rerun_digest)).
+    /// with and the attempt ([`rerun_digest`]).
     /// `None` when the turn has no such call or the call does not run.
     pub fn rerun_digest(
         &self,
@@ -100,7 +100,7 @@ pub fn reruns_required(options: &RunOptions) -> u32 {
 
 /// The rule for who may choose to run again a call whose outcome is unknown:
 /// under four eyes, and on a run that needs several approvers, not the run's
-/// requester (names compared as people, see [`identity`](crate::identity)).
+/// requester (names compared as people, see [`identity`]).
 /// A choice to skip the call cannot make anything run, so this rule does not
 /// bind it.
 ///

@@ -110,7 +110,7 @@ pub mod registry;
 mod resume;
 pub mod run;
 mod sealed;
-/// Runs that wait (SPEC §6, §7): the typed pauses, a human's decision or
+/// Runs that wait: the typed pauses, a human's decision or
 /// data, the turn digest that binds it, and the persisted document.
 pub mod suspend {
     pub use crate::audit::CallVerdict;
@@ -121,8 +121,8 @@ pub mod suspend {
     };
     pub use crate::input::{InputError, input_schema_problem};
     pub use crate::pause::{
-        AwaitingApproval, CallDecisions, Decision, InputSubmission, Refusal, Suspended, TakesInput,
-        TakesVerdict, Verdict, WaitingForInput,
+        AwaitingApproval, CallDecisions, Decision, InputSubmission, Pause, Refusal, Suspended,
+        TakesInput, TakesVerdict, Verdict, WaitingForInput,
     };
     pub use crate::persist::{
         CorruptState, EncodeError, SuspendedRun, SuspendedStatus, body_checksum,

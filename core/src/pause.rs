@@ -1,4 +1,4 @@
-//! Suspended runs as types (SPEC §6): `Suspended<AwaitingApproval>` and
+//! Suspended runs as types: `Suspended<AwaitingApproval>` and
 //! `Suspended<WaitingForInput>`, each with only its own way forward.
 
 use schemars::Schema;
@@ -53,13 +53,25 @@ impl PauseBinding for WaitingForInput {
     }
 }
 
+/// A kind of pause: [`AwaitingApproval`] or [`WaitingForInput`], and no
+/// other (sealed). What every [`Suspended`] run offers whatever its pause —
+/// its id, its state, its pending turn and the digest that names it — is
+/// implemented for `Suspended<S: Pause>`.
+#[allow(
+    private_bounds,
+    reason = "sealed: the bounds name this crate's private seal, so no other type is a pause"
+)]
+pub trait Pause: Sealed + PauseBinding + Send + Sync + 'static {}
+impl Pause for AwaitingApproval {}
+impl Pause for WaitingForInput {}
+
 /// The pauses that take a verdict.
 #[diagnostic::on_unimplemented(
     message = "a run waiting for input cannot be approved or denied",
     label = "this run is `Suspended<{Self}>`",
     note = "submit the user's data with `submit_input`; an input submission is never an approval, and a verdict carries no data"
 )]
-pub trait TakesVerdict: Sealed + PauseBinding + Send + Sync + 'static {}
+pub trait TakesVerdict: Pause {}
 impl TakesVerdict for AwaitingApproval {}
 
 /// The pauses that take input.
@@ -68,7 +80,7 @@ impl TakesVerdict for AwaitingApproval {}
     label = "this run is `Suspended<{Self}>`",
     note = "approve or deny it with `decide`, `approve` or `deny`; the approval path carries no data"
 )]
-pub trait TakesInput: Sealed + PauseBinding + Send + Sync + 'static {
+pub trait TakesInput: Pause {
     #[doc(hidden)]
     fn input_pause(&self) -> &WaitingForInput;
 }
@@ -137,7 +149,7 @@ impl<S> Suspended<S> {
     }
 }
 
-impl<S: PauseBinding> Suspended<S> {
+impl<S: Pause> Suspended<S> {
     /// The digest a decider must carry back: see [`turn_digest`]. Show it
     /// beside the turn itself, and nowhere else.
     pub fn digest(&self) -> TurnDigest {
@@ -159,16 +171,13 @@ impl<S: PauseBinding> Suspended<S> {
         }
     }
 
-    /// The digest check of SPEC §7: a missing digest and a wrong one are the
-    /// same failure.
-    pub(crate) fn check_digest(&self, carried: Option<&TurnDigest>) -> Result<TurnDigest, Refusal> {
+    /// The digest check: a decision names the pending turn, or it is refused.
+    pub(crate) fn check_digest(&self, carried: &TurnDigest) -> Result<TurnDigest, Refusal> {
         let expected = self.digest();
-        if carried == Some(&expected) {
+        if *carried == expected {
             Ok(expected)
         } else {
-            Err(Refusal::UnknownTurn {
-                carried: carried.is_some(),
-            })
+            Err(Refusal::UnknownTurn)
         }
     }
 
@@ -290,9 +299,9 @@ pub enum Verdict {
 pub struct Decision {
     /// Approve or deny.
     pub verdict: Verdict,
-    /// The digest of the turn the decider saw; `None` is refused like a
-    /// wrong one.
-    pub digest: Option<TurnDigest>,
+    /// The digest of the turn the decider saw ([`Suspended::digest`], shown
+    /// beside the turn); one that is not the pending turn's is refused.
+    pub digest: TurnDigest,
     /// Who decided.
     pub decided_by: String,
 }
@@ -331,8 +340,8 @@ impl Decision {
 pub struct CallDecisions {
     /// The verdicts, by call id.
     pub calls: std::collections::BTreeMap<String, CallVerdict>,
-    /// The digest of the turn the decider saw.
-    pub digest: Option<TurnDigest>,
+    /// The digest of the turn the decider saw ([`Suspended::digest`]).
+    pub digest: TurnDigest,
     /// Who decided.
     pub decided_by: String,
 }
@@ -349,8 +358,8 @@ impl CallDecisions {
 pub struct InputSubmission {
     /// The data, validated against the input schema.
     pub data: Value,
-    /// The digest of the turn the user saw.
-    pub digest: Option<TurnDigest>,
+    /// The digest of the turn the user saw ([`Suspended::digest`]).
+    pub digest: TurnDigest,
     /// Who submitted it.
     pub submitted_by: String,
 }
@@ -359,18 +368,15 @@ pub struct InputSubmission {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Refusal {
-    /// The decision carries no digest, or not the pending turn's. The
+    /// The decision carries a digest that is not the pending turn's. The
     /// pending turn's digest is deliberately not part of the refusal: it is
-    /// shown only beside the turn itself, so that nobody approves a turn they
-    /// were not shown by pasting it from an error.
+    /// shown only beside the turn itself ([`Suspended::digest`]), so that
+    /// nobody approves a turn they were not shown by pasting it from an
+    /// error.
     #[error(
-        "the decision {}: the reviewed turn is unknown; review the pending turn (`runs show`) and decide with the digest shown beside it",
-        if *carried { "names a different turn" } else { "names no turn (no digest)" }
+        "the decision names a different turn: the reviewed turn is unknown; review the pending turn and decide with the digest shown beside it"
     )]
-    UnknownTurn {
-        /// Whether the decision carried a digest at all.
-        carried: bool,
-    },
+    UnknownTurn,
     /// The decider's or submitter's name cannot stand for a person.
     #[error("{0}: name the person who decides")]
     InvalidIdentity(IdentityError),
@@ -489,7 +495,7 @@ impl<S> Suspended<S> {
     where
         S: TakesVerdict,
     {
-        let digest = self.check_digest(decision.digest.as_ref())?;
+        let digest = self.check_digest(&decision.digest)?;
         let decider = Operator::new(&decision.decided_by, IdentitySource::Given)
             .map_err(Refusal::InvalidIdentity)?;
         let unknown: Vec<String> = decision
@@ -565,7 +571,7 @@ impl<S> Suspended<S> {
     where
         S: TakesInput,
     {
-        let digest = self.check_digest(submission.digest.as_ref())?;
+        let digest = self.check_digest(&submission.digest)?;
         Operator::new(&submission.submitted_by, IdentitySource::Given)
             .map_err(Refusal::InvalidIdentity)?;
         input::validate(&self.pause.input_pause().schema, &submission.data)

@@ -1,4 +1,4 @@
-//! Suspended runs as versioned JSON documents (SPEC §6).
+//! Suspended runs as versioned JSON documents.
 //!
 //! ```json
 //! {

@@ -1,5 +1,5 @@
 //! The registry: builtins with their static types, providers asked lazily,
-//! a boot check, allow-lists and `explain` (SPEC §4).
+//! a boot check, allow-lists and `explain`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -141,7 +141,7 @@ pub enum BootProblem {
         /// The tool.
         name: String,
     },
-    /// A tool's declared facts break a rule (SPEC §3): the combination the
+    /// A tool's declared facts break a rule: the combination the
     /// type system refuses for a typed tool, declared by a hand-erased one.
     #[error("tool `{name}` breaks {rule}")]
     BrokenRule {
@@ -555,8 +555,15 @@ impl Registry {
         catalogue
     }
 
-    /// The tools a run may use. `None` offers every tool; an empty list offers
-    /// none; names the registry does not know are dropped with a warning.
+    /// Every tool of the catalogue, for a run with no allow-list:
+    /// [`Registry::offer`] with `None`, which needs no type annotation.
+    pub async fn offer_all(&self) -> Offered {
+        self.offer::<&str>(None).await
+    }
+
+    /// The tools a run may use. `None` offers every tool ([`Registry::offer_all`]
+    /// says so without a type annotation); an empty list offers none; names
+    /// the registry does not know are dropped with a warning.
     pub async fn offer<S: AsRef<str>>(&self, allow: Option<&[S]>) -> Offered {
         let catalogue = self.catalogue().await;
         let mask = allow.map(|names| {

@@ -1,4 +1,4 @@
-//! Resuming a suspended run (SPEC §6): the verdict or the data is checked,
+//! Resuming a suspended run: the verdict or the data is checked,
 //! recorded, and the run driven on with the host's agent. The suspended types
 //! and their checks live in `suspend`; this is the only part that needs an
 //! [`Agent`].
@@ -67,6 +67,11 @@ fn runnable(offered: &Offered, call: &ToolCall, arguments: &serde_json::Value) -
 }
 
 /// A resume did not end in an [`Outcome`].
+///
+/// A refused decision hands the run back, unchanged and still waiting:
+/// decide it again, or keep it ([`ResumeError::into_run`]). Applying `?` to a
+/// resume's result drops that run with the error — the pause is then lost
+/// unless it was stored before the decision was taken.
 #[derive(Debug)]
 #[allow(
     clippy::large_enum_variant,
@@ -84,6 +89,18 @@ pub enum ResumeError<S> {
     },
     /// The decision was taken and the turn ran, but the run could not go on.
     Run(RunError),
+}
+
+impl<S> ResumeError<S> {
+    /// The run a refused decision handed back, still waiting for a decision;
+    /// `None` when the decision was taken and the run stopped afterwards
+    /// ([`ResumeError::Run`], whose error carries the run's state).
+    pub fn into_run(self) -> Option<Suspended<S>> {
+        match self {
+            ResumeError::Refused { run, .. } => Some(run),
+            ResumeError::Run(_) => None,
+        }
+    }
 }
 
 impl<S> fmt::Display for ResumeError<S> {
@@ -293,7 +310,7 @@ impl<S> Suspended<S> {
         self,
         agent: &'a Agent<'a>,
         decided_by: impl Into<String>,
-        digest: Option<TurnDigest>,
+        digest: TurnDigest,
     ) -> BoxFuture<'a, Result<Outcome, ResumeError<S>>>
     where
         S: TakesVerdict,
@@ -313,7 +330,7 @@ impl<S> Suspended<S> {
         self,
         agent: &'a Agent<'a>,
         decided_by: impl Into<String>,
-        digest: Option<TurnDigest>,
+        digest: TurnDigest,
     ) -> BoxFuture<'a, Result<Outcome, ResumeError<S>>>
     where
         S: TakesVerdict,

@@ -1,4 +1,4 @@
-//! The run lifecycle (SPEC §5): the turn scan, the loop driver and what it
+//! The run lifecycle: the turn scan, the loop driver and what it
 //! returns. No I/O of its own: the model, the tools and the decision log are
 //! the host's.
 //!
@@ -207,10 +207,12 @@ pub enum RunError {
     },
 }
 
-/// What the turn scan found (SPEC §5).
-#[derive(Debug, Clone, Copy)]
+/// What the turn scan found: approval first, then input.
+#[derive(Debug)]
 pub enum TurnScan<'a> {
-    /// An offered call's tool needs approval: the whole turn waits.
+    /// An offered call's tool needs approval: the whole turn waits — every
+    /// call of it, a read beside the write too — and no call of it may run
+    /// before a decision on the turn (the typed [`Suspended`] path).
     Approval,
     /// No approval binds, but an offered call's tool requires input.
     Input {
@@ -219,13 +221,105 @@ pub enum TurnScan<'a> {
         /// Its tool.
         tool: &'a ErasedTool,
     },
-    /// Every call may run (unknown and non-offered ones get error results).
-    Run,
+    /// Every call may run now: their permits (unknown and non-offered calls
+    /// get error results instead).
+    Run(Cleared<'a>),
+}
+
+impl TurnScan<'_> {
+    /// True when the turn may run now.
+    pub fn is_run(&self) -> bool {
+        matches!(self, TurnScan::Run(_))
+    }
+}
+
+/// A turn the scan cleared to run now, and the only way outside this crate
+/// to run its calls: [`Cleared::into_calls`] hands each call its [`Permit`].
+pub struct Cleared<'a> {
+    offered: &'a Offered,
+    calls: &'a [ToolCall],
+}
+
+impl std::fmt::Debug for Cleared<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cleared")
+            .field("calls", &self.calls)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Cleared<'a> {
+    /// Each call of the turn, in order, with its permit — or, for a call to a
+    /// tool that is unknown or not offered to the run, the error result the
+    /// model reads instead.
+    pub fn into_calls(
+        self,
+    ) -> impl Iterator<Item = (&'a ToolCall, Result<Permit<'a>, ToolOutput>)> {
+        let offered = self.offered;
+        self.calls.iter().map(move |call| {
+            let permit = match offered.get(&call.name) {
+                Some(tool) => Ok(Permit { tool, call }),
+                None => Err(not_offered(offered, call)),
+            };
+            (call, permit)
+        })
+    }
+}
+
+/// Leave to run one call of a turn, with its arguments as the model made
+/// them. Only this crate makes one: the turn scan, for a call of a turn none
+/// of whose calls needs approval or input ([`TurnScan::Run`]). A call that
+/// needs a decision runs only through the typed [`Suspended`] path, which
+/// the decision on the reviewed turn opens. An [`ErasedTool`] has no public
+/// way to run without one.
+///
+/// This guards a host author against a mistake — a loop of their own that
+/// runs an offered write unapproved — not against a hostile host, which can
+/// always call its own tool's body.
+#[derive(Debug)]
+pub struct Permit<'a> {
+    tool: &'a ErasedTool,
+    call: &'a ToolCall,
+}
+
+impl<'a> Permit<'a> {
+    /// The call this permit runs.
+    pub fn call(&self) -> &'a ToolCall {
+        self.call
+    }
+
+    /// Its tool.
+    pub fn tool(&self) -> &'a ErasedTool {
+        self.tool
+    }
+
+    /// Runs the call, once: the permit is used up.
+    pub async fn run(self) -> ToolOutput {
+        self.tool.execute(self.call.arguments.clone()).await
+    }
 }
 
 /// Scans one turn: approval first, then input. One lookup per call, and
-/// nothing allocated.
-pub fn scan_turn<'a>(offered: &'a Offered, calls: &[ToolCall]) -> TurnScan<'a> {
+/// nothing allocated; a turn that may run is handed back with its permits.
+pub fn scan_turn<'a>(offered: &'a Offered, calls: &'a [ToolCall]) -> TurnScan<'a> {
+    match scan(offered, calls) {
+        Scan::Approval => TurnScan::Approval,
+        Scan::Input { index, tool } => TurnScan::Input { index, tool },
+        Scan::Run => TurnScan::Run(Cleared { offered, calls }),
+    }
+}
+
+/// The scan's verdict, borrowing only the offer.
+pub(crate) enum Scan<'a> {
+    Approval,
+    Input { index: usize, tool: &'a ErasedTool },
+    Run,
+}
+
+/// The turn scan, the one home of its rule: any approval-bound offered call
+/// suspends the whole turn; otherwise the first offered call that requires
+/// input waits for it.
+pub(crate) fn scan<'a>(offered: &'a Offered, calls: &[ToolCall]) -> Scan<'a> {
     let mut input = None;
     for (index, call) in calls.iter().enumerate() {
         let Some(gated) = offered.gated(&call.name) else {
@@ -233,16 +327,16 @@ pub fn scan_turn<'a>(offered: &'a Offered, calls: &[ToolCall]) -> TurnScan<'a> {
         };
         // Any approval-bound call suspends the whole turn, wherever it is.
         if gated.requires_approval {
-            return TurnScan::Approval;
+            return Scan::Approval;
         }
         if input.is_none() && gated.requires_input {
-            input = Some(TurnScan::Input {
+            input = Some(Scan::Input {
                 index,
                 tool: gated.tool,
             });
         }
     }
-    input.unwrap_or(TurnScan::Run)
+    input.unwrap_or(Scan::Run)
 }
 
 /// The error result for a call to a tool the run may not use.
@@ -481,6 +575,15 @@ impl<'a> Agent<'a> {
     }
 
     /// Starts a run and drives it until it finishes, suspends or hits its cap.
+    ///
+    /// Each turn the model returns is scanned before any of it runs. If any
+    /// offered call of the turn needs approval, the whole turn waits — every
+    /// call of it, reads beside the write too — and the run comes back as
+    /// [`Outcome::AwaitingApproval`]: nothing of that turn has run. Otherwise,
+    /// if a call waits for a user's data, the turn waits for it
+    /// ([`Outcome::WaitingForInput`]). A run that waits is resumed only
+    /// through its [`Suspended`] value, with a decision that carries the
+    /// digest of the turn its decider was shown.
     pub async fn start(&self, request: RunRequest) -> Result<Outcome, RunError> {
         let requester = crate::identity::Operator::new(
             &request.requested_by,
@@ -597,14 +700,14 @@ impl<'a> Agent<'a> {
         } else {
             answer_denied(offered, state, calls)?
         };
-        match scan_turn(offered, &calls) {
-            TurnScan::Approval => {
+        match scan(offered, &calls) {
+            Scan::Approval => {
                 let review = review_of(offered, &calls);
                 let suspended = Suspended::awaiting_approval(state, calls, review);
                 tracing::info!(run = %suspended.run_id(), digest = %suspended.digest(), "turn suspended for approval");
                 Ok(TurnOutcome::AwaitingApproval(suspended))
             }
-            TurnScan::Input { index, tool } => {
+            Scan::Input { index, tool } => {
                 let schema = match tool.input_schema() {
                     None => Err("the tool declares no input schema"),
                     Some(schema) => input_schema_problem(schema).map_or(Ok(schema), Err),
@@ -626,7 +729,7 @@ impl<'a> Agent<'a> {
                 tracing::info!(run = %suspended.run_id(), tool = %suspended.input_tool(), "turn suspended for input");
                 Ok(TurnOutcome::WaitingForInput(suspended))
             }
-            TurnScan::Run => {
+            Scan::Run => {
                 let steps = calls
                     .into_iter()
                     .map(|call| {

@@ -168,9 +168,73 @@ pub trait RequiresApproval: Tool<Gate: ApprovalGate> {}
 
 /// A tool whose calls wait for typed input from a user.
 ///
-/// The input schema is generated from [`RequiresInput::Input`]; a submission is
-/// validated against it and the declared keys are laid over the model's
-/// arguments. No approval may bind the tool by any route.
+/// The input schema is generated from [`RequiresInput::Input`]. When a call
+/// waits ([`WaitingForInput`](crate::suspend::WaitingForInput)), the user's
+/// submission is validated against that schema; then each top-level key the
+/// schema declares replaces the model's argument of the same name (keys the
+/// schema does not declare are dropped), and the tool's
+/// [`Execute::Args`] is read from the result. So `Input`'s fields are the
+/// fields of `Args` the user, not the model, fills in. No approval may bind
+/// the tool by any route.
+///
+/// A write cannot wait for input (rule 1: its approval would be asked on
+/// every turn and the input never taken). Split it: a read-only tool that
+/// asks the user for the data, and a write that takes it from the model's
+/// next turn and waits for approval as every write does.
+///
+/// ```
+/// use toolgate::{Execute, Tool, ToolOutput};
+///
+/// /// What the user types.
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Notes {
+///     /// The release notes.
+///     notes: String,
+/// }
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct DraftArgs {
+///     /// The release tag.
+///     tag: String,
+///     /// The release notes (the user's, laid over the model's guess).
+///     notes: String,
+/// }
+///
+/// /// Asks the user for release notes and hands them back to the model.
+/// #[derive(Tool)]
+/// #[tool(effect = read_only, input = Notes)]
+/// struct DraftNotes;
+///
+/// impl Execute for DraftNotes {
+///     type Args = DraftArgs;
+///     async fn execute(&self, args: DraftArgs) -> ToolOutput {
+///         ToolOutput::text(format!("notes for {}: {}", args.tag, args.notes))
+///     }
+/// }
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct PublishArgs {
+///     /// The release tag.
+///     tag: String,
+///     /// The release notes, as the user wrote them.
+///     notes: String,
+/// }
+///
+/// /// Publishes a release with the notes the user wrote.
+/// #[derive(Tool)]
+/// #[tool(effect = non_idempotent_write)]
+/// struct Publish;
+///
+/// impl Execute for Publish {
+///     type Args = PublishArgs;
+///     async fn execute(&self, args: PublishArgs) -> ToolOutput {
+///         ToolOutput::text(format!("published {}", args.tag))
+///     }
+/// }
+///
+/// toolgate::assert_gate!(DraftNotes: input);
+/// toolgate::assert_gate!(Publish: approval);
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not wait for user input (`RequiresInput`)",
     label = "a tool that waits for input is required here",

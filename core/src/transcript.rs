@@ -65,33 +65,42 @@ impl Message {
     }
 }
 
-/// How a run may proceed.
+/// How a run may proceed. [`RunOptions::default()`] gives each field the
+/// default named on it: 16 model requests, every tool offered, four eyes
+/// off, 128 calls a turn, one approval, no decision time limit, a denied
+/// call asked again twice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunOptions {
-    /// How many model requests the run may make.
+    /// How many model requests the run may make. Default: 16.
     pub max_iterations: u32,
-    /// The allow-list: `None` offers every registered tool, an empty list none.
+    /// The allow-list: `None` offers every registered tool, an empty list
+    /// none. Default: `None`.
     pub allow: Option<Vec<String>>,
-    /// When true, an approval must come from someone other than the requester.
+    /// When true, an approval must come from someone other than the
+    /// requester (names compared as people, see [`identity`](crate::identity)).
+    /// Default: `false` — four eyes is off unless a run asks for it.
     pub four_eyes: bool,
     /// How many calls one turn of the model may hold; a larger turn is
     /// refused before anything of it runs or is stored. A reviewer must be
-    /// able to read every call of a turn they approve.
+    /// able to read every call of a turn they approve. Default:
+    /// [`DEFAULT_MAX_CALLS_PER_TURN`] (128).
     #[serde(default = "default_max_calls_per_turn")]
     pub max_calls_per_turn: u32,
     /// How many distinct people must approve a turn that needs approval
     /// (with `four_eyes`, none of them the requester). Partial approvals are
     /// recorded by the store; the run resumes when the last one arrives.
+    /// Default: 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub approvals_required: u32,
     /// How long, in milliseconds, a paused turn may be approved; after that
-    /// it can only be denied or asked again. `None`: no limit.
+    /// it can only be denied or asked again. Default: `None`, no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision_ttl_ms: Option<u64>,
     /// How often the model may ask again for a call a human denied in this
     /// run (same tool, same arguments) — each time answered with the earlier
-    /// denial, never asked of a human again — before the run ends.
+    /// denial, never asked of a human again — before the run ends. Default:
+    /// [`DEFAULT_DENIED_REPEATS`] (2).
     #[serde(
         default = "default_denied_repeats",
         skip_serializing_if = "is_default_denied_repeats"

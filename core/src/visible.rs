@@ -1,5 +1,5 @@
-//! The one sanitiser for everything a human reads from an untrusted source
-//! (SPEC §7): call ids, tool names and arguments from a model, names of people
+//! The one sanitiser for everything a human reads from an untrusted source:
+//! call ids, tool names and arguments from a model, names of people
 //! and servers, tool output, a server's errors and its stderr.
 //!
 //! Nothing is removed and nothing is interpreted: every character a terminal

@@ -1,4 +1,4 @@
-//! Validation: the rules of SPEC §3 that the macros can see, reported under
+//! Validation: the rules that the macros can see, reported under
 //! the tokens the user wrote. The traits enforce the same rules on hand-written
 //! impls; these errors come first and point more precisely.
 //!

@@ -94,11 +94,17 @@ fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
     }
 }
 
+/// One call through the gate: scanned as a turn of its own, which must be
+/// cleared to run now (the server's approval is off), and run by its permit.
 async fn execute(registry: &Registry, name: &str, arguments: Value) -> ToolOutput {
-    let offered = registry.offer::<&str>(None).await;
-    match offered.get(name) {
-        Some(tool) => tool.execute(arguments).await,
-        None => panic!("`{name}` is not offered"),
+    let offered = registry.offer_all().await;
+    let calls = [call("c1", name, arguments)];
+    let TurnScan::Run(cleared) = scan_turn(&offered, &calls) else {
+        panic!("`{name}` waits for a human");
+    };
+    match cleared.into_calls().next() {
+        Some((_, Ok(permit))) => permit.run().await,
+        other => panic!("`{name}` is not offered: {other:?}"),
     }
 }
 
@@ -169,7 +175,7 @@ async fn with_the_default_flag_every_remote_call_suspends_then_runs_once_the_ope
     // Approval required (the default): each call suspends on its own,
     // `tidy_notes` — which claims `readOnlyHint: true` — included.
     let (registry, provider) = registry_of(&store);
-    let offered = registry.offer::<&str>(None).await;
+    let offered = registry.offer_all().await;
     for name in [
         "notes.read_note",
         "notes.tidy_notes",

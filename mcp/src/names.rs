@@ -30,10 +30,11 @@ pub enum SkipReason {
     /// The input schema is not a JSON object of `"type": "object"`, as MCP
     /// requires.
     SchemaNotAnObject,
-    /// The input schema hides a character in something the server matches
-    /// on — a property name, a `required` entry, an `enum` or `const` value
-    /// — shown escaped: it cannot be cleaned without changing what the
-    /// server receives, nor shown to a reviewer as it is sent.
+    /// The input schema hides a character outside its titles and
+    /// descriptions — in a property name, a `required` entry, an `enum`,
+    /// `const`, `default` or `examples` value, anywhere — shown escaped: it
+    /// cannot be cleaned without changing what the server receives or what
+    /// the model reads, nor shown to a reviewer as it is sent.
     HiddenInSchema(String),
     /// A stored local name is not the one its server and remote name map to
     /// (edited by hand).
@@ -62,7 +63,7 @@ impl fmt::Display for SkipReason {
             SkipReason::Duplicate => f.write_str("the server lists this name more than once"),
             SkipReason::HiddenInSchema(at) => write!(
                 f,
-                "the input schema hides a character in a {at}; names and values a server matches on must be visible"
+                "the input schema hides a character outside its titles and descriptions, in its {at}; what a server matches on and what a model reads must be visible"
             ),
             SkipReason::SchemaNotAnObject => {
                 f.write_str("the input schema is not an object schema (`\"type\": \"object\"`), as MCP requires")

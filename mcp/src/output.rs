@@ -116,47 +116,41 @@ fn is_data(key: &str) -> bool {
     matches!(key, "enum" | "const" | "default" | "examples" | "required")
 }
 
-/// Where an input schema holds a hidden character in something a server
-/// matches on — a property name, a `required` entry, an `enum` or `const`
-/// value — shown escaped; `None` when it holds none. Such a tool is skipped
-/// at import: rewriting those would change what the server receives, and
-/// leaving them would show a reviewer one name and send another.
+/// Where an input schema holds a hidden character anywhere but in a `title`
+/// or `description` (which [`clean_schema`] writes as shown): a property
+/// name, a `required` entry, an `enum`, `const`, `default` or `examples`
+/// value, a `pattern`, a `$comment`, any key or string at all — named and
+/// shown escaped; `None` when it holds none. Such a tool is skipped at
+/// import: what a server matches on cannot be rewritten without changing
+/// what it receives, and the rest reaches the model as it is.
 pub(crate) fn hidden_in_names(schema: &serde_json::Value) -> Option<String> {
-    fn hidden_string(value: &serde_json::Value) -> Option<String> {
+    fn shown(text: &str) -> String {
+        toolgate::visible::visible(text).into_owned()
+    }
+    fn find(value: &serde_json::Value, names: bool, at: &str) -> Option<String> {
         match value {
             serde_json::Value::String(text) if text.chars().any(is_hidden) => {
-                Some(toolgate::visible::visible(text).into_owned())
+                Some(format!("{at} value `{}`", shown(text)))
             }
-            serde_json::Value::Array(items) => items.iter().find_map(hidden_string),
-            serde_json::Value::Object(map) => map.iter().find_map(|(k, v)| {
-                if k.chars().any(is_hidden) {
-                    Some(toolgate::visible::visible(k).into_owned())
-                } else {
-                    hidden_string(v)
-                }
-            }),
-            _ => None,
-        }
-    }
-    fn find(value: &serde_json::Value, names: bool) -> Option<String> {
-        match value {
             serde_json::Value::Object(map) => map.iter().find_map(|(key, item)| {
-                if names && key.chars().any(is_hidden) {
-                    return Some(format!(
-                        "property name `{}`",
-                        toolgate::visible::visible(key)
-                    ));
+                if key.chars().any(is_hidden) {
+                    return Some(if names {
+                        format!("property name `{}`", shown(key))
+                    } else {
+                        format!("key `{}`", shown(key))
+                    });
                 }
-                if !names && matches!(key.as_str(), "enum" | "const" | "required") {
-                    return hidden_string(item).map(|text| format!("{key} value `{text}`"));
+                if !names && matches!(key.as_str(), "title" | "description") && item.is_string() {
+                    return None;
                 }
-                find(item, !names && maps_names(key))
+                let at = if names { "property" } else { key.as_str() };
+                find(item, !names && maps_names(key), at)
             }),
-            serde_json::Value::Array(items) => items.iter().find_map(|i| find(i, false)),
+            serde_json::Value::Array(items) => items.iter().find_map(|i| find(i, false, at)),
             _ => None,
         }
     }
-    find(schema, false)
+    find(schema, false, "schema")
 }
 
 #[cfg(test)]

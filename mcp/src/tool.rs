@@ -1,4 +1,4 @@
-//! The remote tool type (SPEC §8).
+//! The remote tool type.
 
 use std::sync::{Arc, OnceLock};
 

@@ -64,7 +64,7 @@ pub struct Choosing<'a> {
     pub digest: &'a RerunDigest,
     /// Run it again, or not.
     pub choice: Choice,
-    /// Why, for the record; must not be empty.
+    /// Why, for the record: words (at least one letter or digit).
     pub reason: &'a str,
 }
 
@@ -205,7 +205,7 @@ fn check_choice(
             run_id: run_id.to_owned(),
         });
     }
-    if choosing.reason.trim().is_empty() {
+    if !choosing.reason.chars().any(char::is_alphanumeric) {
         return Err(ClaimError::NoReason {
             run_id: run_id.to_owned(),
         });
@@ -527,7 +527,15 @@ impl Store {
         tx.lock_run(run_id).await?;
         let found = self.find_unknown(On::Tx(&mut tx), run_id).await?;
         if found.is_empty() {
-            return Err(StoreError::NotUnknown(run_id.to_owned()).into());
+            let known: Option<i64> =
+                Query::new("SELECT id FROM suspended_run WHERE run_id = ? LIMIT 1")
+                    .bind(run_id)
+                    .scalar_optional(&mut tx)
+                    .await?;
+            return Err(match known {
+                Some(_) => StoreError::NotUnknown(run_id.to_owned()).into(),
+                None => ClaimError::NotFound(run_id.to_owned()),
+            });
         }
         let mut found = found;
         let Some(position) = found

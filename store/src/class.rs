@@ -1,4 +1,4 @@
-//! The data-class ladder (SPEC §8): what an operator declares a server's tools
+//! The data-class ladder: what an operator declares a server's tools
 //! return. There is no default: an undeclared or unknown class makes a server
 //! inert.
 

@@ -1,4 +1,4 @@
-//! The reading of the operator's `requires_approval` flag (SPEC §8).
+//! The reading of the operator's `requires_approval` flag.
 //!
 //! One pure, total function — [`approval_from_stored`] — turns whatever the
 //! store holds (or its absence, or a failed read) into the decision. Only

@@ -585,7 +585,7 @@ impl Host {
         record: &DecisionRecord,
         input: Option<Value>,
     ) -> Step {
-        let digest = Some(record.digest.clone());
+        let digest = record.digest.clone();
         match run {
             SuspendedRun::AwaitingApproval(pending) => {
                 // The decision as recorded, call by call; a record from

@@ -295,7 +295,7 @@ pub enum StoreError {
     /// The server's tools are not the ones whose digest the operator was
     /// shown: its catalogue changed in between. Nothing was changed.
     #[error(
-        "the tools of server `{server}` changed since they were shown: nothing was accepted; review them again (`server show {server}`) and act with the digest shown there"
+        "the tools of server `{server}` changed since they were shown: nothing was accepted; review them again and act with the digest shown then"
     )]
     CatalogueChanged {
         /// The server.
@@ -304,7 +304,7 @@ pub enum StoreError {
     /// Turning a server's approval off makes its tools run without a human:
     /// it carries the digest of the tools the operator was shown.
     #[error(
-        "turning approval off for server `{server}` makes its tools run unattended, so it needs the digest of the tools you reviewed (`server show {server}`)"
+        "turning approval off for server `{server}` makes its tools run unattended, so it needs the digest of the tools you reviewed"
     )]
     ReviewRequired {
         /// The server.

@@ -137,7 +137,9 @@ pub enum ClaimError {
         run_id: String,
     },
     /// A choice on a call whose outcome is unknown says why.
-    #[error("a choice on run `{run_id}` needs a reason: say why the call runs again or not")]
+    #[error(
+        "a choice on run `{run_id}` needs a reason in words: say why the call runs again or not"
+    )]
     NoReason {
         /// The run.
         run_id: String,
@@ -1075,7 +1077,7 @@ fn check_answer(
             let decisions = match answer {
                 Answer::Calls(calls) => CallDecisions {
                     calls: calls.clone(),
-                    digest: Some(digest.clone()),
+                    digest: digest.clone(),
                     decided_by: decided_by.name().to_owned(),
                 },
                 _ => Decision {
@@ -1084,7 +1086,7 @@ fn check_answer(
                     } else {
                         Verdict::Deny
                     },
-                    digest: Some(digest.clone()),
+                    digest: digest.clone(),
                     decided_by: decided_by.name().to_owned(),
                 }
                 .per_call(pending.pending()),
@@ -1096,7 +1098,7 @@ fn check_answer(
             pending
                 .check_input(&InputSubmission {
                     data: data.clone(),
-                    digest: Some(digest.clone()),
+                    digest: digest.clone(),
                     submitted_by: decided_by.name().to_owned(),
                 })
                 .map_err(refused)?;

@@ -923,7 +923,15 @@ async fn a_choice_names_the_call_and_the_attempt_it_was_shown() {
             "{refused:?}"
         );
     }
-    for reason in ["", "  \n"] {
+    for reason in [
+        "",
+        "  \n",
+        "\u{200b}",
+        "\u{a0}",
+        "\u{2800}",
+        "\u{3164}",
+        "\u{1b}\u{7}",
+    ] {
         let refused = attempt(&unknown.digest, "p1", reason).await;
         assert!(
             matches!(refused, Err(ClaimError::NoReason { .. })),

@@ -1,4 +1,4 @@
-//! The operator flag as each backend stores it (SPEC §8): what each spelling
+//! The operator flag as each backend stores it: what each spelling
 //! of "off" becomes — every SQLite storage class, PostgreSQL's typed column —
 //! and what the gate reads from it.
 #![allow(

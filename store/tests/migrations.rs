@@ -1,4 +1,4 @@
-//! The schema history of SPEC §9, on each backend: a server that existed
+//! The schema history, on each backend: a server that existed
 //! before the approval flag lands on "approval required", and nothing
 //! corrects it afterwards.
 #![allow(

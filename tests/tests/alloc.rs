@@ -35,7 +35,7 @@ fn scanning_a_turn_allocates_nothing() {
     let Ok(registry) = registry else {
         panic!("registry must boot");
     };
-    let all = runtime.block_on(registry.offer::<&str>(None));
+    let all = runtime.block_on(registry.offer_all());
     let some = runtime.block_on(registry.offer(Some(&["read_file", "write_file"])));
     let call = |name: &str| ToolCall {
         id: "1".into(),
@@ -56,11 +56,11 @@ fn scanning_a_turn_allocates_nothing() {
         let region = Region::new(GLOBAL);
         let mut outcomes = [false; 5];
         for _ in 0..1_000 {
-            outcomes[0] = matches!(scan_turn(&all, &runs), TurnScan::Run);
-            outcomes[1] = matches!(scan_turn(&some, &unknown), TurnScan::Run);
+            outcomes[0] = matches!(scan_turn(&all, &runs), TurnScan::Run(_));
+            outcomes[1] = matches!(scan_turn(&some, &unknown), TurnScan::Run(_));
             outcomes[2] = matches!(scan_turn(&all, &approval), TurnScan::Approval);
             outcomes[3] = matches!(scan_turn(&all, &input), TurnScan::Input { index: 1, .. });
-            outcomes[4] = matches!(scan_turn(&some, &input), TurnScan::Run);
+            outcomes[4] = matches!(scan_turn(&some, &input), TurnScan::Run(_));
         }
         let change = region.change();
         assert_eq!(outcomes, [true; 5]);

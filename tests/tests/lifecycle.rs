@@ -151,7 +151,7 @@ fn results(state: &toolgate::run::RunState) -> Vec<(String, bool, String)> {
 fn approve(run: &Suspended<AwaitingApproval>, by: &str) -> Decision {
     Decision {
         verdict: Verdict::Approve,
-        digest: Some(run.digest()),
+        digest: run.digest(),
         decided_by: by.into(),
     }
 }
@@ -159,7 +159,7 @@ fn approve(run: &Suspended<AwaitingApproval>, by: &str) -> Decision {
 fn input(run: &Suspended<WaitingForInput>, data: Value) -> InputSubmission {
     InputSubmission {
         data,
-        digest: Some(run.digest()),
+        digest: run.digest(),
         submitted_by: "alice".into(),
     }
 }
@@ -466,7 +466,7 @@ async fn the_approval_and_input_deadlock_is_refused_at_boot_and_cannot_be_smuggl
         Err(error) => panic!("{error}"),
     };
     honest_at_boot.show_input.store(true, Ordering::SeqCst);
-    let offered = registry.offer::<&str>(None).await;
+    let offered = registry.offer_all().await;
     let Some(erased) = offered.get("send_message") else {
         panic!("registered");
     };
@@ -656,15 +656,16 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
     ]);
     let agent = world.agent();
     let mut run = awaiting(start(&agent, RunOptions::default()).await);
+    // A decision cannot be built without a digest; a wrong one is refused.
     for digest in [
-        None,
-        Some(TurnDigest::from_text("sha256:0000")),
-        Some(toolgate::suspend::turn_digest(
+        TurnDigest::from_text(""),
+        TurnDigest::from_text("sha256:0000"),
+        toolgate::suspend::turn_digest(
             run.run_id(),
             run.state().iterations,
             &[call("1", "write_note", json!({"x": 1}))],
             None,
-        )),
+        ),
     ] {
         let before = run.clone();
         let decision = Decision {
@@ -673,12 +674,7 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
         };
         let (back, reason) = refused(run.decide(&agent, decision).await);
         assert_eq!(back, before);
-        assert_eq!(
-            reason,
-            Refusal::UnknownTurn {
-                carried: digest.is_some()
-            }
-        );
+        assert_eq!(reason, Refusal::UnknownTurn);
         let text = reason.to_string();
         assert!(
             !text.contains(before.digest().as_str()) && !text.contains("sha256:"),
@@ -706,11 +702,11 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
         other => panic!("{other:?}"),
     };
     let submission = InputSubmission {
-        digest: None,
+        digest: TurnDigest::from_text(""),
         ..input(&run, json!({"name": "Ada"}))
     };
     let (run, reason) = refused(run.submit_input(&agent, submission).await);
-    assert_eq!(reason, Refusal::UnknownTurn { carried: false });
+    assert_eq!(reason, Refusal::UnknownTurn);
     let submission = input_for(&run);
     let _ = finished(run.submit_input(&agent, submission).await);
 }
@@ -927,7 +923,7 @@ async fn binding_one_runs_digest_does_not_approve_another() {
     assert_ne!(a.digest(), b.digest());
     let decision = approve(&a, "bob");
     let (_, reason) = refused(b.decide(&second.agent(), decision).await);
-    assert_eq!(reason, Refusal::UnknownTurn { carried: true });
+    assert_eq!(reason, Refusal::UnknownTurn);
     assert!(second.journal.entries().is_empty());
 }
 
@@ -961,7 +957,7 @@ async fn binding_process_turn_counts_turns_so_suspensions_never_share_a_digest()
     assert_ne!(first.digest(), second.digest());
     let decision = approve(&first, "bob");
     let (second, reason) = refused(second.decide(&agent, decision).await);
-    assert_eq!(reason, Refusal::UnknownTurn { carried: true });
+    assert_eq!(reason, Refusal::UnknownTurn);
     match agent.process_turn(second.state().clone(), calls()).await {
         Err(RunError::IterationCap { limit: 2, .. }) => {}
         other => panic!("expected the cap, got {other:?}"),

@@ -89,7 +89,7 @@ fn decisions(
             .into_iter()
             .map(|(id, v)| (id.to_owned(), v))
             .collect(),
-        digest: Some(run.digest()),
+        digest: run.digest(),
         decided_by: by.to_owned(),
     }
 }
@@ -368,10 +368,7 @@ async fn a_tool_changed_since_review_voids_the_decision() {
     let fresh = run.reviewed_again(&changed).await;
     assert_ne!(fresh.digest(), old_digest, "a fresh review is another turn");
     let (fresh, reason) = refused(fresh.decide_calls(&agent, approve_all).await);
-    assert!(
-        matches!(reason, Refusal::UnknownTurn { carried: true }),
-        "{reason}"
-    );
+    assert!(matches!(reason, Refusal::UnknownTurn), "{reason}");
     let approve_fresh = decisions(&fresh, "bob", [("c1", CallVerdict::Approve)]);
     assert!(matches!(
         fresh.decide_calls(&agent, approve_fresh).await,
@@ -438,7 +435,7 @@ async fn a_tool_whose_effect_changed_voids_the_decision() {
     let agent = Agent::new(&changed, &model, &log);
     let whole = toolgate::suspend::Decision {
         verdict: toolgate::suspend::Verdict::Approve,
-        digest: Some(run.digest()),
+        digest: run.digest(),
         decided_by: "bob".into(),
     };
     let (_, reason) = refused(run.decide(&agent, whole).await);
@@ -505,7 +502,7 @@ async fn a_policy_tightened_since_review_voids_the_decision() {
     // reviewer was shown another gate.
     let whole = toolgate::suspend::Decision {
         verdict: toolgate::suspend::Verdict::Approve,
-        digest: Some(run.digest()),
+        digest: run.digest(),
         decided_by: "bob".into(),
     };
     let (_, reason) = refused(run.decide(&agent, whole).await);

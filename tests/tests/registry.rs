@@ -142,7 +142,7 @@ async fn providers_are_asked_lazily_and_once() {
         panic!("registry must boot");
     };
     assert_eq!(asked.load(Ordering::SeqCst), 0, "not asked at construction");
-    let offered = registry.offer::<&str>(None).await;
+    let offered = registry.offer_all().await;
     assert!(offered.get("gh.create_issue").is_some());
     assert_eq!(asked.load(Ordering::SeqCst), 1);
     let _ = registry.explain("gh.create_issue").await;
@@ -288,7 +288,7 @@ async fn allow_lists_none_is_all_empty_is_none_unknown_is_dropped() {
     else {
         panic!("registry must boot");
     };
-    let all = registry.offer::<&str>(None).await;
+    let all = registry.offer_all().await;
     assert_eq!(all.tools().count(), 3);
     let none = registry.offer::<&str>(Some(&[])).await;
     assert_eq!(none.tools().count(), 0);
@@ -355,11 +355,27 @@ async fn arguments_that_do_not_fit_become_an_error_result() {
     let Ok(registry) = Registry::builder().builtin(ReadFile).build() else {
         panic!("registry must boot");
     };
-    let offered = registry.offer::<&str>(None).await;
-    let Some(tool) = offered.get("read_file") else {
-        panic!("read_file is offered");
+    let offered = registry.offer_all().await;
+    // A read runs at once: the scan clears its turn and gives its permit.
+    let run = |arguments: serde_json::Value| {
+        let calls = [toolgate::run::ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments,
+        }];
+        let offered = &offered;
+        async move {
+            let toolgate::run::TurnScan::Run(cleared) = toolgate::run::scan_turn(offered, &calls)
+            else {
+                panic!("a read waits for nobody");
+            };
+            match cleared.into_calls().next() {
+                Some((_, Ok(permit))) => permit.run().await,
+                other => panic!("read_file is offered: {other:?}"),
+            }
+        }
     };
-    let ok = tool.execute(json!({"path": "a.txt"})).await;
+    let ok = run(json!({"path": "a.txt"})).await;
     assert!(!ok.is_error);
     for (arguments, message) in [
         (
@@ -375,7 +391,7 @@ async fn arguments_that_do_not_fit_become_an_error_result() {
             "invalid arguments for `read_file`: invalid type: string \"a.txt\", expected struct PathArgs",
         ),
     ] {
-        let output = tool.execute(arguments).await;
+        let output = run(arguments).await;
         assert!(output.is_error);
         assert_eq!(output.content, message);
     }
@@ -390,7 +406,7 @@ async fn the_parameter_schema_is_the_argument_types() {
     else {
         panic!("registry must boot");
     };
-    let offered = registry.offer::<&str>(None).await;
+    let offered = registry.offer_all().await;
     let read = offered
         .get("read_file")
         .map(|t| t.parameters().as_value().clone());

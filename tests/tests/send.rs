@@ -27,13 +27,13 @@ fn resumes_are_send(
 ) {
     let decision = Decision {
         verdict: Verdict::Approve,
-        digest: None,
+        digest: approval.digest(),
         decided_by: "bob".into(),
     };
     drop(send(approval.decide(agent, decision)));
     let submission = InputSubmission {
         data: json!({}),
-        digest: None,
+        digest: input.digest(),
         submitted_by: "bob".into(),
     };
     drop(send(input.submit_input(agent, submission)));
@@ -48,7 +48,7 @@ fn the_futures_of_a_run_are_send() {
     let model = ScriptedModel::new([]);
     let log = MemoryLog::new();
     let agent = Agent::new(&registry, &model, &log);
-    drop(send(registry.offer::<&str>(None)));
+    drop(send(registry.offer_all()));
     drop(send(registry.catalogue()));
     drop(send(registry.explain("read_file")));
     drop(send(agent.start(RunRequest::new("alice", "hi"))));

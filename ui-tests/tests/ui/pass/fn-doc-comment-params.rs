@@ -1,6 +1,8 @@
 //! A tool function: the doc comment is the description, the name is the
 //! function's, each parameter's doc comment is its description in the schema
-//! the model reads, and the tool runs through a registry. No `use serde` or
+//! the model reads, and the tool runs: a read through a registry, by the
+//! permit the turn scan gives it; a write from the model's JSON through its
+//! typed arguments (through a registry it waits for a decision). No `use serde` or
 //! `use schemars`: the generated arguments reach both through toolgate. The
 //! generated code adds no warning, and documents what it makes public.
 #![deny(warnings, missing_docs, unused_qualifications, unused_results)]
@@ -60,14 +62,22 @@ fn main() {
     let direct = block_on(copy_file("a".into(), "b".into(), None));
     assert_eq!(direct, ToolOutput::text("copied a to b"));
 
-    let registry = Registry::builder().builtin(CopyFile).builtin(List).build().unwrap();
-    let offered = block_on(registry.offer(None::<&[&str]>));
-    let copy = offered.get("copy_file").unwrap();
-    let output = block_on(copy.execute(serde_json::json!({"from": "a.txt", "to": "b.txt", "overwrite": true})));
+    let args: <CopyFile as Execute>::Args =
+        serde_json::from_value(serde_json::json!({"from": "a.txt", "to": "b.txt", "overwrite": true})).unwrap();
+    let output = block_on(CopyFile.execute(args));
     assert_eq!(output, ToolOutput::text("copied a.txt to b.txt (overwritten)"));
-    let output = block_on(copy.execute(serde_json::json!({"from": "a.txt"})));
-    assert!(output.is_error);
-    assert_eq!(output.content, "invalid arguments for `copy_file`: missing field `to`");
-    let output = block_on(offered.get("list").unwrap().execute(serde_json::json!({})));
+    let missing = serde_json::from_value::<<CopyFile as Execute>::Args>(serde_json::json!({"from": "a.txt"}));
+    assert_eq!(missing.err().map(|e| e.to_string()).as_deref(), Some("missing field `to`"));
+
+    let registry = Registry::builder().builtin(CopyFile).builtin(List).build().unwrap();
+    let offered = block_on(registry.offer_all());
+    let calls = [toolgate::run::ToolCall { id: "1".into(), name: "list".into(), arguments: serde_json::json!({}) }];
+    let toolgate::run::TurnScan::Run(cleared) = toolgate::run::scan_turn(&offered, &calls) else {
+        panic!("a read waits for nobody");
+    };
+    let Some((_, Ok(permit))) = cleared.into_calls().next() else { panic!("offered") };
+    let output = block_on(permit.run());
     assert_eq!(output, ToolOutput::text("README.md"));
+    let calls = [toolgate::run::ToolCall { id: "2".into(), name: "copy_file".into(), arguments: serde_json::json!({}) }];
+    assert!(matches!(toolgate::run::scan_turn(&offered, &calls), toolgate::run::TurnScan::Approval));
 }
