@@ -205,7 +205,11 @@ fn check_choice(
             run_id: run_id.to_owned(),
         });
     }
-    if !choosing.reason.chars().any(char::is_alphanumeric) {
+    if !choosing
+        .reason
+        .chars()
+        .any(|c| c.is_alphanumeric() && !toolgate::visible::is_hidden(c))
+    {
         return Err(ClaimError::NoReason {
             run_id: run_id.to_owned(),
         });
