@@ -8,6 +8,13 @@
 //! - A host that keeps its own loop calls [`Agent::process_turn`] with each
 //!   turn its model returned; it scans, runs or suspends exactly as the
 //!   driver does.
+//!
+//! Either way a call runs only through the gate. [`scan_turn`] gives a turn
+//! it clears a [`Permit`] per call; a turn that needs approval or input has
+//! none, and runs only through the [`Suspended`] run it becomes, once a
+//! decision on that turn arrives. An offered [`ErasedTool`] has no public way
+//! to run. This guards a host author against a mistake, not against a
+//! hostile host, which can always call its own tool's body.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

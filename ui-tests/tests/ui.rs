@@ -1,4 +1,4 @@
-//! The compile-fail and compile-pass suite: every rule of SPEC §3, through the
+//! The compile-fail and compile-pass suite: every rule, through the
 //! derive and through hand-written impls, with its message pinned.
 
 #[test]

@@ -3,7 +3,7 @@
 use toolgate::{Agent, suspend::{Suspended, WaitingForInput}};
 
 async fn resume(run: Suspended<WaitingForInput>, agent: &Agent<'_>) {
-    let digest = Some(run.digest());
+    let digest = run.digest();
     let _ = run.approve(agent, "bob", digest).await;
 }
 

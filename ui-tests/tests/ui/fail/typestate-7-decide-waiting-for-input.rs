@@ -4,7 +4,7 @@ use toolgate::{Agent, suspend::{Decision, Verdict, Suspended, WaitingForInput}};
 async fn resume(run: Suspended<WaitingForInput>, agent: &Agent<'_>) {
     let decision = Decision {
         verdict: Verdict::Approve,
-        digest: Some(run.digest()),
+        digest: run.digest(),
         decided_by: "bob".into(),
     };
     let _ = run.decide(agent, decision).await;

@@ -2,7 +2,7 @@
 use toolgate::{Agent, suspend::{Suspended, WaitingForInput}};
 
 async fn resume(run: Suspended<WaitingForInput>, agent: &Agent<'_>) {
-    let digest = Some(run.digest());
+    let digest = run.digest();
     let _ = run.deny(agent, "bob", digest).await;
 }
 

@@ -4,7 +4,7 @@ use toolgate::{Agent, suspend::{AwaitingApproval, InputSubmission, Suspended}};
 async fn resume(run: Suspended<AwaitingApproval>, agent: &Agent<'_>) {
     let submission = InputSubmission {
         data: serde_json::json!({"name": "Ada"}),
-        digest: Some(run.digest()),
+        digest: run.digest(),
         submitted_by: "alice".into(),
     };
     let _ = run.submit_input(agent, submission).await;
