@@ -123,7 +123,7 @@ macro_rules! assert_gate {
     };
     ($($other:tt)*) => {
         ::core::compile_error!(
-            "expected `assert_gate!(Tool: pin)` with a pin of: runs, approval, approval by effect, approval by marker, approval by operator, input"
+            "expected `assert_gate!(Tool: pin)`: runs, approval, input, approval by effect|marker|operator"
         );
     };
 }
@@ -228,7 +228,7 @@ pub const fn input<T: Tool<Gate: PinnedInput<T>>>() {}
 mod seal {
     /// Which pins admit a gate; the first parameter names the pin.
     #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be made to satisfy a gate pin for `{T}`: toolgate's pins are sealed",
+        message = "`{Self}` cannot satisfy a pin for `{T}`: toolgate's pins are sealed",
         label = "no impl outside toolgate can change what a pin admits",
         note = "a pin admits the gates it names in `toolgate::assert`; if the tool's gate changed on purpose, change the pin in `assert_gate!`"
     )]

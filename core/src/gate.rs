@@ -381,8 +381,9 @@ impl Sealed for WaitsForInput {}
 /// Which origins may run a tool of effect `E` without any pause: a local
 /// `read_only` tool, and nothing else.
 #[diagnostic::on_unimplemented(
-    message = "`gate::Runs` is only for a local `read_only` tool, not for a `{Self}` tool that declares `{E}`",
+    message = "`gate::Runs` would run a `{E}` tool unapproved",
     label = "a tool gated by `Runs` would run every call without a human's approval",
+    note = "`gate::Runs` is only for a local `read_only` tool; this one is `{Self}` and declares `{E}`",
     note = "a local tool's declared write always needs approval and cannot be switched off: use `type Gate = toolgate::gate::ApprovalByEffect;` (what `#[derive(Tool)]` chooses), or declare `read_only` if the tool changes nothing",
     note = "a remote tool names its approval source: `type Gate = toolgate::gate::ApprovalByOperator;` with `impl RemoteApproval`, or `toolgate::gate::ApprovalByMarker` with `impl RequiresApproval`"
 )]
@@ -391,7 +392,7 @@ impl RunsWithoutApproval<ReadOnly> for Local {}
 
 /// Which origins and effects imply approval: a local write.
 #[diagnostic::on_unimplemented(
-    message = "`ApprovalByEffect` applies only to a local tool that declares a write, not to a `{Self}` tool that declares `{E}`",
+    message = "`ApprovalByEffect` is for a local write, not a `{Self}` tool declaring `{E}`",
     label = "approval is implied only by a local tool's declared write",
     note = "a `read_only` builtin asks for approval through the explicit marker: `type Gate = toolgate::gate::ApprovalByMarker;` with `impl RequiresApproval`",
     note = "a remote tool's effect is not its consent: its approval comes from the operator (`RemoteApproval`) or the explicit marker"
@@ -402,7 +403,7 @@ impl ApprovalImpliedBy<NonIdempotentWrite> for Local {}
 
 /// Which origins and effects may wait for input: a local `read_only` tool.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` tool that declares `{E}` cannot wait for user input",
+    message = "a `{Self}` tool declaring `{E}` cannot take input",
     label = "only a local `read_only` tool that no approval binds may wait for input",
     note = "a local write needs approval, and a remote tool needs an approval source; the approval scan runs before the input scan and the approval resume carries no input, so such a tool would ask for approval on every turn and never run",
     note = "a tool that needs both a human's data and a human's consent cannot be built: split it, or declare `read_only` if it changes nothing"
@@ -562,7 +563,7 @@ mod seal {
 
     /// What a gate reports about a tool: its facts, and its input schema.
     #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be made a gate for `{T}`: toolgate's gates are sealed",
+        message = "`{Self}` cannot gate `{T}`: toolgate's gates are sealed",
         label = "no impl outside toolgate can decide how `{T}` is gated",
         note = "a tool names one of the gates in `toolgate::gate` with `type Gate = ...;`, and which gate it may name follows from its declarations (origin, effect, markers)",
         note = "no impl of `Gate` outside toolgate is accepted: remove it, and let `#[derive(Tool)]` choose the gate"

@@ -168,6 +168,9 @@ fn check_origin(subject: Subject<'_>, decl: &Declarations, errors: &mut Errors) 
 
 /// The name the model calls the tool by, held to the tool-name rule whether
 /// the user wrote it or it was derived.
+///
+/// A headline stays short: a long name is cut there (the span under it shows
+/// the whole).
 fn tool_name(subject: Subject<'_>, decl: &Declarations, errors: &mut Errors) -> String {
     if let Some(n) = &decl.name {
         let value = n.value.value();
@@ -176,7 +179,7 @@ fn tool_name(subject: Subject<'_>, decl: &Declarations, errors: &mut Errors) -> 
                 &n.value,
                 Message::new(format_args!(
                     "unusable tool name `{}`",
-                    value.escape_debug()
+                    headline_name(&value.escape_debug().to_string())
                 ))
                 .note(problem),
             );
@@ -190,9 +193,12 @@ fn tool_name(subject: Subject<'_>, decl: &Declarations, errors: &mut Errors) -> 
     if let Some(problem) = name_problem(&value) {
         errors.spanned(
             subject.ident(),
-            Message::new(format_args!("unusable tool name `{value}`"))
-                .note(format_args!("{problem}; the name defaults to {from}"))
-                .help(format_args!("add {}", subject.key("name = \"...\""))),
+            Message::new(format_args!(
+                "unusable tool name `{}`",
+                headline_name(&value)
+            ))
+            .note(format_args!("{problem}; the name defaults to {from}"))
+            .help(format_args!("add {}", subject.key("name = \"...\""))),
         );
     }
     value
@@ -379,6 +385,18 @@ pub(crate) fn function(f: &Function, errors: &mut Errors) -> Option<Signature> {
         args,
         output: output?,
     })
+}
+
+/// A name as an error's headline shows it: at most 40 characters, cut with
+/// `…`, so the headline stays within 100 characters.
+fn headline_name(name: &str) -> String {
+    if name.chars().count() <= 40 {
+        name.to_owned()
+    } else {
+        let mut cut: String = name.chars().take(39).collect();
+        cut.push('…');
+        cut
+    }
 }
 
 #[cfg(test)]
