@@ -45,17 +45,33 @@ crate::error::message_error!(
 );
 
 /// What a turn will do, written down before any of it runs.
+///
+/// Only this crate makes a plan — for a turn a decision let run, or one that
+/// needed none — and hands it to the [`Journal`] before any of it runs. A
+/// host stores it as it is written (serialised) and hands it back to
+/// [`Agent::recover`](crate::Agent::recover), which runs what the plan says:
+/// so a stored plan must be protected like a stored run (a store keeps it
+/// under its integrity key and refuses one whose tag does not verify). It
+/// cannot be built outside this crate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TurnPlan {
-    /// The run as it stood before the turn's first result: its transcript
-    /// ends with the turn's assistant message, and `iterations` is the turn's
-    /// number.
-    pub run: RunState,
-    /// One step per call of the turn, in the model's order.
-    pub steps: Vec<Step>,
+    pub(crate) run: RunState,
+    pub(crate) steps: Vec<Step>,
 }
 
 impl TurnPlan {
+    /// The run as it stood before the turn's first result: its transcript
+    /// ends with the turn's assistant message, and `iterations` is the turn's
+    /// number.
+    pub fn run(&self) -> &RunState {
+        &self.run
+    }
+
+    /// One step per call of the turn, in the model's order.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
     /// The turn's number in its run (`run.iterations`).
     pub fn turn(&self) -> u32 {
         self.run.iterations
@@ -98,6 +114,28 @@ pub fn reruns_required(options: &RunOptions) -> u32 {
     options.approvals_required.max(1)
 }
 
+/// The people among `by` whose choice to run a call again counts: each
+/// admitted by [`check_rerun`], each once (names compared as people).
+pub fn rerun_choosers<'a>(run: &RunState, by: &'a [String]) -> Vec<&'a str> {
+    let mut people: Vec<&str> = Vec::new();
+    for name in by {
+        if check_rerun(run, name).is_ok() && !people.iter().any(|p| identity::same_person(p, name))
+        {
+            people.push(name);
+        }
+    }
+    people
+}
+
+/// Whether a choice to run a call again, made by `by`, stands: as many
+/// distinct people as [`reruns_required`], each of whom [`check_rerun`]
+/// admits ([`rerun_choosers`]). The one rule a store counts choices by and a
+/// recovery obeys.
+pub fn rerun_stands(run: &RunState, by: &[String]) -> bool {
+    rerun_choosers(run, by).len()
+        >= usize::try_from(reruns_required(&run.options)).unwrap_or(usize::MAX)
+}
+
 /// The rule for who may choose to run again a call whose outcome is unknown:
 /// under four eyes, and on a run that needs several approvers, not the run's
 /// requester (names compared as people, see [`identity`]).
@@ -117,10 +155,20 @@ pub fn check_rerun(run: &RunState, by: &str) -> Result<(), Refusal> {
 /// One call of a planned turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
+    pub(crate) call: ToolCall,
+    pub(crate) action: Action,
+}
+
+impl Step {
     /// The call, as the model made it.
-    pub call: ToolCall,
+    pub fn call(&self) -> &ToolCall {
+        &self.call
+    }
+
     /// What happens to it.
-    pub action: Action,
+    pub fn action(&self) -> &Action {
+        &self.action
+    }
 }
 
 /// What happens to one call.
@@ -154,10 +202,12 @@ pub enum CallRecord {
     Started,
     /// Ended with this result: it is not run again.
     Ended(ToolOutput),
-    /// Started, never ended, and an operator chose to run it again.
+    /// Started, never ended, and operators chose to run it again. It runs
+    /// again only when their choice stands ([`rerun_stands`]): otherwise it
+    /// is read as [`CallRecord::Started`].
     Rerun {
-        /// Who chose.
-        by: String,
+        /// Who chose, one name each.
+        by: Vec<String>,
     },
     /// Started, never ended, and an operator chose not to run it again.
     Skip {

@@ -81,13 +81,16 @@
 //! Nor an operator declaration on a tool that does not live on a server:
 //!
 //! ```compile_fail,E0277
-//! use toolgate::{OperatorDeclaration, RemoteApproval};
-//! # use toolgate::{Local, ReadOnly, Tool, gate};
-//! # struct Search;
-//! # impl Tool for Search {
-//! #     type Origin = Local; type Effect = ReadOnly; type Gate = gate::Runs;
-//! #     fn name(&self) -> &str { "search" } fn description(&self) -> &str { "Searches." }
-//! # }
+//! use toolgate::{Local, OperatorDeclaration, ReadOnly, RemoteApproval, Tool, gate};
+//!
+//! struct Search;
+//! impl Tool for Search {
+//!     type Origin = Local;
+//!     type Effect = ReadOnly;
+//!     type Gate = gate::Runs;
+//!     fn name(&self) -> &str { "search" }
+//!     fn description(&self) -> &str { "Searches." }
+//! }
 //! impl RemoteApproval for Search {
 //!     fn operator_declaration(&self) -> OperatorDeclaration { OperatorDeclaration::NoApproval }
 //! }

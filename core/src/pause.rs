@@ -16,6 +16,11 @@ use crate::transcript::{RunState, ToolCall};
 /// forward exists: [`AwaitingApproval`] has [`Suspended::decide`] (and
 /// [`Suspended::approve`], [`Suspended::deny`]); [`WaitingForInput`] has
 /// [`Suspended::submit_input`].
+///
+/// A suspended run is a value: it can be cloned, stored and decoded again,
+/// and each copy that is decided runs its turn. Keep one copy, or let a store
+/// decide it — a store records each decision against its stored pause, and
+/// of any number of deciders exactly one wins.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Suspended<S> {
     pub(crate) state: RunState,
@@ -328,6 +333,7 @@ impl Decision {
                 .collect(),
             digest: self.digest,
             decided_by: self.decided_by,
+            also_approved_by: Vec::new(),
         }
     }
 }
@@ -344,6 +350,13 @@ pub struct CallDecisions {
     pub digest: TurnDigest,
     /// Who decided.
     pub decided_by: String,
+    /// On a run that needs several approvers
+    /// ([`RunOptions::approvals_required`](crate::run::RunOptions::approvals_required)),
+    /// the others who approved the same verdicts on this turn before (a
+    /// store collects them one at a time); empty otherwise. An approval runs
+    /// only when `decided_by` and these are as many distinct people as the
+    /// run needs.
+    pub also_approved_by: Vec<String>,
 }
 
 impl CallDecisions {
@@ -386,6 +399,19 @@ pub enum Refusal {
     SelfApproval {
         /// The requester.
         who: String,
+    },
+    /// An approval of a run that needs several approvers came from fewer
+    /// distinct people (with four eyes, none of them the requester): the
+    /// others approve first, and the last approval carries their names
+    /// ([`CallDecisions::also_approved_by`]).
+    #[error(
+        "the turn needs approvals from {need} distinct people and has {have}: record each approval, and resume with the last"
+    )]
+    TooFewApprovals {
+        /// Distinct approvers the decision names.
+        have: u32,
+        /// How many the run needs.
+        need: u32,
     },
     /// The requester chose to run again a call whose outcome is unknown, and
     /// the run requires four eyes or several approvers: the choice must come

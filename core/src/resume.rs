@@ -124,6 +124,31 @@ fn runs_a_write<'a>(offered: &Offered, calls: impl IntoIterator<Item = &'a ToolC
 }
 
 impl<S> Suspended<S> {
+    /// An approval runs only when as many distinct people approved as the
+    /// run needs: the decider and those before (with four eyes, none of them
+    /// the requester — each was checked as they decided).
+    fn check_approvers(&self, decision: &CallDecisions) -> Result<(), Refusal> {
+        let need = self.state.options.approvals_required.max(1);
+        if need == 1 || !decision.approves_any() {
+            return Ok(());
+        }
+        let mut people: Vec<&str> = Vec::new();
+        for name in std::iter::once(&decision.decided_by).chain(&decision.also_approved_by) {
+            let own_run = crate::identity::same_person(name, &self.state.requested_by);
+            if (own_run && self.state.options.four_eyes)
+                || people.iter().any(|p| crate::identity::same_person(p, name))
+            {
+                continue;
+            }
+            people.push(name);
+        }
+        let have = u32::try_from(people.len()).unwrap_or(u32::MAX);
+        if have < need {
+            return Err(Refusal::TooFewApprovals { have, need });
+        }
+        Ok(())
+    }
+
     fn refuse(self, reason: Refusal) -> ResumeError<S> {
         tracing::warn!(run = %self.state.run_id, %reason, "decision refused; the run stays suspended");
         ResumeError::Refused { run: self, reason }
@@ -204,6 +229,9 @@ impl<S> Suspended<S> {
             Ok(digest) => digest,
             Err(reason) => return Err(self.refuse(reason)),
         };
+        if let Err(reason) = self.check_approvers(&decision) {
+            return Err(self.refuse(reason));
+        }
         let offered = agent
             .registry
             .offer(self.state.options.allow.as_deref())

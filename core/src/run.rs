@@ -24,7 +24,8 @@ use crate::digest::{Review, ReviewedTool};
 use crate::erased::{BoxFuture, ErasedTool};
 use crate::input::input_schema_problem;
 use crate::journal::{
-    Action, CallRecord, Journal, JournalError, OutcomeUnknown, Recovered, Step, TurnPlan, skipped,
+    Action, CallRecord, Journal, JournalError, OutcomeUnknown, Recovered, Step, TurnPlan,
+    rerun_stands, skipped,
 };
 use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::registry::{Offered, Registry};
@@ -487,24 +488,42 @@ impl<'a> Agent<'a> {
     /// Otherwise ended calls keep their recorded result, skipped ones get an
     /// error result saying their outcome is unknown, and the rest run — each
     /// journaled as in a first run — with the tools the registry offers now;
-    /// then the run is driven on.
+    /// then the run is driven on. A call is safe to run again only when both
+    /// the plan and the tool as offered now say its effect is; an operator's
+    /// [`CallRecord::Rerun`] counts only when it stands
+    /// ([`rerun_stands`]).
+    ///
+    /// `plan` is what this crate wrote to the journal, read back as it was
+    /// stored, and `known` what the journal recorded: recovery runs what the
+    /// plan says, so a plan or a record changed in storage runs as changed
+    /// (a store keeps both under its integrity key).
     pub async fn recover(
         &self,
         plan: TurnPlan,
         known: &[CallRecord],
     ) -> Result<Recovered, RunError> {
+        let offered = self.registry.offer(plan.run.options.allow.as_deref()).await;
         let unknown = plan.steps.iter().enumerate().find(|(index, step)| {
-            matches!(
-                (&step.action, known.get(*index)),
-                (Action::Execute { effect, .. }, Some(CallRecord::Started)) if !effect.is_safe_to_retry()
-            )
+            let Action::Execute { effect, .. } = &step.action else {
+                return false;
+            };
+            // Safe to run again only when both the plan and the tool as it
+            // is offered now say so.
+            let safe = effect.is_safe_to_retry()
+                && offered
+                    .get(&step.call.name)
+                    .is_none_or(|tool| tool.effect().is_safe_to_retry());
+            match known.get(*index) {
+                Some(CallRecord::Started) => !safe,
+                Some(CallRecord::Rerun { by }) => !safe && !rerun_stands(&plan.run, by),
+                _ => false,
+            }
         });
         if let Some((index, step)) = unknown {
             tracing::warn!(run = %plan.run.run_id, call = %step.call.id, tool = %step.call.name, "a call started and never ended, and is not safe to run again: its outcome is unknown");
             return Ok(Recovered::OutcomeUnknown(OutcomeUnknown { plan, index }));
         }
         tracing::info!(run = %plan.run.run_id, turn = plan.turn(), "recovering a turn from its journal");
-        let offered = self.registry.offer(plan.run.options.allow.as_deref()).await;
         let state = self.execute(&offered, plan, known).await?;
         self.drive(state).await.map(Recovered::Outcome)
     }

@@ -22,7 +22,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use toolgate::identity::{self, IdentitySource, Operator};
-use toolgate::journal::{Action, CallRecord, TurnPlan, check_rerun, reruns_required};
+use toolgate::journal::{
+    Action, CallRecord, TurnPlan, check_rerun, rerun_choosers, rerun_stands, reruns_required,
+};
 use toolgate::run::RunState;
 use toolgate::suspend::{RerunDigest, TurnDigest};
 
@@ -163,8 +165,7 @@ struct Found {
 /// ([`check_rerun`]), chose it — whichever came first. The one rule: the
 /// store's check when recording, and the reading a host recovers by.
 fn standing(choices: &[RecordedChoice], run: &RunState) -> Option<CallRecord> {
-    let need = usize::try_from(reruns_required(&run.options)).unwrap_or(usize::MAX);
-    let mut rerun_by: Vec<&str> = Vec::new();
+    let mut rerun_by: Vec<String> = Vec::new();
     for choice in choices {
         match choice.choice {
             Choice::Skip => {
@@ -173,18 +174,9 @@ fn standing(choices: &[RecordedChoice], run: &RunState) -> Option<CallRecord> {
                 });
             }
             Choice::Rerun => {
-                if check_rerun(run, &choice.by).is_err()
-                    || rerun_by
-                        .iter()
-                        .any(|b| identity::same_person(b, &choice.by))
-                {
-                    continue;
-                }
-                rerun_by.push(&choice.by);
-                if rerun_by.len() >= need {
-                    return Some(CallRecord::Rerun {
-                        by: rerun_by.join(" and "),
-                    });
+                rerun_by.push(choice.by.clone());
+                if rerun_stands(run, &rerun_by) {
+                    return Some(CallRecord::Rerun { by: rerun_by });
                 }
             }
         }
@@ -215,7 +207,7 @@ fn check_choice(
         });
     }
     if choosing.choice == Choice::Rerun {
-        check_rerun(&found.plan.run, by.name()).map_err(|reason| ClaimError::Refused {
+        check_rerun(found.plan.run(), by.name()).map_err(|reason| ClaimError::Refused {
             run_id: run_id.to_owned(),
             reason,
         })?;
@@ -234,53 +226,15 @@ fn check_choice(
     Ok(())
 }
 
-/// The reruns that count on one attempt: distinct people who may choose it.
+/// The reruns that count on one attempt: distinct people who may choose it
+/// ([`rerun_choosers`]).
 fn reruns_counted(choices: &[RecordedChoice], run: &RunState) -> u32 {
-    let mut by: Vec<&str> = Vec::new();
-    for choice in choices.iter().filter(|c| c.choice == Choice::Rerun) {
-        if check_rerun(run, &choice.by).is_ok()
-            && !by.iter().any(|b| identity::same_person(b, &choice.by))
-        {
-            by.push(&choice.by);
-        }
-    }
-    u32::try_from(by.len()).unwrap_or(u32::MAX)
-}
-
-/// What a choice's tag covers. Choices recorded before they named their call
-/// (no digest) keep the layout they were tagged with.
-fn choice_bytes(suspension_id: i64, turn: i64, index: i64, row: &ChoiceRow) -> Vec<u8> {
-    let c = &row.choice;
-    match (&row.call_id, &row.digest) {
-        (Some(call_id), Some(digest)) => {
-            let mut bytes = b"toolgate.choice.v2\n".to_vec();
-            // An array of plain values written to a Vec cannot fail.
-            let _ = serde_json::to_writer(
-                &mut bytes,
-                &serde_json::json!([
-                    suspension_id,
-                    turn,
-                    index,
-                    c.attempt,
-                    c.choice.as_str(),
-                    c.by,
-                    c.source.as_str(),
-                    call_id,
-                    digest,
-                    c.reason,
-                    c.at_unix_ms,
-                ]),
-            );
-            bytes
-        }
-        _ => format!(
-            "toolgate.choice.v1\n{suspension_id}\n{turn}\n{index}\n{}\n{}\n{}",
-            c.attempt,
-            c.choice.as_str(),
-            c.by
-        )
-        .into_bytes(),
-    }
+    let by: Vec<String> = choices
+        .iter()
+        .filter(|c| c.choice == Choice::Rerun)
+        .map(|c| c.by.clone())
+        .collect();
+    u32::try_from(rerun_choosers(run, &by).len()).unwrap_or(u32::MAX)
 }
 
 /// A stored choice row.
@@ -292,6 +246,23 @@ struct ChoiceRow {
 }
 
 impl ChoiceRow {
+    /// What its tag covers ([`crate::tags::choice`]).
+    fn tagged(&self, suspension_id: i64, turn: i64) -> Vec<u8> {
+        let c = &self.choice;
+        crate::tags::choice(&crate::tags::Choice {
+            suspension_id,
+            turn,
+            index: self.index,
+            attempt: c.attempt,
+            chose: c.choice.as_str(),
+            by: &c.by,
+            source: c.source.as_str(),
+            named: self.call_id.as_deref().zip(self.digest.as_deref()),
+            reason: c.reason.as_deref(),
+            at_unix_ms: c.at_unix_ms,
+        })
+    }
+
     fn read(row: &Row) -> Result<Self, StoreError> {
         let stored: String = row.try_get("choice")?;
         let choice = Choice::from_stored(&stored).ok_or_else(|| StoreError::Unreadable {
@@ -336,7 +307,7 @@ impl Store {
             let choice = ChoiceRow::read(row)?;
             if let Some(key) = self.key() {
                 let mac: Option<String> = row.try_get("mac")?;
-                let bytes = choice_bytes(suspension_id, turn, choice.index, &choice);
+                let bytes = choice.tagged(suspension_id, turn);
                 if !mac.is_some_and(|m| key.verify(&bytes, &m)) {
                     tracing::warn!(
                         suspension = suspension_id,
@@ -388,7 +359,7 @@ impl Store {
         }
         Ok(grouped
             .into_iter()
-            .filter_map(|(key, choices)| standing(&choices, &plan.run).map(|s| (key, s)))
+            .filter_map(|(key, choices)| standing(&choices, plan.run()).map(|s| (key, s)))
             .collect())
     }
 
@@ -429,14 +400,14 @@ impl Store {
             let attempt: i64 = row.try_get("attempts")?;
             let Some((step, position)) = usize::try_from(index)
                 .ok()
-                .and_then(|i| plan.steps.get(i).map(|s| (s, i)))
+                .and_then(|i| plan.steps().get(i).map(|s| (s, i)))
             else {
                 return Err(StoreError::Unreadable {
                     what: "call execution",
                     reason: format!("call {index} is not in its turn's plan"),
                 });
             };
-            let Action::Execute { arguments, .. } = &step.action else {
+            let Action::Execute { arguments, .. } = step.action() else {
                 return Err(StoreError::Unreadable {
                     what: "call execution",
                     reason: format!("call {index} was started, but its plan does not run it"),
@@ -466,12 +437,12 @@ impl Store {
                 .map(|c| c.choice)
                 .collect();
             let reruns = (
-                reruns_counted(&choices, &plan.run),
-                reruns_required(&plan.run.options),
+                reruns_counted(&choices, plan.run()),
+                reruns_required(&plan.run().options),
             );
             let call = UnknownCall {
-                call_id: step.call.id.clone(),
-                tool: step.call.name.clone(),
+                call_id: step.call().id.clone(),
+                tool: step.call().name.clone(),
                 turn: plan.turn(),
                 index: position,
                 attempt: attempt_u32,
@@ -479,8 +450,8 @@ impl Store {
                 digest,
                 choices,
                 reruns,
-                requested_by: plan.run.requested_by.clone(),
-                four_eyes: plan.run.options.four_eyes,
+                requested_by: plan.run().requested_by.clone(),
+                four_eyes: plan.run().options.four_eyes,
             };
             found.push(Found {
                 suspension_id,
@@ -557,7 +528,7 @@ impl Store {
         };
         let found = found.swap_remove(position);
         check_choice(run_id, &found, by, choosing)?;
-        let run = &found.plan.run;
+        let run = found.plan.run();
         let now = now_ms();
         let call = &found.call;
         let row = ChoiceRow {
@@ -573,14 +544,9 @@ impl Store {
                 at_unix_ms: now,
             },
         };
-        let mac = self.key().map(|key| {
-            key.tag(&choice_bytes(
-                found.suspension_id,
-                i64::from(call.turn),
-                row.index,
-                &row,
-            ))
-        });
+        let mac = self
+            .key()
+            .map(|key| key.tag(&row.tagged(found.suspension_id, i64::from(call.turn))));
         Query::new(
             "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at, call_id, digest, reason, mac)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -40,6 +40,7 @@ mod host;
 pub mod json;
 mod runs;
 mod servers;
+mod tags;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

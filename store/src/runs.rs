@@ -817,9 +817,13 @@ impl Store {
             what: "the tool names",
             source,
         })?;
-        let mac = self
-            .key()
-            .map(|key| key.tag(&decision_bytes(suspension_id, record, input.as_deref())));
+        let mac = self.key().map(|key| {
+            key.tag(&crate::tags::decision(
+                suspension_id,
+                record,
+                input.as_deref(),
+            ))
+        });
         let revision: i64 = Query::new("SELECT value FROM operator_revision WHERE id = 1")
             .scalar(&mut *tx)
             .await?;
@@ -1012,7 +1016,7 @@ impl Store {
         if let Some(key) = self.key() {
             let suspension_id: i64 = row.try_get("suspension_id")?;
             let mac: Option<String> = row.try_get("mac")?;
-            let bytes = decision_bytes(suspension_id, &record, input.as_deref());
+            let bytes = crate::tags::decision(suspension_id, &record, input.as_deref());
             if !mac.is_some_and(|mac| key.verify(&bytes, &mac)) {
                 return Err(StoreError::Unreadable {
                     what: "decision record",
@@ -1079,6 +1083,7 @@ fn check_answer(
                     calls: calls.clone(),
                     digest: digest.clone(),
                     decided_by: decided_by.name().to_owned(),
+                    also_approved_by: Vec::new(),
                 },
                 _ => Decision {
                     verdict: if *answer == Answer::Approve {
@@ -1210,6 +1215,26 @@ async fn partial_approvals(
         .collect()
 }
 
+impl Store {
+    /// Who approved a suspension before the decision that completed it: its
+    /// partial approvals that stand, oldest first.
+    pub(crate) async fn earlier_approvers(
+        &self,
+        suspension_id: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = Query::new(format!(
+            "SELECT d.decided_by FROM decision d WHERE d.suspension_id = ? AND d.partial = 1 AND {} ORDER BY d.id",
+            approving()
+        ))
+        .bind(suspension_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok(row.try_get("decided_by")?))
+            .collect()
+    }
+}
+
 /// Which decision rows `d` count as a suspension's approvals: approving, and
 /// not voided — the partial ones while it waits, and the one that completed
 /// it. The one count: the store's check when an approval arrives, and every
@@ -1239,27 +1264,6 @@ async fn refuse_replay(tx: &mut Tx, run_id: &str, digest: &TurnDigest) -> Result
         }),
         None => Ok(()),
     }
-}
-
-/// What a decision row's tag covers: the suspension it decided, and every
-/// field of the record, in the record's own serialisation (fixed field order).
-fn decision_bytes(suspension_id: i64, record: &DecisionRecord, input: Option<&str>) -> Vec<u8> {
-    let mut bytes = format!("toolgate.decision.v1\n{suspension_id}\n").into_bytes();
-    // What was decided is covered; whether it was voided later is not (a
-    // voided decision keeps the tag it was written with).
-    let decided = DecisionRecord {
-        voided: None,
-        ..record.clone()
-    };
-    // Serialising a record of plain fields to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut bytes, &decided);
-    // The data an input decision submitted; rows without it keep the tag
-    // they were written with before input was stored.
-    if let Some(input) = input {
-        bytes.extend_from_slice(b"\ninput\n");
-        bytes.extend_from_slice(input.as_bytes());
-    }
-    bytes
 }
 
 #[cfg(test)]

@@ -130,7 +130,12 @@ async fn other_spellings_do_not_count(
     // The same person under another spelling does not count
     // twice, and the requester under a look-alike is the
     // requester.
-    for bob in ["BOB", "\u{184}ob", "b0b", " ｂｏｂ "] {
+    // A look-alike Unicode restricts is no decider's name at all.
+    assert!(matches!(
+        Operator::new("\u{184}ob", IdentitySource::Flag),
+        Err(toolgate::identity::IdentityError::Restricted { .. })
+    ));
+    for bob in ["BOB", "b0b", " ｂｏｂ "] {
         assert!(
             matches!(
                 store

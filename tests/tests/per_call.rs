@@ -91,6 +91,7 @@ fn decisions(
             .collect(),
         digest: run.digest(),
         decided_by: by.to_owned(),
+        also_approved_by: Vec::new(),
     }
 }
 

@@ -162,3 +162,228 @@ async fn a_write_runs_once_after_an_approval_and_never_before() {
     );
     assert_eq!(log.records().len(), 1);
 }
+
+/// `bob`'s approval of every call of the pending turn, after `others`.
+fn approval(
+    run: &toolgate::suspend::Suspended<toolgate::suspend::AwaitingApproval>,
+    others: &[&str],
+) -> toolgate::suspend::CallDecisions {
+    toolgate::suspend::CallDecisions {
+        calls: run
+            .pending()
+            .iter()
+            .map(|c| (c.id.clone(), toolgate::suspend::CallVerdict::Approve))
+            .collect(),
+        digest: run.digest(),
+        decided_by: "bob".into(),
+        also_approved_by: others.iter().map(|o| (*o).to_owned()).collect(),
+    }
+}
+
+/// A run that needs two approvers runs its write only on a decision that
+/// names two distinct people — with four eyes, neither the requester.
+#[tokio::test]
+async fn a_write_that_needs_two_approvers_runs_only_with_two() {
+    for (four_eyes, others, runs) in [
+        (false, &[][..], false),
+        (false, &["BOB"][..], false),
+        (true, &["alice"][..], false),
+        (true, &["\u{430}lice"][..], false),
+        (false, &["carol"][..], true),
+        (true, &["carol", "dave"][..], true),
+    ] {
+        let w = world();
+        let model = ScriptedModel::new([
+            Reply::Calls {
+                content: None,
+                calls: vec![call("1", "pay")],
+            },
+            Reply::Text("paid".into()),
+        ]);
+        let log = MemoryLog::new();
+        let agent = Agent::new(&w.registry, &model, &log);
+        let request = RunRequest {
+            options: toolgate::run::RunOptions {
+                approvals_required: 2,
+                four_eyes,
+                ..Default::default()
+            },
+            ..RunRequest::new("alice", "pay")
+        };
+        let Ok(Outcome::AwaitingApproval(run)) = agent.start(request).await else {
+            panic!("a write waits");
+        };
+        let decision = approval(&run, others);
+        let outcome = run.decide_calls(&agent, decision).await;
+        match outcome {
+            Ok(_) => assert!(runs, "{others:?} ran"),
+            Err(toolgate::suspend::ResumeError::Refused {
+                reason: toolgate::suspend::Refusal::TooFewApprovals { need: 2, .. },
+                ..
+            }) => assert!(!runs, "{others:?} was refused"),
+            Err(other) => panic!("{others:?}: {other}"),
+        }
+        assert_eq!(
+            w.paid.load(Ordering::SeqCst),
+            usize::from(runs),
+            "{others:?}"
+        );
+    }
+}
+
+/// Keeps the plans a run journals, as a store would.
+#[derive(Default)]
+struct Plans(std::sync::Mutex<Vec<toolgate::journal::TurnPlan>>);
+
+impl toolgate::journal::Journal for Plans {
+    fn planned<'a>(
+        &'a self,
+        plan: &'a toolgate::journal::TurnPlan,
+    ) -> toolgate::erased::BoxFuture<'a, Result<(), toolgate::journal::JournalError>> {
+        self.0.lock().unwrap().push(plan.clone());
+        Box::pin(async { Ok(()) })
+    }
+    fn started<'a>(
+        &'a self,
+        _: &'a toolgate::journal::TurnPlan,
+        _: usize,
+    ) -> toolgate::erased::BoxFuture<'a, Result<(), toolgate::journal::JournalError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn ended<'a>(
+        &'a self,
+        _: &'a toolgate::journal::TurnPlan,
+        _: usize,
+        _: &'a ToolOutput,
+    ) -> toolgate::erased::BoxFuture<'a, Result<(), toolgate::journal::JournalError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// The plan a run journals for an approved write, read back as a store reads
+/// it: with `edit` applied to its stored text.
+async fn journaled_plan(
+    w: &World,
+    options: toolgate::run::RunOptions,
+    edit: impl Fn(String) -> String,
+) -> toolgate::journal::TurnPlan {
+    let model = ScriptedModel::new([
+        Reply::Calls {
+            content: None,
+            calls: vec![call("1", "pay")],
+        },
+        Reply::Text("paid".into()),
+    ]);
+    let log = MemoryLog::new();
+    let plans = Plans::default();
+    let agent = Agent::new(&w.registry, &model, &log).with_journal(&plans);
+    let request = RunRequest {
+        options,
+        ..RunRequest::new("alice", "pay")
+    };
+    let Ok(Outcome::AwaitingApproval(run)) = agent.start(request).await else {
+        panic!("a write waits");
+    };
+    let decision = approval(&run, &["carol"]);
+    let outcome = run.decide_calls(&agent, decision).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let plan = plans
+        .0
+        .lock()
+        .unwrap()
+        .first()
+        .cloned()
+        .expect("a plan was journaled");
+    let text = edit(serde_json::to_string(&plan).unwrap());
+    serde_json::from_str(&text).expect("the stored plan reads")
+}
+
+/// A recovery runs a call that started and never ended again only when the
+/// plan and the tool as offered now both say it is safe to: a stored plan
+/// whose effect was rewritten to `read_only` leaves the write's outcome
+/// unknown.
+#[tokio::test]
+async fn a_recovery_trusts_the_tools_effect_not_only_the_plans() {
+    let w = world();
+    let plan = journaled_plan(&w, toolgate::run::RunOptions::default(), |text| {
+        text.replace("non_idempotent_write", "read_only")
+    })
+    .await;
+    let before = w.paid.load(Ordering::SeqCst);
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let log = MemoryLog::new();
+    let agent = Agent::new(&w.registry, &model, &log);
+    let recovered = agent
+        .recover(plan, &[toolgate::journal::CallRecord::Started])
+        .await
+        .unwrap();
+    assert!(
+        matches!(recovered, toolgate::journal::Recovered::OutcomeUnknown(_)),
+        "{recovered:?}"
+    );
+    assert_eq!(w.paid.load(Ordering::SeqCst), before, "not run again");
+}
+
+/// A rerun counts only when it stands: under four eyes not the requester's,
+/// and on a run that needs two approvers, two distinct people's.
+#[tokio::test]
+async fn a_recovery_obeys_a_rerun_only_when_it_stands() {
+    use toolgate::journal::{CallRecord, Recovered};
+    let cases: [(toolgate::run::RunOptions, &[&str], bool); 5] = [
+        (
+            toolgate::run::RunOptions {
+                four_eyes: true,
+                ..Default::default()
+            },
+            &["alice"],
+            false,
+        ),
+        (
+            toolgate::run::RunOptions {
+                four_eyes: true,
+                ..Default::default()
+            },
+            &["ALICE", "\u{1d00}lice"],
+            false,
+        ),
+        (
+            toolgate::run::RunOptions {
+                approvals_required: 2,
+                ..Default::default()
+            },
+            &["bob", "Bob"],
+            false,
+        ),
+        (
+            toolgate::run::RunOptions {
+                approvals_required: 2,
+                ..Default::default()
+            },
+            &["bob", "carol"],
+            true,
+        ),
+        (toolgate::run::RunOptions::default(), &["bob"], true),
+    ];
+    for (options, by, runs) in cases {
+        let w = world();
+        let plan = journaled_plan(&w, options.clone(), |text| text).await;
+        let before = w.paid.load(Ordering::SeqCst);
+        let model = ScriptedModel::new([Reply::Text("done".into())]);
+        let log = MemoryLog::new();
+        let agent = Agent::new(&w.registry, &model, &log);
+        let rerun = CallRecord::Rerun {
+            by: by.iter().map(|b| (*b).to_owned()).collect(),
+        };
+        let recovered = agent.recover(plan, &[rerun]).await.unwrap();
+        assert_eq!(
+            matches!(recovered, Recovered::Outcome(_)),
+            runs,
+            "{options:?} {by:?}: {recovered:?}"
+        );
+        assert_eq!(
+            w.paid.load(Ordering::SeqCst) - before,
+            usize::from(runs),
+            "{by:?}"
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! Claims and leases: which of a host's processes resumes a decided run.
+
+use std::time::Duration;
+
+use crate::db::{Backend, Query};
+use crate::{StoreError, now_ms};
+
+use super::{Host, Work};
+
+/// How many times [`Host::next`] looks again for a waiting run it could not
+/// take at once (about half a second in all).
+pub(super) const CLAIM_ATTEMPTS: u64 = 50;
+
+impl Host {
+    /// Gives a claim back as it was: the run waits for a host again.
+    pub(super) async fn unclaim(&self, suspension_id: i64, token: &str) -> Result<(), StoreError> {
+        let (_writer, mut tx) = self.store.write().await?;
+        // Back to what it was: waiting for a host, or — when a turn was
+        // planned — a resume any host of the name picks up.
+        Query::new(
+            "UPDATE suspended_run SET
+                 execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = ?)
+                                  THEN 'resuming' ELSE 'pending' END,
+                 resumed_by = NULL, lease_until = 0, updated_at = ?
+             WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+        )
+        .bind(suspension_id)
+        .bind(now_ms())
+        .bind(suspension_id)
+        .bind(token)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(super) async fn claim(&self) -> Result<Option<(i64, String, String)>, StoreError> {
+        self.store.check_keyed()?;
+        // A candidate can be out of reach for a moment — another host of the
+        // name is claiming it, or a decider's transaction that lost is still
+        // rolling back on PostgreSQL — while the poll still sees it waiting:
+        // look again, briefly, rather than report nothing to do.
+        for attempt in 0..CLAIM_ATTEMPTS {
+            if !self.anything_waiting().await? {
+                return Ok(None);
+            }
+            if let Some(claimed) = self.try_claim().await? {
+                return Ok(Some(claimed));
+            }
+            tokio::time::sleep(Duration::from_millis(2 * (attempt + 1).min(10))).await;
+        }
+        Ok(None)
+    }
+
+    /// The poll: one indexed read, no write lock, while nothing is decided.
+    pub(super) async fn anything_waiting(&self) -> Result<bool, StoreError> {
+        let (passed_over, ids) = self.passed_over();
+        let mut query = Query::new(format!(
+            "SELECT id FROM suspended_run
+             WHERE owner = ? AND state = 'decided'
+               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?)){passed_over}
+             LIMIT 1"
+        ))
+        .bind(&self.name)
+        .bind(now_ms());
+        for id in ids {
+            query = query.bind(id);
+        }
+        let waiting: Option<i64> = query.scalar_optional(&self.store.pool).await?;
+        Ok(waiting.is_some())
+    }
+
+    /// One attempt: the oldest waiting run, claimed by a conditional update.
+    async fn try_claim(&self) -> Result<Option<(i64, String, String)>, StoreError> {
+        let (_writer, mut tx) = self.store.write().await?;
+        let now = now_ms();
+        // On PostgreSQL, hosts of one name on several machines each take a
+        // different row: one another's candidates are skipped, not waited
+        // on. The update below stays conditional either way.
+        let pick = match tx.backend() {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+        };
+        let (passed_over, ids) = self.passed_over();
+        let mut query = Query::new(format!(
+            "SELECT id, run_id FROM suspended_run
+             WHERE owner = ? AND state = 'decided'
+               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?)){passed_over}
+             ORDER BY decided_at, id LIMIT 1{pick}"
+        ))
+        .bind(&self.name)
+        .bind(now);
+        for id in ids {
+            query = query.bind(id);
+        }
+        let row = query.fetch_optional(&mut tx).await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let id: i64 = row.try_get("id")?;
+        let run_id: String = row.try_get("run_id")?;
+        let token = format!("{}/{}", self.name, claim_token());
+        let claimed = Query::new(
+            "UPDATE suspended_run SET execution = 'resuming', resumed_by = ?, lease_until = ?, updated_at = ?
+             WHERE id = ? AND state = 'decided'
+               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))",
+        )
+        .bind(&token)
+        .bind(now.saturating_add(self.lease_ms()))
+        .bind(now)
+        .bind(id)
+        .bind(now)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        if claimed == 1 {
+            tracing::info!(run = %run_id, claim = %token, "decided run claimed");
+            Ok(Some((id, run_id, token)))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// What resuming a claimed run means: the last planned turn and what the
+    /// journal knows of it, or — when nothing was planned — the decision.
+    pub(super) async fn work(&self, suspension_id: i64, run_id: &str) -> Result<Work, String> {
+        if let Some((plan_id, plan)) = self
+            .store
+            .last_plan(suspension_id)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            let known = self
+                .store
+                .known_calls(suspension_id, &plan, plan_id)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Work::Recover { plan, known });
+        }
+        let row = Query::new(
+            "SELECT run_id, status, document, digest, requested_by FROM suspended_run WHERE id = ?",
+        )
+        .bind(suspension_id)
+        .fetch_one(&self.store.pool)
+        .await
+        .map_err(|e| e.to_string())?;
+        let run = self
+            .store
+            .read_document(&row)
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        let (record, input) = self
+            .store
+            .standing_decision(suspension_id)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("run `{run_id}` is decided, but holds no standing decision"))?;
+        Ok(Work::Fresh {
+            run: Box::new(run),
+            record,
+            input,
+        })
+    }
+}
+
+/// A claim token unique to this claim: the process, the time and a counter,
+/// so no two claims — of two processes, or of two clones of one host in one
+/// process — are ever the same.
+pub(super) fn claim_token() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}-{nanos:x}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
