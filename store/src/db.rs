@@ -111,7 +111,10 @@ impl Tx {
     /// host that claims it. A no-op on SQLite, as [`Tx::lock_run`].
     pub(crate) async fn lock_open_suspension(&mut self, run_id: &str) -> Result<(), sqlx::Error> {
         self.lock(
-            "SELECT id FROM suspended_run WHERE run_id = ? AND state = 'open' FOR UPDATE",
+            &format!(
+                "SELECT id FROM suspended_run WHERE run_id = ? AND {} FOR UPDATE",
+                crate::suspension::when::OPEN
+            ),
             run_id,
         )
         .await
@@ -124,11 +127,15 @@ impl Tx {
             .await
     }
 
-    async fn lock(&mut self, sql: &'static str, key: &str) -> Result<(), sqlx::Error> {
+    async fn lock(&mut self, sql: &str, key: &str) -> Result<(), sqlx::Error> {
         if self.backend() == Backend::Sqlite {
             return Ok(());
         }
-        Query::new(sql).bind(key).fetch_all(self).await.map(drop)
+        Query::new(sql.to_owned())
+            .bind(key)
+            .fetch_all(self)
+            .await
+            .map(drop)
     }
 
     pub(crate) fn backend(&self) -> Backend {

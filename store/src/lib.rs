@@ -32,7 +32,6 @@
 //! ```
 
 mod catalogue;
-mod choose;
 mod class;
 mod db;
 mod flag;
@@ -40,6 +39,7 @@ mod host;
 pub mod json;
 mod runs;
 mod servers;
+mod suspension;
 mod tags;
 
 use std::path::{Path, PathBuf};
@@ -58,7 +58,7 @@ pub use catalogue::{
     Acceptance, Accepted, CatalogueChange, CatalogueRow, ImportedTool, LiveTool, Quarantine,
     tool_definition,
 };
-pub use choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
+pub use host::choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::{StoredFlag, approval_from_stored};
 pub use host::{Ended, Host, Resumable, Resumed, SetAside, host_name_problem};

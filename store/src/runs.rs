@@ -15,6 +15,7 @@ use toolgate::{
 };
 
 use crate::db::{Query, Row, Tx};
+use crate::suspension::{Execution, State};
 use crate::{Store, StoreError, now_ms};
 
 /// A stored run could not be loaded.
@@ -307,34 +308,42 @@ impl OpenRun {
     pub fn standing(&self) -> String {
         let now = u64::try_from(now_ms()).unwrap_or(0);
         let lease_ran_out = self.lease_until.is_some_and(|until| until < now_ms());
-        match (self.state.as_str(), self.execution.as_str()) {
-            ("open", _) if self.status == "waiting_for_input" => "waiting for input".into(),
-            ("open", _) if self.expires_at.is_some_and(|at| now > at) => {
+        let state = State::from_stored(&self.state);
+        let execution = Execution::from_stored(&self.execution);
+        match (state, execution) {
+            (Some(State::Open), _) if self.status == "waiting_for_input" => {
+                "waiting for input".into()
+            }
+            (Some(State::Open), _) if self.expires_at.is_some_and(|at| now > at) => {
                 "expired: it can be denied or asked again, not approved".into()
             }
-            ("open", _) if self.approvals.1 > 1 => format!(
+            (Some(State::Open), _) if self.approvals.1 > 1 => format!(
                 "awaiting approval ({} of {} approvals)",
                 self.approvals.0, self.approvals.1
             ),
-            ("open", _) => "awaiting approval".into(),
-            ("decided", "pending") => format!("decided; host `{}` will resume it", self.owner),
-            ("decided", "resuming") if lease_ran_out => match &self.executing {
-                Some(call) => format!(
-                    "host stopped while executing {call}; a host `{}` picks the run up",
-                    self.owner
-                ),
-                None => format!(
-                    "host stopped while resuming; a host `{}` picks the run up",
-                    self.owner
-                ),
-            },
-            ("decided", "resuming") => match &self.executing {
+            (Some(State::Open), _) => "awaiting approval".into(),
+            (Some(State::Decided), Some(Execution::Pending)) => {
+                format!("decided; host `{}` will resume it", self.owner)
+            }
+            (Some(State::Decided), Some(Execution::Resuming)) if lease_ran_out => {
+                match &self.executing {
+                    Some(call) => format!(
+                        "host stopped while executing {call}; a host `{}` picks the run up",
+                        self.owner
+                    ),
+                    None => format!(
+                        "host stopped while resuming; a host `{}` picks the run up",
+                        self.owner
+                    ),
+                }
+            }
+            (Some(State::Decided), Some(Execution::Resuming)) => match &self.executing {
                 Some(call) => format!("executing {call} (host `{}`)", self.owner),
                 None => format!("resuming (host `{}`)", self.owner),
             },
-            ("decided", "outcome_unknown") => "outcome unknown".into(),
-            (_, "done") => self.outcome.clone().unwrap_or_else(|| "done".into()),
-            (state, execution) => format!("{state}, {execution}"),
+            (Some(State::Decided), Some(Execution::OutcomeUnknown)) => "outcome unknown".into(),
+            (_, Some(Execution::Done)) => self.outcome.clone().unwrap_or_else(|| "done".into()),
+            _ => format!("{}, {}", self.state, self.execution),
         }
     }
 }
@@ -441,7 +450,7 @@ impl Store {
         let now = now_ms();
         let id = Query::new(
             "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at, owner, execution, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?) RETURNING id",
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         )
         .bind(run.run_id())
         .bind(run.status().as_str())
@@ -450,6 +459,7 @@ impl Store {
         .bind(&run.state().requested_by)
         .bind(now)
         .bind(owner)
+        .bind(crate::suspension::NEW_EXECUTION.as_str())
         .bind(now)
         .scalar(&mut *tx)
         .await?;
@@ -458,10 +468,11 @@ impl Store {
 
     /// The open suspension of a run, decoded fail-closed.
     pub async fn load_suspended(&self, run_id: &str) -> Result<SuspendedRun, LoadError> {
-        let row = Query::new(
+        let row = Query::new(format!(
             "SELECT run_id, status, document, digest, requested_by FROM suspended_run
-             WHERE run_id = ? AND state = 'open'",
-        )
+             WHERE run_id = ? AND {}",
+            crate::suspension::when::OPEN
+        ))
         .bind(run_id)
         .fetch_optional(&self.pool)
         .await
@@ -541,8 +552,11 @@ impl Store {
     /// and waiting for its host, resuming, or with an outcome unknown —
     /// oldest first, with any decoding problem named.
     pub async fn open_runs(&self) -> Result<Vec<OpenRun>, StoreError> {
-        self.listed("WHERE s.state = 'open' OR s.execution != 'done'", None)
-            .await
+        self.listed(
+            &format!("WHERE {}", crate::suspension::when::S_NOT_DONE),
+            None,
+        )
+        .await
     }
 
     /// Every suspension of every run, oldest first.
@@ -550,11 +564,7 @@ impl Store {
         self.listed("", None).await
     }
 
-    async fn listed(
-        &self,
-        filter: &'static str,
-        run_id: Option<&str>,
-    ) -> Result<Vec<OpenRun>, StoreError> {
+    async fn listed(&self, filter: &str, run_id: Option<&str>) -> Result<Vec<OpenRun>, StoreError> {
         let query = format!(
             "SELECT s.*, (SELECT e.call_id || ' (' || e.tool || ')' FROM turn_plan p
                           JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
@@ -863,10 +873,11 @@ impl Store {
         // the open suspension, checks and counts after the one before it
         // committed.
         tx.lock_open_suspension(run_id).await?;
-        let row = Query::new(
+        let row = Query::new(format!(
             "SELECT id, run_id, status, document, digest, requested_by, owner FROM suspended_run
-             WHERE run_id = ? AND state = 'open'",
-        )
+             WHERE run_id = ? AND {}",
+            crate::suspension::when::OPEN
+        ))
         .bind(run_id)
         .fetch_optional(&mut *tx)
         .await?;
@@ -899,18 +910,7 @@ impl Store {
             });
         }
         let why = format!("expired; asked again by {}", by.name());
-        Query::new(
-            "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
-                    execution = 'done', outcome = ?, updated_at = ?
-             WHERE id = ? AND state = 'open'",
-        )
-        .bind(by.name())
-        .bind(now)
-        .bind(&why)
-        .bind(now)
-        .bind(suspension_id)
-        .execute(&mut tx)
-        .await?;
+        crate::suspension::close(&mut tx, suspension_id, by.name(), &why, now).await?;
         Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
             .bind(&why)
             .bind(suspension_id)
@@ -933,17 +933,8 @@ impl Store {
         why: &str,
     ) -> Result<(), StoreError> {
         let (_writer, mut tx) = self.write().await?;
-        let released = Query::new(
-            "UPDATE suspended_run SET state = 'open', decided_by = NULL, decided_at = NULL,
-                    execution = 'pending', resumed_by = NULL, lease_until = NULL, updated_at = ?
-             WHERE id = ? AND state = 'decided' AND resumed_by = ?",
-        )
-        .bind(now_ms())
-        .bind(suspension_id)
-        .bind(instance)
-        .execute(&mut tx)
-        .await?;
-        if released == 1 {
+        let released = crate::suspension::release(&mut tx, suspension_id, instance).await?;
+        if released {
             // Audit rows are never deleted: the decision stays, voided, with why.
             Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
                 .bind(why)
@@ -1145,18 +1136,9 @@ async fn mark_decided(
     decided_by: &Operator,
     now: i64,
 ) -> Result<(), ClaimError> {
-    let claimed = Query::new(
-        "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
-                execution = 'pending', updated_at = ?
-         WHERE id = ? AND state = 'open'",
-    )
-    .bind(decided_by.name())
-    .bind(now)
-    .bind(now)
-    .bind(suspension_id)
-    .execute(&mut *tx)
-    .await?;
-    if claimed == 1 {
+    let claimed =
+        crate::suspension::mark_decided(tx, suspension_id, decided_by.name(), now).await?;
+    if claimed {
         Ok(())
     } else {
         Err(ClaimError::AlreadyDecided {

@@ -17,19 +17,7 @@ impl Host {
         let (_writer, mut tx) = self.store.write().await?;
         // Back to what it was: waiting for a host, or — when a turn was
         // planned — a resume any host of the name picks up.
-        Query::new(
-            "UPDATE suspended_run SET
-                 execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = ?)
-                                  THEN 'resuming' ELSE 'pending' END,
-                 resumed_by = NULL, lease_until = 0, updated_at = ?
-             WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
-        )
-        .bind(suspension_id)
-        .bind(now_ms())
-        .bind(suspension_id)
-        .bind(token)
-        .execute(&mut tx)
-        .await?;
+        crate::suspension::unclaim(&mut tx, suspension_id, token).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -57,9 +45,9 @@ impl Host {
         let (passed_over, ids) = self.passed_over();
         let mut query = Query::new(format!(
             "SELECT id FROM suspended_run
-             WHERE owner = ? AND state = 'decided'
-               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?)){passed_over}
-             LIMIT 1"
+             WHERE owner = ? AND {claimable}{passed_over}
+             LIMIT 1",
+            claimable = crate::suspension::when::CLAIMABLE
         ))
         .bind(&self.name)
         .bind(now_ms());
@@ -84,9 +72,9 @@ impl Host {
         let (passed_over, ids) = self.passed_over();
         let mut query = Query::new(format!(
             "SELECT id, run_id FROM suspended_run
-             WHERE owner = ? AND state = 'decided'
-               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?)){passed_over}
-             ORDER BY decided_at, id LIMIT 1{pick}"
+             WHERE owner = ? AND {claimable}{passed_over}
+             ORDER BY decided_at, id LIMIT 1{pick}",
+            claimable = crate::suspension::when::CLAIMABLE
         ))
         .bind(&self.name)
         .bind(now);
@@ -100,20 +88,16 @@ impl Host {
         let id: i64 = row.try_get("id")?;
         let run_id: String = row.try_get("run_id")?;
         let token = format!("{}/{}", self.name, claim_token());
-        let claimed = Query::new(
-            "UPDATE suspended_run SET execution = 'resuming', resumed_by = ?, lease_until = ?, updated_at = ?
-             WHERE id = ? AND state = 'decided'
-               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))",
+        let claimed = crate::suspension::claim(
+            &mut tx,
+            id,
+            &token,
+            now.saturating_add(self.lease_ms()),
+            now,
         )
-        .bind(&token)
-        .bind(now.saturating_add(self.lease_ms()))
-        .bind(now)
-        .bind(id)
-        .bind(now)
-        .execute(&mut tx)
         .await?;
         tx.commit().await?;
-        if claimed == 1 {
+        if claimed {
             tracing::info!(run = %run_id, claim = %token, "decided run claimed");
             Ok(Some((id, run_id, token)))
         } else {

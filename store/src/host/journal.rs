@@ -54,17 +54,14 @@ impl StoreJournal {
 
     async fn renew_in(&self, tx: &mut Tx) -> Result<bool, StoreError> {
         let now = now_ms();
-        let held = Query::new(
-            "UPDATE suspended_run SET lease_until = ?, updated_at = ?
-             WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+        Ok(crate::suspension::renew(
+            tx,
+            self.suspension_id,
+            &self.instance,
+            now.saturating_add(self.lease),
+            now,
         )
-        .bind(now.saturating_add(self.lease))
-        .bind(now)
-        .bind(self.suspension_id)
-        .bind(&self.instance)
-        .execute(&mut *tx)
-        .await?;
-        Ok(held == 1)
+        .await?)
     }
 
     /// One journal entry: the lease renewed and `write` applied, in one

@@ -21,6 +21,7 @@ use toolgate::suspend::{Refusal, SuspendedRun, SuspendedStatus};
 
 use crate::{Store, StoreError};
 
+pub(crate) mod choose;
 mod claim;
 mod journal;
 mod resume;

@@ -12,12 +12,13 @@ use toolgate::suspend::{
 };
 use toolgate::{Agent, Registry};
 
-use crate::db::{Query, Tx};
+use crate::StoreError;
+use crate::db::Query;
 use crate::runs::RecordedLog;
-use crate::{StoreError, now_ms};
 
 use super::journal::{AbortOnDrop, StoreJournal, renew};
 use super::{Ended, Host, Resumable, Resumed, Work};
+use crate::suspension::Execution;
 
 impl Host {
     /// Resumes a claimed run with this host's registry and model, journaling
@@ -258,7 +259,9 @@ impl Host {
         next: Option<&SuspendedRun>,
     ) -> Result<bool, StoreError> {
         let (_writer, mut tx) = self.store.write().await?;
-        if !conclude(&mut tx, suspension_id, token, "done", outcome).await? {
+        if !crate::suspension::conclude(&mut tx, suspension_id, token, Execution::Done, outcome)
+            .await?
+        {
             tracing::warn!(
                 suspension = suspension_id,
                 "the run was taken over by another host; nothing stored"
@@ -285,7 +288,8 @@ impl Host {
         fresh: &SuspendedRun,
     ) -> Result<bool, StoreError> {
         let (_writer, mut tx) = self.store.write().await?;
-        if !conclude(&mut tx, suspension_id, token, "done", why).await? {
+        if !crate::suspension::conclude(&mut tx, suspension_id, token, Execution::Done, why).await?
+        {
             return Ok(false);
         }
         Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
@@ -311,11 +315,11 @@ impl Host {
             .map(|c| (c.id.clone(), c.name.clone()))
             .unwrap_or_default();
         let (_writer, mut tx) = self.store.write().await?;
-        let marked = conclude(
+        let marked = crate::suspension::conclude(
             &mut tx,
             suspension_id,
             token,
-            "outcome_unknown",
+            Execution::OutcomeUnknown,
             &format!(
                 "outcome unknown: call `{call_id}` ({tool}) started and never ended; it is a non_idempotent_write, so it is not run again unless an operator chooses `rerun` (or `skip`)"
             ),
@@ -328,31 +332,6 @@ impl Host {
             Ended::Lost
         })
     }
-}
-
-/// Ends this claim's hold on a suspension — `execution` becomes `to`, with
-/// `outcome` in words — inside the caller's transaction; false when the
-/// claim's token no longer holds it (another host took the run over).
-async fn conclude(
-    tx: &mut Tx,
-    suspension_id: i64,
-    token: &str,
-    to: &str,
-    outcome: &str,
-) -> Result<bool, StoreError> {
-    let concluded = Query::new(
-        "UPDATE suspended_run SET execution = ?, outcome = ?, resumed_by = NULL,
-                lease_until = NULL, updated_at = ?
-         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
-    )
-    .bind(to)
-    .bind(outcome)
-    .bind(now_ms())
-    .bind(suspension_id)
-    .bind(token)
-    .execute(&mut *tx)
-    .await?;
-    Ok(concluded == 1)
 }
 
 /// What a resume came to, before it is stored.

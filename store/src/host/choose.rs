@@ -466,17 +466,18 @@ impl Store {
 
     /// The started calls of the newest plan of a run whose outcome is unknown.
     fn unknown_rows(run_id: &str) -> Query {
-        Query::new(
+        Query::new(format!(
             "SELECT s.id AS suspension_id, s.owner, s.digest AS suspension_digest,
                     p.id AS plan_id, p.turn, p.plan, p.mac AS plan_mac,
                     e.call_index, e.attempts
              FROM suspended_run s
              JOIN turn_plan p ON p.suspension_id = s.id
              JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
-             WHERE s.run_id = ? AND s.execution = 'outcome_unknown'
+             WHERE s.run_id = ? AND {}
                AND p.turn = (SELECT MAX(q.turn) FROM turn_plan q WHERE q.suspension_id = s.id)
              ORDER BY e.call_index",
-        )
+            crate::suspension::when::S_OUTCOME_UNKNOWN
+        ))
         .bind(run_id)
     }
 
@@ -568,14 +569,7 @@ impl Store {
         choices.push(row.choice);
         let stands = standing(&choices, run).is_some();
         if stands {
-            Query::new(
-                "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = ?
-                 WHERE id = ? AND execution = 'outcome_unknown'",
-            )
-            .bind(now)
-            .bind(found.suspension_id)
-            .execute(&mut tx)
-            .await?;
+            crate::suspension::hand_back(&mut tx, found.suspension_id, now).await?;
         }
         tx.commit().await?;
         if stands {

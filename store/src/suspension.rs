@@ -1,0 +1,279 @@
+//! A stored suspension's life: the one owner of the `state` and `execution`
+//! columns of `suspended_run`, of every value they take and of every
+//! transition between them. No other SQL of the store spells a state.
+//!
+//! ```text
+//!   state   open ──decided──▶ decided ──────────────┐
+//!             ▲                  │                  │
+//!           release        execution: pending ◀───────── hand back (an operator's choice)
+//!             │                  │ claim             │
+//!             └──────────── resuming ──conclude──▶ done | outcome_unknown
+//!                              │ ▲ unclaim / renew
+//! ```
+//!
+//! An open suspension that expired is closed (`decided`, `done`) when it is
+//! asked again; its successor is a new, open suspension.
+
+use crate::db::{Query, Tx};
+use crate::now_ms;
+
+/// Whether a suspension waits for a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Waiting for a decision.
+    Open,
+    /// Decided (or closed); its execution says what became of it.
+    Decided,
+}
+
+impl State {
+    /// The stored spelling.
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            State::Open => "open",
+            State::Decided => "decided",
+        }
+    }
+
+    /// Reads a stored spelling; `None` for anything else.
+    pub(crate) fn from_stored(text: &str) -> Option<Self> {
+        [State::Open, State::Decided]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+    }
+}
+
+/// What became of a decided suspension's turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Execution {
+    /// Waiting for its host to claim it.
+    Pending,
+    /// A host holds it under a lease.
+    Resuming,
+    /// A call started and never ended, and is not safe to run again: it
+    /// waits for an operator's choice.
+    OutcomeUnknown,
+    /// Finished with it (finished, paused afresh, failed or closed).
+    Done,
+}
+
+impl Execution {
+    /// The stored spelling.
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Execution::Pending => "pending",
+            Execution::Resuming => "resuming",
+            Execution::OutcomeUnknown => "outcome_unknown",
+            Execution::Done => "done",
+        }
+    }
+
+    /// Reads a stored spelling; `None` for anything else.
+    pub(crate) fn from_stored(text: &str) -> Option<Self> {
+        [
+            Execution::Pending,
+            Execution::Resuming,
+            Execution::OutcomeUnknown,
+            Execution::Done,
+        ]
+        .into_iter()
+        .find(|e| e.as_str() == text)
+    }
+}
+
+/// Conditions over a `suspended_run` row, for the store's queries.
+pub(crate) mod when {
+    /// The row waits for a decision.
+    pub(crate) const OPEN: &str = "state = 'open'";
+    /// `s`, the row as aliased, is not done with: open, or decided and not
+    /// finished.
+    pub(crate) const S_NOT_DONE: &str = "s.state = 'open' OR s.execution != 'done'";
+    /// `s` waits for an operator's choice on a call whose outcome is unknown.
+    pub(crate) const S_OUTCOME_UNKNOWN: &str = "s.execution = 'outcome_unknown'";
+    /// The row is decided and free for a host to claim: waiting, or held
+    /// under a lease that ran out (the one `?` is now).
+    pub(crate) const CLAIMABLE: &str = "state = 'decided'
+               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))";
+}
+
+/// The execution a newly stored suspension starts with.
+pub(crate) const NEW_EXECUTION: Execution = Execution::Pending;
+
+/// Open → decided, its turn waiting for its host — the conditional update of
+/// which, of any number of concurrent deciders, exactly one wins. False when
+/// it was not open any more.
+pub(crate) async fn mark_decided(
+    tx: &mut Tx,
+    suspension_id: i64,
+    decided_by: &str,
+    now: i64,
+) -> Result<bool, sqlx::Error> {
+    let marked = Query::new(
+        "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
+                execution = 'pending', updated_at = ?
+         WHERE id = ? AND state = 'open'",
+    )
+    .bind(decided_by)
+    .bind(now)
+    .bind(now)
+    .bind(suspension_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(marked == 1)
+}
+
+/// Open → closed (decided, done) with `why` as its outcome: an expired pause
+/// asked again, whose successor is stored beside it.
+pub(crate) async fn close(
+    tx: &mut Tx,
+    suspension_id: i64,
+    by: &str,
+    why: &str,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    Query::new(
+        "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
+                execution = 'done', outcome = ?, updated_at = ?
+         WHERE id = ? AND state = 'open'",
+    )
+    .bind(by)
+    .bind(now)
+    .bind(why)
+    .bind(now)
+    .bind(suspension_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Decided → open again, when its resume was refused before anything of the
+/// turn ran: only by the claim `instance` that holds it. True when it was
+/// released.
+pub(crate) async fn release(
+    tx: &mut Tx,
+    suspension_id: i64,
+    instance: &str,
+) -> Result<bool, sqlx::Error> {
+    let released = Query::new(
+        "UPDATE suspended_run SET state = 'open', decided_by = NULL, decided_at = NULL,
+                execution = 'pending', resumed_by = NULL, lease_until = NULL, updated_at = ?
+         WHERE id = ? AND state = 'decided' AND resumed_by = ?",
+    )
+    .bind(now_ms())
+    .bind(suspension_id)
+    .bind(instance)
+    .execute(&mut *tx)
+    .await?;
+    Ok(released == 1)
+}
+
+/// Claimable → resuming, held by `token` until `lease_until`. True when this
+/// claim won.
+pub(crate) async fn claim(
+    tx: &mut Tx,
+    suspension_id: i64,
+    token: &str,
+    lease_until: i64,
+    now: i64,
+) -> Result<bool, sqlx::Error> {
+    let claimed = Query::new(format!(
+        "UPDATE suspended_run SET execution = 'resuming', resumed_by = ?, lease_until = ?, updated_at = ?
+         WHERE id = ? AND {}",
+        when::CLAIMABLE
+    ))
+    .bind(token)
+    .bind(lease_until)
+    .bind(now)
+    .bind(suspension_id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(claimed == 1)
+}
+
+/// Resuming → as it was before the claim: waiting for a host, or — when a
+/// turn was planned — a resume any host of the name picks up.
+pub(crate) async fn unclaim(
+    tx: &mut Tx,
+    suspension_id: i64,
+    token: &str,
+) -> Result<(), sqlx::Error> {
+    Query::new(
+        "UPDATE suspended_run SET
+             execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = ?)
+                              THEN 'resuming' ELSE 'pending' END,
+             resumed_by = NULL, lease_until = 0, updated_at = ?
+         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+    )
+    .bind(suspension_id)
+    .bind(now_ms())
+    .bind(suspension_id)
+    .bind(token)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Renews the lease of the claim `token` holds. False when it no longer
+/// holds the suspension.
+pub(crate) async fn renew(
+    tx: &mut Tx,
+    suspension_id: i64,
+    token: &str,
+    lease_until: i64,
+    now: i64,
+) -> Result<bool, sqlx::Error> {
+    let held = Query::new(
+        "UPDATE suspended_run SET lease_until = ?, updated_at = ?
+         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+    )
+    .bind(lease_until)
+    .bind(now)
+    .bind(suspension_id)
+    .bind(token)
+    .execute(&mut *tx)
+    .await?;
+    Ok(held == 1)
+}
+
+/// Resuming → `to` (done, or waiting for an operator's choice), with
+/// `outcome` in words. False when the claim `token` no longer holds it.
+pub(crate) async fn conclude(
+    tx: &mut Tx,
+    suspension_id: i64,
+    token: &str,
+    to: Execution,
+    outcome: &str,
+) -> Result<bool, sqlx::Error> {
+    let concluded = Query::new(
+        "UPDATE suspended_run SET execution = ?, outcome = ?, resumed_by = NULL,
+                lease_until = NULL, updated_at = ?
+         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+    )
+    .bind(to.as_str())
+    .bind(outcome)
+    .bind(now_ms())
+    .bind(suspension_id)
+    .bind(token)
+    .execute(&mut *tx)
+    .await?;
+    Ok(concluded == 1)
+}
+
+/// Outcome unknown → waiting for its host again, once an operator's choice
+/// stands.
+pub(crate) async fn hand_back(
+    tx: &mut Tx,
+    suspension_id: i64,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    Query::new(
+        "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = ?
+         WHERE id = ? AND execution = 'outcome_unknown'",
+    )
+    .bind(now)
+    .bind(suspension_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
