@@ -11,9 +11,9 @@
 //! `TOOLGATE_LOG=toolgate_mcp=info` shows what stdio servers write to their
 //! stderr), coloured only when stderr is a terminal and `NO_COLOR` is unset.
 
+mod agent;
 mod commands;
 mod failure;
-mod host;
 mod output;
 
 use std::io::IsTerminal;
@@ -339,7 +339,7 @@ pub(crate) struct ChooseArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct HostArgs {
     /// The host's name: it resumes the runs saved under it.
-    #[arg(long, default_value = host::DEMO_HOST)]
+    #[arg(long, default_value = agent::DEMO_HOST)]
     pub(crate) name: String,
     /// Resume what is decided now, then exit.
     #[arg(long)]

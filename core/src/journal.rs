@@ -22,7 +22,7 @@
 //! their recorded result and are not run again; a call that started and never
 //! ended is run again only when its effect is safe to retry
 //! ([`Effect::is_safe_to_retry`]) — a `non_idempotent_write`, which every
-//! remote call counts as, makes the run [`Recovered::OutcomeUnknown`] until an
+//! remote call counts as, makes the run [`Recovered::OutcomeUnknown`](crate::run::Recovered::OutcomeUnknown) until an
 //! operator chooses to run it again or to skip it.
 
 use serde::{Deserialize, Serialize};
@@ -214,34 +214,6 @@ pub enum CallRecord {
         /// Who chose.
         by: String,
     },
-}
-
-/// Where a recovery stopped when it could not go on alone.
-#[derive(Debug)]
-pub struct OutcomeUnknown {
-    /// The plan of the turn, unchanged.
-    pub plan: TurnPlan,
-    /// The call that started and never ended, whose effect makes running it
-    /// again unsafe.
-    pub index: usize,
-}
-
-impl OutcomeUnknown {
-    /// The call whose outcome is unknown.
-    pub fn call(&self) -> Option<&ToolCall> {
-        self.plan.steps.get(self.index).map(|s| &s.call)
-    }
-}
-
-/// What [`Agent::recover`](crate::Agent::recover) ended in.
-#[derive(Debug)]
-pub enum Recovered {
-    /// The turn was completed and the run driven on.
-    Outcome(crate::run::Outcome),
-    /// A call started and never ended, and is not safe to run again: an
-    /// operator chooses ([`CallRecord::Rerun`] or [`CallRecord::Skip`]).
-    /// Nothing ran.
-    OutcomeUnknown(OutcomeUnknown),
 }
 
 /// The result a skipped call gets: the model reads that its outcome is

@@ -24,8 +24,7 @@ use crate::digest::{Review, ReviewedTool};
 use crate::erased::{BoxFuture, ErasedTool};
 use crate::input::input_schema_problem;
 use crate::journal::{
-    Action, CallRecord, Journal, JournalError, OutcomeUnknown, Recovered, Step, TurnPlan,
-    rerun_stands, skipped,
+    Action, CallRecord, Journal, JournalError, Step, TurnPlan, rerun_stands, skipped,
 };
 use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::registry::{Offered, Registry};
@@ -213,6 +212,34 @@ pub enum RunError {
         /// The run, with the turn not answered.
         state: Box<RunState>,
     },
+}
+
+/// Where a recovery stopped when it could not go on alone.
+#[derive(Debug)]
+pub struct OutcomeUnknown {
+    /// The plan of the turn, unchanged.
+    pub plan: TurnPlan,
+    /// The call that started and never ended, whose effect makes running it
+    /// again unsafe.
+    pub index: usize,
+}
+
+impl OutcomeUnknown {
+    /// The call whose outcome is unknown.
+    pub fn call(&self) -> Option<&ToolCall> {
+        self.plan.steps.get(self.index).map(|s| &s.call)
+    }
+}
+
+/// What [`Agent::recover`](crate::Agent::recover) ended in.
+#[derive(Debug)]
+pub enum Recovered {
+    /// The turn was completed and the run driven on.
+    Outcome(Outcome),
+    /// A call started and never ended, and is not safe to run again: an
+    /// operator chooses ([`CallRecord::Rerun`] or [`CallRecord::Skip`]).
+    /// Nothing ran.
+    OutcomeUnknown(OutcomeUnknown),
 }
 
 /// What the turn scan found: approval first, then input.

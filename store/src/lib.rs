@@ -37,6 +37,7 @@ mod db;
 mod flag;
 mod host;
 pub mod json;
+mod names;
 mod runs;
 mod servers;
 mod suspension;
@@ -58,10 +59,11 @@ pub use catalogue::{
     Acceptance, Accepted, CatalogueChange, CatalogueRow, ImportedTool, LiveTool, Quarantine,
     tool_definition,
 };
-pub use host::choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::{StoredFlag, approval_from_stored};
-pub use host::{Ended, Host, Resumable, Resumed, SetAside, host_name_problem};
+pub use host::choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
+pub use host::{Ended, Host, Resumable, Resumed, SetAside};
+pub use names::host_name_problem;
 pub use runs::{
     Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory, StoredDecision,
 };

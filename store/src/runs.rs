@@ -420,7 +420,7 @@ impl Store {
     /// Stores a suspended run as the open suspension of its run, owned by
     /// the host named `owner`: that host resumes it once it is decided.
     pub async fn save_suspended(&self, run: &SuspendedRun, owner: &str) -> Result<i64, StoreError> {
-        if let Some(problem) = crate::host::host_name_problem(owner) {
+        if let Some(problem) = crate::names::host_name_problem(owner) {
             return Err(StoreError::InvalidHostName {
                 name: toolgate::visible::visible(owner).into_owned(),
                 problem,

@@ -318,7 +318,7 @@ async fn a_recovery_trusts_the_tools_effect_not_only_the_plans() {
         .await
         .unwrap();
     assert!(
-        matches!(recovered, toolgate::journal::Recovered::OutcomeUnknown(_)),
+        matches!(recovered, toolgate::run::Recovered::OutcomeUnknown(_)),
         "{recovered:?}"
     );
     assert_eq!(w.paid.load(Ordering::SeqCst), before, "not run again");
@@ -328,7 +328,8 @@ async fn a_recovery_trusts_the_tools_effect_not_only_the_plans() {
 /// and on a run that needs two approvers, two distinct people's.
 #[tokio::test]
 async fn a_recovery_obeys_a_rerun_only_when_it_stands() {
-    use toolgate::journal::{CallRecord, Recovered};
+    use toolgate::journal::CallRecord;
+    use toolgate::run::Recovered;
     let cases: [(toolgate::run::RunOptions, &[&str], bool); 5] = [
         (
             toolgate::run::RunOptions {

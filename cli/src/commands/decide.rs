@@ -13,7 +13,7 @@ use toolgate::{Registry, identity::Operator};
 use toolgate_store::{Answer, Choice, Choosing, Ended, Recorded, Resumed, Store};
 
 use super::identity::operator_identity;
-use super::runs::show;
+use super::turn::show;
 use crate::output::{Out, say};
 use crate::{ApproveArgs, ChooseArgs, DecideArgs, DenyArgs, Failure};
 

@@ -23,8 +23,9 @@ use super::decide::{print_results, report_recorded, report_resumed};
 use super::form::{ask_form, ask_json, ask_line};
 use super::identity::operator_identity;
 use super::import::import;
-use super::runs::{load, show};
-use crate::host::{self, DEMO_HOST, DEMO_SERVER, DemoModel, Workspace};
+use super::runs::load;
+use super::turn::show;
+use crate::agent::{self, DEMO_HOST, DEMO_SERVER, DemoModel, Workspace};
 use crate::output::{Col, Out, say};
 use crate::{DemoArgs, Failure};
 
@@ -64,7 +65,7 @@ pub(super) async fn demo(
     }
     import(store, out, DEMO_SERVER, Deadlines::default()).await?;
 
-    let (registry, provider) = host::registry(store, workspace).map_err(Failure::Error)?;
+    let (registry, provider) = agent::registry(store, workspace).map_err(Failure::Error)?;
     let result = demo_run(store, &registry, out, &args).await;
     provider.close().await;
     result

@@ -8,12 +8,13 @@
 mod decide;
 mod demo;
 mod form;
+mod host;
 mod identity;
 mod import;
 mod runs;
-mod serve;
 mod servers;
 mod tools;
+mod turn;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,7 +22,7 @@ use std::time::Duration;
 use toolgate_mcp::Deadlines;
 use toolgate_store::{Location, Store};
 
-use crate::host::Workspace;
+use crate::agent::Workspace;
 use crate::output::Out;
 use crate::{Cli, Command, Failure};
 
@@ -73,7 +74,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Tools => tools::tools(&store, &workspace, out).await,
         Command::Runs(command) => runs::runs(&store, &workspace, out, command).await,
         Command::Demo(args) => demo::demo(&store, &workspace, out, args).await,
-        Command::Host(args) => serve::host(&store, &workspace, out, args).await,
+        Command::Host(args) => host::host(&store, &workspace, out, args).await,
         Command::McpTestServer { .. } => Ok(()),
     };
     store.close().await;

@@ -4,11 +4,11 @@ use serde_json::{Value, json};
 use toolgate_store::Store;
 
 use crate::Failure;
-use crate::host::{self, Workspace};
+use crate::agent::{self, Workspace};
 use crate::output::{Col, Out, say, stored_json};
 
 pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Result<(), Failure> {
-    let (registry, provider) = host::registry(store, workspace).map_err(Failure::Error)?;
+    let (registry, provider) = agent::registry(store, workspace).map_err(Failure::Error)?;
     let explanations = registry.explain_all().await;
     let rows = store.live_catalogue().await?;
     let claims = |name: &str| {

@@ -107,18 +107,12 @@ impl Host {
 
     /// What resuming a claimed run means: the last planned turn and what the
     /// journal knows of it, or — when nothing was planned — the decision.
-    pub(super) async fn work(&self, suspension_id: i64, run_id: &str) -> Result<Work, String> {
-        if let Some((plan_id, plan)) = self
-            .store
-            .last_plan(suspension_id)
-            .await
-            .map_err(|e| e.to_string())?
-        {
+    pub(super) async fn work(&self, suspension_id: i64) -> Result<Work, Unresumable> {
+        if let Some((plan_id, plan)) = self.store.last_plan(suspension_id).await? {
             let known = self
                 .store
                 .known_calls(suspension_id, &plan, plan_id)
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             return Ok(Work::Recover { plan, known });
         }
         let row = Query::new(
@@ -127,24 +121,34 @@ impl Host {
         .bind(suspension_id)
         .fetch_one(&self.store.pool)
         .await
-        .map_err(|e| e.to_string())?;
-        let run = self
-            .store
-            .read_document(&row)
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+        .map_err(StoreError::from)?;
+        let run = self.store.read_document(&row).map_err(StoreError::from)??;
         let (record, input) = self
             .store
             .standing_decision(suspension_id)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("run `{run_id}` is decided, but holds no standing decision"))?;
+            .await?
+            .ok_or(Unresumable::NoDecision)?;
         Ok(Work::Fresh {
             run: Box::new(run),
             record,
             input,
         })
     }
+}
+
+/// Why a decided run cannot be resumed by this host: it is given back and
+/// set aside, and the others are resumed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unresumable {
+    /// The store could not read it (under a key: it does not verify).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Its document does not decode.
+    #[error(transparent)]
+    Corrupt(#[from] toolgate::suspend::CorruptState),
+    /// It is decided, but no decision stands on it.
+    #[error("it is decided, but holds no standing decision")]
+    NoDecision,
 }
 
 /// A claim token unique to this claim: the process, the time and a counter,

@@ -26,25 +26,6 @@ mod claim;
 mod journal;
 mod resume;
 
-/// Why a host name cannot be used, or `None` when it can: 1 to 64 ASCII
-/// letters, digits, `-`, `_` and `.` — so no two names that read alike are
-/// different hosts (a Cyrillic `е` in `dеmo` is refused, not a host nobody
-/// runs).
-pub fn host_name_problem(name: &str) -> Option<&'static str> {
-    if name.is_empty() {
-        Some("it is empty")
-    } else if name.len() > 64 {
-        Some("it is longer than 64 characters")
-    } else if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
-        Some("only ASCII letters, digits, `-`, `_` and `.` may name a host")
-    } else {
-        None
-    }
-}
-
 /// A host: the name its runs are saved under, and this process's claim on
 /// the runs it resumes.
 #[derive(Debug, Clone)]
@@ -172,7 +153,7 @@ impl Host {
     /// A host of this name over `store`, holding what it claims for 30
     /// seconds at a time (renewed while it works).
     pub fn new(store: Store, name: &str) -> Result<Self, StoreError> {
-        if let Some(problem) = host_name_problem(name) {
+        if let Some(problem) = crate::names::host_name_problem(name) {
             return Err(StoreError::InvalidHostName {
                 name: toolgate::visible::visible(name).into_owned(),
                 problem,
@@ -230,7 +211,7 @@ impl Host {
             let Some((suspension_id, run_id, token)) = self.claim().await? else {
                 return Ok(None);
             };
-            match self.work(suspension_id, &run_id).await {
+            match self.work(suspension_id).await {
                 Ok(work) => {
                     return Ok(Some(Resumable {
                         suspension_id,

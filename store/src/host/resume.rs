@@ -4,8 +4,8 @@
 use serde_json::Value;
 use toolgate::audit::{DecisionKind, DecisionLog, DecisionRecord, LogError};
 use toolgate::erased::BoxFuture;
-use toolgate::journal::{OutcomeUnknown, Recovered};
 use toolgate::run::{Model, Outcome, RunError, RunState};
+use toolgate::run::{OutcomeUnknown, Recovered};
 use toolgate::suspend::{
     CallDecisions, Decision, InputSubmission, Refusal, ResumeError, SuspendedRun, SuspendedStatus,
     Verdict,

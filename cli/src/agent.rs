@@ -1,5 +1,5 @@
-//! The host the command line runs: the demo builtins, the scripted demo
-//! model, and the registry over the store's servers.
+//! The agent the command line runs as the demo's host: the demo's builtin
+//! tools, its scripted model, and the registry over the store's servers.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;

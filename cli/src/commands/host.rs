@@ -9,7 +9,7 @@ use std::time::Duration;
 use toolgate_store::{Host, Store};
 
 use super::decide::report_resumed;
-use crate::host::{self, DemoModel, Workspace};
+use crate::agent::{self, DemoModel, Workspace};
 use crate::output::{Out, say, say_err};
 use crate::{Failure, HostArgs};
 
@@ -22,7 +22,7 @@ pub(super) async fn host(
     workspace
         .prepare()
         .map_err(|e| Failure::Error(format!("cannot prepare the demo workspace: {e}")))?;
-    let (registry, provider) = host::registry(store, workspace).map_err(Failure::Error)?;
+    let (registry, provider) = agent::registry(store, workspace).map_err(Failure::Error)?;
     let host =
         Host::new(store.clone(), &args.name)?.with_lease(Duration::from_millis(args.lease_ms));
     let poll = Duration::from_millis(args.poll_ms);
