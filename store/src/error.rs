@@ -1,0 +1,132 @@
+//! What can go wrong in the store.
+
+use sqlx::migrate::MigrateError;
+
+use crate::Backend;
+
+/// A store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Runs in this store were saved under an integrity key, and this handle
+    /// has none.
+    #[error(
+        "this store authenticates its runs and decisions: open it with its integrity key (`--integrity-key-file` or TOOLGATE_INTEGRITY_KEY_FILE); read without it, a run could have been rewritten by anyone who can write the database"
+    )]
+    KeyRequired,
+    /// The database could not be opened or created.
+    #[error("cannot open the database at {location}: {source}")]
+    Open {
+        /// The file or URL (a password left out).
+        location: String,
+        /// Why.
+        source: sqlx::Error,
+    },
+    /// The location names a backend this build leaves out.
+    #[error(
+        "{location} is a {backend} database, and this build of toolgate-store has no {backend} backend (enable the crate's `{backend}` feature)"
+    )]
+    BackendNotBuilt {
+        /// The URL (a password left out).
+        location: String,
+        /// The backend.
+        backend: Backend,
+    },
+    /// The database has a migration this build does not know.
+    #[error(
+        "the database was written by a newer toolgate: it has schema version {version}, which this build (up to version {known}) does not know; refusing to open it"
+    )]
+    NewerSchema {
+        /// The unknown version found in the database.
+        version: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+    /// An applied migration's text differs from this build's.
+    #[error(
+        "schema version {version} was changed after it was applied to this database (its checksum differs); refusing to open it"
+    )]
+    EditedMigration {
+        /// The migration.
+        version: i64,
+    },
+    /// Migrating failed otherwise.
+    #[error("migrating the database failed: {0}")]
+    Migrate(MigrateError),
+    /// A query failed.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// No server has that identifier.
+    #[error("no server `{0}`")]
+    NoSuchServer(String),
+    /// The server's tools are not the ones whose digest the operator was
+    /// shown: its catalogue changed in between. Nothing was changed.
+    #[error(
+        "the tools of server `{server}` changed since they were shown: nothing was accepted; review them again and act with the digest shown then"
+    )]
+    CatalogueChanged {
+        /// The server.
+        server: String,
+    },
+    /// Turning a server's approval off makes its tools run without a human:
+    /// it carries the digest of the tools the operator was shown.
+    #[error(
+        "turning approval off for server `{server}` makes its tools run unattended, so it needs the digest of the tools you reviewed"
+    )]
+    ReviewRequired {
+        /// The server.
+        server: String,
+    },
+    /// The server has no live tool of that name.
+    #[error("server `{server}` has no tool `{tool}`")]
+    NoSuchTool {
+        /// The server.
+        server: String,
+        /// The tool's local name, with hidden characters made visible.
+        tool: String,
+    },
+    /// A server with that identifier exists.
+    #[error("a server `{0}` exists already")]
+    ServerExists(String),
+    /// The identifier is unusable.
+    #[error("unusable server identifier `{id}`: {problem}")]
+    InvalidServerId {
+        /// The identifier.
+        id: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// The run does not wait for a choice on a call whose outcome is unknown.
+    #[error("run `{0}` has no call whose outcome is unknown: nothing to rerun or skip")]
+    NotUnknown(String),
+    /// A host name is unusable.
+    #[error("unusable host name `{name}`: {problem}")]
+    InvalidHostName {
+        /// The name, with hidden characters made visible.
+        name: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// A value could not be encoded.
+    #[error("cannot encode {what}: {source}")]
+    Encode {
+        /// What.
+        what: &'static str,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A suspended run could not be encoded.
+    #[error(transparent)]
+    EncodeRun(#[from] toolgate::suspend::EncodeError),
+    /// A transport that was read as unreadable cannot be written back.
+    #[error("cannot store an unreadable transport: {0}")]
+    UnreadableTransport(String),
+    /// A stored row does not read back; nothing is guessed in its place.
+    #[error("stored {what} is unreadable: {reason}")]
+    Unreadable {
+        /// What.
+        what: &'static str,
+        /// Why.
+        reason: String,
+    },
+}

@@ -1,0 +1,234 @@
+//! Where a store is kept, read from what an operator types, and shown with
+//! any password hidden.
+
+use std::path::{Path, PathBuf};
+
+use crate::Backend;
+
+/// Where a store is kept: an SQLite file (the embedded default) or a
+/// PostgreSQL database.
+///
+/// Parsed from what an operator types: `postgres://…` or `postgresql://…`
+/// is a server; `sqlite:PATH` or `sqlite://PATH`, or anything else, is the
+/// path of an SQLite file.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Location {
+    /// An SQLite file, created on first use.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection URL (the database must exist).
+    Postgres(String),
+}
+
+impl Location {
+    /// Reads a path or a database URL. Surrounding white space is ignored;
+    /// anything that begins with `postgres:` or `postgresql:` (any case) is
+    /// a PostgreSQL location, well formed or not — a mistyped URL is refused
+    /// when opened, never taken for the name of an SQLite file.
+    pub fn parse(text: &str) -> Location {
+        let text = text.trim();
+        let lower = text.get(..11).unwrap_or(text).to_ascii_lowercase();
+        if lower.starts_with("postgres:") || lower.starts_with("postgresql:") {
+            Location::Postgres(text.to_owned())
+        } else if let Some(rest) = text.strip_prefix("sqlite://") {
+            Location::Sqlite(PathBuf::from(rest))
+        } else if let Some(rest) = text.strip_prefix("sqlite:") {
+            Location::Sqlite(PathBuf::from(rest))
+        } else {
+            Location::Sqlite(PathBuf::from(text))
+        }
+    }
+
+    /// The backend this location names.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Location::Sqlite(_) => Backend::Sqlite,
+            Location::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The location as an operator reads it: a path, or a URL with its
+    /// password left out.
+    pub fn display(&self) -> String {
+        match self {
+            Location::Sqlite(path) => path.display().to_string(),
+            Location::Postgres(url) => redact_password(url),
+        }
+    }
+}
+
+/// Debug output never shows a password either.
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            Location::Postgres(url) => f
+                .debug_tuple("Postgres")
+                .field(&redact_password(url))
+                .finish(),
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display())
+    }
+}
+
+impl From<&str> for Location {
+    fn from(text: &str) -> Self {
+        Location::parse(text)
+    }
+}
+
+impl From<String> for Location {
+    fn from(text: String) -> Self {
+        Location::parse(&text)
+    }
+}
+
+impl From<&Path> for Location {
+    fn from(path: &Path) -> Self {
+        match path.to_str() {
+            Some(text) => Location::parse(text),
+            None => Location::Sqlite(path.to_owned()),
+        }
+    }
+}
+
+impl From<PathBuf> for Location {
+    fn from(path: PathBuf) -> Self {
+        Location::from(path.as_path())
+    }
+}
+
+impl From<&PathBuf> for Location {
+    fn from(path: &PathBuf) -> Self {
+        Location::from(path.as_path())
+    }
+}
+
+impl From<&Location> for Location {
+    fn from(location: &Location) -> Self {
+        location.clone()
+    }
+}
+
+/// A URL with every password in it — in its user information, or as a
+/// `password` parameter — replaced by `***`.
+pub(crate) fn redact_password(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut out = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = match rest.find('/') {
+                Some(at) => rest.split_at(at),
+                None => (rest, ""),
+            };
+            match authority.rsplit_once('@') {
+                Some((userinfo, host)) => match userinfo.split_once(':') {
+                    Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+                    None => base.to_owned(),
+                },
+                None => base.to_owned(),
+            }
+        }
+        // No authority to read: keep the scheme only.
+        None => match base.split_once(':') {
+            Some((scheme, rest)) if !rest.is_empty() => format!("{scheme}:***"),
+            _ => base.to_owned(),
+        },
+    };
+    if let Some(query) = query {
+        out.push('?');
+        let parameters: Vec<String> = query
+            .split('&')
+            .map(|parameter| match parameter.split_once('=') {
+                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
+                _ => parameter.to_owned(),
+            })
+            .collect();
+        out.push_str(&parameters.join("&"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_are_read_from_what_an_operator_types() {
+        assert_eq!(
+            Location::parse("postgres://u:p@db/toolgate"),
+            Location::Postgres("postgres://u:p@db/toolgate".into())
+        );
+        assert_eq!(
+            Location::parse("PostgreSQL://db/toolgate").backend(),
+            Backend::Postgres
+        );
+        assert_eq!(
+            Location::parse("sqlite:///var/lib/toolgate.db"),
+            Location::Sqlite("/var/lib/toolgate.db".into())
+        );
+        assert_eq!(
+            Location::parse("sqlite:data/toolgate.db"),
+            Location::Sqlite("data/toolgate.db".into())
+        );
+        assert_eq!(
+            Location::parse("toolgate.db"),
+            Location::Sqlite("toolgate.db".into())
+        );
+        assert_eq!(Location::parse("é").backend(), Backend::Sqlite);
+        // Mistyped URLs are PostgreSQL locations, refused when opened, never
+        // files named after a password.
+        assert_eq!(
+            Location::parse(" postgres://u:pw@db/x").backend(),
+            Backend::Postgres
+        );
+        assert_eq!(
+            Location::parse("postgres:u:pw@db/x").backend(),
+            Backend::Postgres
+        );
+    }
+
+    #[test]
+    fn a_password_is_never_displayed() {
+        for (url, shown) in [
+            (
+                "postgres://tg:s3cret@db:5432/toolgate",
+                "postgres://tg:***@db:5432/toolgate",
+            ),
+            (
+                "postgres://tg:p@ss@word@db/toolgate?sslmode=require",
+                "postgres://tg:***@db/toolgate?sslmode=require",
+            ),
+            ("postgres://tg@db/toolgate", "postgres://tg@db/toolgate"),
+            (
+                "postgres://db/toolgate?host=/run/pg",
+                "postgres://db/toolgate?host=/run/pg",
+            ),
+            (
+                "postgres://tg@db/toolgate?host=/run/pg&password=s3cret&sslmode=require",
+                "postgres://tg@db/toolgate?host=/run/pg&password=***&sslmode=require",
+            ),
+            (
+                "postgres://tg@db/toolgate?PASSWORD=s3cret",
+                "postgres://tg@db/toolgate?PASSWORD=***",
+            ),
+            ("postgres:tg:s3cret@db/toolgate", "postgres:***"),
+            (
+                "  postgres://tg:s3cret@db/toolgate ",
+                "postgres://tg:***@db/toolgate",
+            ),
+        ] {
+            assert_eq!(Location::parse(url).display(), shown, "{url}");
+            assert!(
+                !format!("{:?}", Location::parse(url)).contains("s3cret"),
+                "{url}"
+            );
+        }
+    }
+}
