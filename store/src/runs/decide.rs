@@ -1,0 +1,569 @@
+//! Deciding a stored run: the decision checked against the open suspension
+//! and recorded beside it, approvals counted, an expired turn asked again, a
+//! refused resume's decision given back.
+
+use serde_json::Value;
+use toolgate::identity::{self, IdentitySource, Operator};
+use toolgate::{
+    audit::{DecisionKind, DecisionRecord},
+    suspend::{CallDecisions, Decision, InputSubmission, SuspendedRun, TurnDigest, Verdict},
+};
+
+use crate::db::{Query, Row, Tx};
+use crate::{Store, StoreError, now_ms};
+
+use super::{Answer, ClaimError, Recorded, verdict_from, verdict_text};
+
+impl Store {
+    /// Records a decision on a stored run — and nothing else: the host that
+    /// owns the run resumes it ([`Host`](crate::Host)).
+    ///
+    /// In one transaction the run's open suspension is read, the decision
+    /// checked against it — the digest names the pending turn, the answer
+    /// fits the kind of pause, four eyes holds, input data fits the full
+    /// input schema (the core's own checks) — and the suspension marked
+    /// decided beside its decision row. Of any number of concurrent deciders
+    /// exactly one wins ([`ClaimError::AlreadyDecided`] for the others); a
+    /// decision that fails a check changes nothing.
+    ///
+    /// Any process may decide: the command line, a library call, a web page.
+    /// None of them runs a tool.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn demo(
+    /// #     store: &toolgate_store::Store,
+    /// #     digest: toolgate::suspend::TurnDigest,
+    /// # ) -> Result<(), Box<dyn std::error::Error>> {
+    /// use toolgate::identity::{IdentitySource, Operator};
+    /// use toolgate_store::Answer;
+    ///
+    /// let bob = Operator::new("bob", IdentitySource::Flag)?;
+    /// let recorded = store.decide("run-1", Some(&digest), &bob, Answer::Approve).await?;
+    /// println!("recorded; host `{}` will resume it", recorded.owner);
+    /// # Ok(()) }
+    /// ```
+    pub async fn decide(
+        &self,
+        run_id: &str,
+        digest: Option<&TurnDigest>,
+        decided_by: &Operator,
+        answer: Answer,
+    ) -> Result<Recorded, ClaimError> {
+        let (_writer, mut tx) = self.write().await?;
+        let (suspension_id, owner, run) = self.open_suspension(&mut tx, run_id).await?;
+        let expected = run.digest();
+        if digest != Some(&expected) {
+            return Err(ClaimError::StaleDigest {
+                run_id: run_id.to_owned(),
+            });
+        }
+        refuse_replay(&mut tx, run_id, &expected).await?;
+        let verdict = answer.kind();
+        let per_call = check_answer(run_id, &run, &expected, decided_by, &answer)?;
+        let (calls, calls_text) = audit_of(&run, per_call.as_ref())?;
+        let need = run.state().options.approvals_required.max(1);
+        let approving = per_call.as_ref().is_some_and(CallDecisions::approves_any);
+        let have = if approving && need > 1 {
+            count_approvals(
+                &mut tx,
+                run_id,
+                suspension_id,
+                decided_by,
+                calls_text.as_ref(),
+            )
+            .await?
+        } else {
+            need
+        };
+        let complete = have >= need;
+        let now = now_ms();
+        if complete {
+            mark_decided(&mut tx, run_id, suspension_id, decided_by, now).await?;
+        }
+        let requested_by = run.state().requested_by.clone();
+        let record = DecisionRecord {
+            run_id: run_id.to_owned(),
+            decided_by: decided_by.name().to_owned(),
+            decided_by_source: decided_by.source(),
+            self_decided: identity::same_person(decided_by.name(), &requested_by),
+            requested_by,
+            at_unix_ms: u64::try_from(now).unwrap_or(0),
+            verdict,
+            digest: expected,
+            tools: run.pending().iter().map(|c| c.name.clone()).collect(),
+            voided: None,
+            calls,
+        };
+        let input = match &answer {
+            Answer::Input(data) => Some(data.to_string()),
+            Answer::Approve | Answer::Deny | Answer::Calls(_) => None,
+        };
+        self.insert_decision(
+            &mut tx,
+            suspension_id,
+            &record,
+            input,
+            calls_text,
+            !complete,
+        )
+        .await?;
+        tx.commit().await?;
+        if !complete {
+            tracing::info!(run = %run_id, by = %decided_by, have, need, "partial approval recorded");
+            return Ok(Recorded {
+                record,
+                owner,
+                approvals: (have, need),
+            });
+        }
+        self.inbox.notify_waiters();
+        tracing::info!(run = %run_id, by = %decided_by, source = %decided_by.source(), verdict = %record.summary(), owner = %owner, "decision recorded");
+        Ok(Recorded {
+            record,
+            owner,
+            approvals: (have.min(need), need),
+        })
+    }
+
+    /// Writes a decision row, tagged under the key when there is one.
+    async fn insert_decision(
+        &self,
+        tx: &mut Tx,
+        suspension_id: i64,
+        record: &DecisionRecord,
+        input: Option<String>,
+        calls_text: Option<String>,
+        partial: bool,
+    ) -> Result<(), ClaimError> {
+        let now = i64::try_from(record.at_unix_ms).unwrap_or(i64::MAX);
+        let run_id = record.run_id.as_str();
+        let verdict = record.verdict;
+        let tools = serde_json::to_string(&record.tools).map_err(|source| StoreError::Encode {
+            what: "the tool names",
+            source,
+        })?;
+        let mac = self.key().map(|key| {
+            key.tag(&crate::tags::decision(
+                suspension_id,
+                record,
+                input.as_deref(),
+            ))
+        });
+        let revision: i64 = Query::new("SELECT value FROM operator_revision WHERE id = 1")
+            .scalar(&mut *tx)
+            .await?;
+        Query::new(
+            "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac, input, calls, policy_revision, partial)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(suspension_id)
+        .bind(run_id)
+        .bind(verdict_text(verdict))
+        .bind(&record.decided_by)
+        .bind(record.decided_by_source.as_str())
+        .bind(&record.requested_by)
+        .bind(i64::from(record.self_decided))
+        .bind(record.digest.as_str())
+        .bind(tools)
+        .bind(now)
+        .bind(mac)
+        .bind(input)
+        .bind(calls_text)
+        .bind(revision)
+        .bind(i64::from(partial))
+        .execute(&mut *tx)
+        .await?;
+        Ok(())
+    }
+
+    /// The open suspension of a run, read inside the caller's transaction:
+    /// its row id, its owner and its document, decoded fail-closed; why there
+    /// is none, otherwise.
+    async fn open_suspension(
+        &self,
+        tx: &mut Tx,
+        run_id: &str,
+    ) -> Result<(i64, String, SuspendedRun), ClaimError> {
+        // Concurrent deciders of one run take turns from here: each reads
+        // the open suspension, checks and counts after the one before it
+        // committed.
+        tx.lock_open_suspension(run_id).await?;
+        let row = Query::new(format!(
+            "SELECT id, run_id, status, document, digest, requested_by, owner FROM suspended_run
+             WHERE run_id = ? AND {}",
+            crate::suspension::when::OPEN
+        ))
+        .bind(run_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Err(not_waiting(tx, run_id).await);
+        };
+        let run = self
+            .read_document(&row)?
+            .map_err(|error| ClaimError::Corrupt {
+                run_id: run_id.to_owned(),
+                error,
+            })?;
+        Ok((row.try_get("id")?, row.try_get("owner")?, run))
+    }
+
+    /// Asks an expired turn again: the turn is paused afresh — its time limit
+    /// starts over and it has a new digest — and the expired pause is closed,
+    /// saying who asked again; partial approvals of it are voided. Only an
+    /// expired turn can be asked again.
+    pub async fn ask_again(&self, run_id: &str, by: &Operator) -> Result<String, ClaimError> {
+        let (_writer, mut tx) = self.write().await?;
+        let (suspension_id, owner, run) = self.open_suspension(&mut tx, run_id).await?;
+        let now = now_ms();
+        let expired = run
+            .expires_at_ms()
+            .is_some_and(|at| u64::try_from(now).unwrap_or(0) > at);
+        if !expired {
+            return Err(ClaimError::NotExpired {
+                run_id: run_id.to_owned(),
+            });
+        }
+        let why = format!("expired; asked again by {}", by.name());
+        crate::suspension::close(&mut tx, suspension_id, by.name(), &why, now).await?;
+        Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+            .bind(&why)
+            .bind(suspension_id)
+            .execute(&mut tx)
+            .await?;
+        self.insert_suspended(&mut tx, &run.asked_again(), &owner)
+            .await?;
+        tx.commit().await?;
+        tracing::info!(run = %run_id, by = %by, "expired turn asked again");
+        Ok(owner)
+    }
+
+    /// Gives a decision back when its resume was refused before anything of
+    /// the turn ran: the decision stays in the audit trail, voided with why,
+    /// and the run waits for a fresh decision — in one transaction.
+    pub(crate) async fn release(
+        &self,
+        suspension_id: i64,
+        instance: &str,
+        why: &str,
+    ) -> Result<(), StoreError> {
+        let (_writer, mut tx) = self.write().await?;
+        let released = crate::suspension::release(&mut tx, suspension_id, instance).await?;
+        if released {
+            // Audit rows are never deleted: the decision stays, voided, with why.
+            Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+                .bind(why)
+                .bind(suspension_id)
+                .execute(&mut tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The decisions taken on a run, oldest first, voided ones included.
+    pub async fn decisions(&self, run_id: &str) -> Result<Vec<DecisionRecord>, StoreError> {
+        self.check_keyed()?;
+        let rows = Query::new("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| self.decision_from(row).map(|(record, _)| record))
+            .collect()
+    }
+
+    /// The standing decision on a suspension, with the data an input
+    /// decision submitted.
+    pub(crate) async fn standing_decision(
+        &self,
+        suspension_id: i64,
+    ) -> Result<Option<(DecisionRecord, Option<Value>)>, StoreError> {
+        self.check_keyed()?;
+        let row = Query::new(
+            "SELECT * FROM decision WHERE suspension_id = ? AND voided IS NULL AND partial = 0",
+        )
+        .bind(suspension_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| self.decision_from(&row)).transpose()
+    }
+
+    /// A decision row, verified under this store's key when it has one.
+    pub(super) fn decision_from(
+        &self,
+        row: &Row,
+    ) -> Result<(DecisionRecord, Option<Value>), StoreError> {
+        let verdict = verdict_from(&row.try_get::<String, _>("verdict")?)?;
+        let tools: String = row.try_get("tools")?;
+        let tools = serde_json::from_str(&tools).map_err(|e| StoreError::Unreadable {
+            what: "decision tool list",
+            reason: e.to_string(),
+        })?;
+        let record = DecisionRecord {
+            run_id: row.try_get("run_id")?,
+            decided_by: row.try_get("decided_by")?,
+            decided_by_source: IdentitySource::from_name(
+                &row.try_get::<String, _>("decided_by_source")?,
+            ),
+            requested_by: row.try_get("requested_by")?,
+            self_decided: row.try_get::<i64, _>("self_decided")? == 1,
+            at_unix_ms: u64::try_from(row.try_get::<i64, _>("decided_at")?).unwrap_or(0),
+            verdict,
+            digest: TurnDigest::from_text(row.try_get::<String, _>("digest")?),
+            tools,
+            voided: row.try_get("voided")?,
+            calls: match row.try_get::<Option<String>, _>("calls")? {
+                Some(text) => serde_json::from_str(&text).map_err(|e| StoreError::Unreadable {
+                    what: "decision calls",
+                    reason: e.to_string(),
+                })?,
+                None => Vec::new(),
+            },
+        };
+        let input: Option<String> = row.try_get("input")?;
+        if let Some(key) = self.key() {
+            let suspension_id: i64 = row.try_get("suspension_id")?;
+            let mac: Option<String> = row.try_get("mac")?;
+            let bytes = crate::tags::decision(suspension_id, &record, input.as_deref());
+            if !mac.is_some_and(|mac| key.verify(&bytes, &mac)) {
+                return Err(StoreError::Unreadable {
+                    what: "decision record",
+                    reason: format!(
+                        "the decision on run `{}` by `{}` does not verify under this store's integrity key: it was changed, or written without the key",
+                        toolgate::visible::visible(&record.run_id),
+                        toolgate::visible::visible(&record.decided_by)
+                    ),
+                });
+            }
+        }
+        let input = input
+            .map(|text| {
+                serde_json::from_str(&text).map_err(|e| StoreError::Unreadable {
+                    what: "decision input",
+                    reason: e.to_string(),
+                })
+            })
+            .transpose()?;
+        Ok((record, input))
+    }
+}
+
+/// Why a run has no open suspension: decided already (and by whom), or
+/// unknown.
+async fn not_waiting(tx: &mut Tx, run_id: &str) -> ClaimError {
+    let by: Result<Option<Option<String>>, sqlx::Error> = Query::new(
+        "SELECT decided_by FROM suspended_run WHERE run_id = ? ORDER BY id DESC LIMIT 1",
+    )
+    .bind(run_id)
+    .scalar_optional(&mut *tx)
+    .await;
+    match by {
+        Ok(Some(by)) => ClaimError::AlreadyDecided {
+            run_id: run_id.to_owned(),
+            by,
+        },
+        Ok(None) => ClaimError::NotFound(run_id.to_owned()),
+        Err(error) => error.into(),
+    }
+}
+
+/// The run's own rules for an answer — it fits the kind of pause, four eyes
+/// holds, input data fits the full input schema — judged by the core's
+/// checks, the same ones a resume runs.
+fn check_answer(
+    run_id: &str,
+    run: &SuspendedRun,
+    digest: &TurnDigest,
+    decided_by: &Operator,
+    answer: &Answer,
+) -> Result<Option<CallDecisions>, ClaimError> {
+    let refused = |reason| ClaimError::Refused {
+        run_id: run_id.to_owned(),
+        reason,
+    };
+    match (run, answer) {
+        (
+            SuspendedRun::AwaitingApproval(pending),
+            Answer::Approve | Answer::Deny | Answer::Calls(_),
+        ) => {
+            let decisions = match answer {
+                Answer::Calls(calls) => CallDecisions {
+                    calls: calls.clone(),
+                    digest: digest.clone(),
+                    decided_by: decided_by.name().to_owned(),
+                    also_approved_by: Vec::new(),
+                },
+                _ => Decision {
+                    verdict: if *answer == Answer::Approve {
+                        Verdict::Approve
+                    } else {
+                        Verdict::Deny
+                    },
+                    digest: digest.clone(),
+                    decided_by: decided_by.name().to_owned(),
+                }
+                .per_call(pending.pending()),
+            };
+            pending.check_calls(&decisions).map_err(refused)?;
+            Ok(Some(decisions))
+        }
+        (SuspendedRun::WaitingForInput(pending), Answer::Input(data)) => {
+            pending
+                .check_input(&InputSubmission {
+                    data: data.clone(),
+                    digest: digest.clone(),
+                    submitted_by: decided_by.name().to_owned(),
+                })
+                .map_err(refused)?;
+            Ok(None)
+        }
+        _ => Err(ClaimError::DoesNotFit {
+            run_id: run_id.to_owned(),
+            status: run.status(),
+            verdict: answer.kind(),
+        }),
+    }
+}
+
+/// The turn call by call, as a decision on it is kept, and its stored text.
+fn audit_of(
+    run: &SuspendedRun,
+    per_call: Option<&CallDecisions>,
+) -> Result<(Vec<toolgate::audit::AuditedCall>, Option<String>), StoreError> {
+    let calls = match (run, per_call) {
+        (SuspendedRun::AwaitingApproval(pending), Some(decisions)) => pending.audited(decisions),
+        _ => Vec::new(),
+    };
+    if calls.is_empty() {
+        return Ok((calls, None));
+    }
+    let text = serde_json::to_string(&calls).map_err(|source| StoreError::Encode {
+        what: "the per-call verdicts",
+        source,
+    })?;
+    Ok((calls, Some(text)))
+}
+
+/// Marks the open suspension decided — the conditional update of which, of
+/// any number of concurrent deciders, exactly one wins.
+async fn mark_decided(
+    tx: &mut Tx,
+    run_id: &str,
+    suspension_id: i64,
+    decided_by: &Operator,
+    now: i64,
+) -> Result<(), ClaimError> {
+    let claimed =
+        crate::suspension::mark_decided(tx, suspension_id, decided_by.name(), now).await?;
+    if claimed {
+        Ok(())
+    } else {
+        Err(ClaimError::AlreadyDecided {
+            run_id: run_id.to_owned(),
+            by: None,
+        })
+    }
+}
+
+/// The approvals a run that needs several approvers has with this one: the
+/// approver must not have approved it already, and must approve the same
+/// verdicts as those before.
+async fn count_approvals(
+    tx: &mut Tx,
+    run_id: &str,
+    suspension_id: i64,
+    decided_by: &Operator,
+    calls: Option<&String>,
+) -> Result<u32, ClaimError> {
+    let partials = partial_approvals(tx, suspension_id).await?;
+    if let Some((by, _)) = partials
+        .iter()
+        .find(|(by, _)| identity::same_person(by, decided_by.name()))
+    {
+        return Err(ClaimError::AlreadyApproved {
+            run_id: run_id.to_owned(),
+            by: by.clone(),
+        });
+    }
+    if partials.iter().any(|(_, c)| c.as_ref() != calls) {
+        return Err(ClaimError::DiffersFromPending {
+            run_id: run_id.to_owned(),
+        });
+    }
+    Ok(u32::try_from(partials.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(1))
+}
+
+/// The approvals recorded on a suspension: who, and the verdicts. While it
+/// waits these are the partial approvals; once decided, the one that
+/// completed it too.
+async fn partial_approvals(
+    tx: &mut Tx,
+    suspension_id: i64,
+) -> Result<Vec<(String, Option<String>)>, sqlx::Error> {
+    let rows = Query::new(format!(
+        "SELECT d.decided_by, d.calls FROM decision d WHERE d.suspension_id = ? AND {} ORDER BY d.id",
+        approving()
+    ))
+    .bind(suspension_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get("decided_by")?, row.try_get("calls")?)))
+        .collect()
+}
+
+impl Store {
+    /// Who approved a suspension before the decision that completed it: its
+    /// partial approvals that stand, oldest first.
+    pub(crate) async fn earlier_approvers(
+        &self,
+        suspension_id: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = Query::new(format!(
+            "SELECT d.decided_by FROM decision d WHERE d.suspension_id = ? AND d.partial = 1 AND {} ORDER BY d.id",
+            approving()
+        ))
+        .bind(suspension_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok(row.try_get("decided_by")?))
+            .collect()
+    }
+}
+
+/// Which decision rows `d` count as a suspension's approvals: approving, and
+/// not voided — the partial ones while it waits, and the one that completed
+/// it. The one count: the store's check when an approval arrives, and every
+/// view of a run (`runs list`, `runs show`, its JSON).
+pub(super) fn approving() -> String {
+    format!(
+        "d.voided IS NULL AND d.verdict = '{}'",
+        verdict_text(DecisionKind::Approved)
+    )
+}
+
+/// A digest names one suspension of one run: a decision already taken on it
+/// means an open row replays a decided turn (a copied or reopened row), never
+/// a new one.
+async fn refuse_replay(tx: &mut Tx, run_id: &str, digest: &TurnDigest) -> Result<(), ClaimError> {
+    let replayed: Option<String> = Query::new(
+        "SELECT decided_by FROM decision WHERE run_id = ? AND digest = ? AND voided IS NULL AND partial = 0 LIMIT 1",
+    )
+    .bind(run_id)
+    .bind(digest.as_str())
+    .scalar_optional(&mut *tx)
+    .await?;
+    match replayed {
+        Some(by) => Err(ClaimError::AlreadyDecided {
+            run_id: run_id.to_owned(),
+            by: Some(by),
+        }),
+        None => Ok(()),
+    }
+}
