@@ -1031,23 +1031,7 @@ fn input_is_read_from_a_file_or_standard_input() {
 fn a_tool_changed_or_added_after_approval_was_turned_off_is_quarantined() {
     let dir = temp();
     let dir = dir.path();
-    ok(
-        dir,
-        &[
-            "server",
-            "add",
-            "notes",
-            "--name",
-            "Notes",
-            "--data-class",
-            "editor_content",
-            "--",
-            TOOLGATE,
-            "mcp-test-server",
-            "--drop",
-            "tidy_notes",
-        ],
-    );
+    add_server(dir, "notes", &[]);
     ok(dir, &["import", "notes"]);
     common::approval_off(dir, "notes");
     let gate = |tools: &Value, name: &str| {
@@ -1660,6 +1644,27 @@ fn a_denied_read_beside_approved_writes_is_recorded_as_denied() {
     );
 }
 
+/// Registers the notes test server as `id` (data class `editor_content`),
+/// without `tidy_notes`, with `extra` flags.
+fn add_server(dir: &Path, id: &str, extra: &[&str]) {
+    ok(
+        dir,
+        &[
+            &[
+                "server",
+                "add",
+                id,
+                "--name",
+                "Notes",
+                "--data-class",
+                "editor_content",
+            ][..],
+            &notes_server(extra),
+        ]
+        .concat(),
+    );
+}
+
 /// The notes test server without `tidy_notes`, with `extra` flags.
 fn notes_server<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     [
@@ -1676,22 +1681,7 @@ fn notes_server<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 fn a_quarantined_tools_cause_says_so() {
     let dir = temp();
     let dir = dir.path();
-    ok(
-        dir,
-        &[
-            &[
-                "server",
-                "add",
-                "evil",
-                "--name",
-                "Evil",
-                "--data-class",
-                "editor_content",
-            ][..],
-            &notes_server(&[]),
-        ]
-        .concat(),
-    );
+    add_server(dir, "evil", &[]);
     ok(dir, &["import", "evil"]);
     common::approval_off(dir, "evil");
     ok(
@@ -1746,23 +1736,7 @@ fn shown_acceptance(dir: &Path, args: &[&str]) -> (String, String) {
 fn approval_off_and_accept_are_bound_to_what_was_shown() {
     let dir = temp();
     let dir = dir.path();
-    ok(
-        dir,
-        &[
-            "server",
-            "add",
-            "notes",
-            "--name",
-            "Notes",
-            "--data-class",
-            "editor_content",
-            "--",
-            TOOLGATE,
-            "mcp-test-server",
-            "--drop",
-            "tidy_notes",
-        ],
-    );
+    add_server(dir, "notes", &[]);
     let imported = ok(dir, &["import", "notes"]);
     let (shown, digest) = shown_acceptance(dir, &["server", "set-approval", "notes", "off"]);
     assert!(

@@ -699,8 +699,26 @@ async fn unknown_outcome(
     Arc<AtomicUsize>,
     SuspendedRun,
 ) {
+    unknown_outcome_keyed(options, None).await
+}
+
+/// [`unknown_outcome`], on a store opened with `key` when there is one.
+async fn unknown_outcome_keyed(
+    options: RunOptions,
+    key: Option<IntegrityKey>,
+) -> (
+    TestDb,
+    Store,
+    Host,
+    Registry,
+    Arc<AtomicUsize>,
+    SuspendedRun,
+) {
     let db = TestDb::new().await;
-    let store = Store::open(db.location()).await.unwrap();
+    let mut store = Store::open(db.location()).await.unwrap();
+    if let Some(key) = key {
+        store = store.with_integrity_key(key);
+    }
     let paid = Arc::new(AtomicUsize::new(0));
     let registry = Registry::builder()
         .builtin(PayHanging(Arc::clone(&paid)))
@@ -978,29 +996,9 @@ async fn a_choice_names_the_call_and_the_attempt_it_was_shown() {
 /// choice no choice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_choice_whose_reason_was_changed_is_ignored() {
-    let db = TestDb::new().await;
-    let key = || IntegrityKey::new(b"the store's own sixteen-plus byte key").unwrap();
-    let store = Store::open(db.location())
-        .await
-        .unwrap()
-        .with_integrity_key(key());
-    let paid = Arc::new(AtomicUsize::new(0));
-    let registry = Registry::builder()
-        .builtin(PayHanging(Arc::clone(&paid)))
-        .build()
-        .unwrap();
-    let run = paused(&registry, RunOptions::default()).await;
-    store.save_suspended(&run, "payments").await.unwrap();
-    store
-        .decide(
-            run.run_id(),
-            Some(&run.digest()),
-            &operator("bob"),
-            Answer::Approve,
-        )
-        .await
-        .unwrap();
-    let host = stopped_mid_call(&store, &registry, &paid).await;
+    let key = IntegrityKey::new(b"the store's own sixteen-plus byte key").unwrap();
+    let (_db, store, host, registry, paid, run) =
+        unknown_outcome_keyed(RunOptions::default(), Some(key)).await;
     assert!(
         choose(&store, run.run_id(), "carol", Choice::Rerun)
             .await
