@@ -197,19 +197,7 @@ fn a_warm_host_obeys(change: &dyn Fn(&std::path::Path, &str), paused: bool) {
     let ledger_text = ledger.to_str().expect("a UTF-8 path").to_owned();
     toolgate(dir, &["demo", "--detach", "--as", "alice"]);
     toolgate(dir, &["demo", "--detach", "--as", "alice"]);
-    toolgate(
-        dir,
-        &[
-            "server",
-            "set-transport",
-            "notes",
-            "--",
-            TOOLGATE,
-            "mcp-test-server",
-            "--ledger",
-            &ledger_text,
-        ],
-    );
+    common::set_transport(dir, "notes", &["--ledger", &ledger_text]);
     toolgate(dir, &["import", "notes"]);
     common::approval_off(dir, "notes");
     let [first, second] = run_ids(dir).try_into().expect("two runs");
@@ -289,15 +277,10 @@ fn a_warm_host_obeys_a_removed_server() {
 fn a_warm_host_obeys_a_quarantine() {
     a_warm_host_obeys(
         &|dir, ledger| {
-            toolgate(
+            common::set_transport(
                 dir,
+                "notes",
                 &[
-                    "server",
-                    "set-transport",
-                    "notes",
-                    "--",
-                    TOOLGATE,
-                    "mcp-test-server",
                     "--ledger",
                     ledger,
                     "--describe",

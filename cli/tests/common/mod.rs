@@ -98,3 +98,18 @@ pub(crate) fn approval_off(dir: &Path, server: &str) -> String {
         &["server", "set-approval", server, "off", "--digest", digest],
     )
 }
+
+/// Points server `server` at the workspace's MCP test server, with `extra`
+/// flags (as an operator changes a server under the gate).
+pub(crate) fn set_transport(dir: &Path, server: &str, extra: &[&str]) {
+    let mut args = vec![
+        "server",
+        "set-transport",
+        server,
+        "--",
+        TOOLGATE,
+        "mcp-test-server",
+    ];
+    args.extend_from_slice(extra);
+    toolgate(dir, &args);
+}
