@@ -119,7 +119,7 @@ impl Fixture {
                     *run_id = json!(id);
                 }
                 let body = value["body"].to_string();
-                value["checksum"] = json!(toolgate::suspend::body_checksum(&body));
+                value["checksum"] = json!(toolgate::testing::rules::body_checksum(&body));
                 let Ok(run) = SuspendedRun::decode(&value.to_string()) else {
                     panic!("decodes");
                 };

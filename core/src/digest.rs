@@ -128,6 +128,10 @@ impl fmt::Display for TurnDigest {
 /// `null` for a turn awaiting approval, and `[tool, call_index, schema]` for
 /// one waiting for input, so the data a user is asked for is part of what
 /// they review.
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(unreachable_pub, reason = "public behind `test-util`, for tests")
+)]
 pub fn turn_digest(
     run_id: &str,
     suspension: u32,
@@ -174,6 +178,10 @@ const REVIEWED_DOMAIN: &str = "toolgate.turn.v3";
 /// as shown, whether it needed approval, and when the turn paused — so a turn
 /// paused again after a tool changed, or asked again after it expired, has a
 /// digest of its own.
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(unreachable_pub, reason = "public behind `test-util`, for tests")
+)]
 pub fn reviewed_turn_digest(
     run_id: &str,
     suspension: u32,
@@ -308,7 +316,7 @@ pub fn accepted_definitions_digest<'a>(
 /// The digest of a tool's definition — its name, description, parameter
 /// schema and declared effect — the one rule for the definition a reviewer
 /// was shown and the one a host runs.
-pub fn tool_definition_digest(
+pub(crate) fn tool_definition_digest(
     name: &str,
     description: &str,
     parameters: &Value,
@@ -326,6 +334,10 @@ pub fn tool_definition_digest(
 
 /// The digest of a call's arguments, as denials are remembered and receipts
 /// bind them.
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(unreachable_pub, reason = "public behind `test-util`, for tests")
+)]
 pub fn arguments_digest(arguments: &Value) -> String {
     sha256_of(arguments)
 }
@@ -334,6 +346,10 @@ pub fn arguments_digest(arguments: &Value) -> String {
 /// only (an argument the tool ignores does not make another call), with
 /// numbers in one spelling (`1`, `1.0` and `1e0` are one number), as a
 /// digest. `parameters` is the tool's schema, when it is known.
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(unreachable_pub, reason = "public behind `test-util`, for tests")
+)]
 pub fn denial_key(arguments: &Value, parameters: Option<&Value>) -> String {
     let declared = parameters
         .and_then(|p| p.get("properties"))
@@ -404,7 +420,9 @@ pub struct ReviewedTool {
 }
 
 impl ReviewedTool {
-    /// The digest of the definition shown ([`tool_definition_digest`]).
+    /// The digest of the definition shown: SHA-256 over the canonical
+    /// encoding of `["toolgate.tool.v1", name, description, parameters,
+    /// effect]`.
     pub fn definition_digest(&self) -> String {
         tool_definition_digest(&self.name, &self.description, &self.parameters, self.effect)
     }

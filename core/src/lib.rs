@@ -119,17 +119,14 @@ pub mod suspend {
     pub use crate::audit::CallVerdict;
     pub use crate::digest::{
         RerunDigest, Review, ReviewedTool, TurnDigest, UnknownCall, accepted_definitions_digest,
-        arguments_digest, denial_key, rerun_digest, reviewed_turn_digest, tool_definition_digest,
-        turn_digest,
+        rerun_digest,
     };
     pub use crate::input::{InputError, input_schema_problem};
     pub use crate::pause::{
         AwaitingApproval, CallDecisions, Decision, InputSubmission, Pause, Refusal, Suspended,
         TakesInput, TakesVerdict, Verdict, WaitingForInput,
     };
-    pub use crate::persist::{
-        CorruptState, EncodeError, SuspendedRun, SuspendedStatus, body_checksum,
-    };
+    pub use crate::persist::{CorruptState, EncodeError, SuspendedRun, SuspendedStatus};
     pub use crate::resume::ResumeError;
 }
 pub mod testing;

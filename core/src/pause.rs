@@ -155,7 +155,7 @@ impl<S> Suspended<S> {
 }
 
 impl<S: Pause> Suspended<S> {
-    /// The digest a decider must carry back: see [`turn_digest`]. Show it
+    /// The digest a decider must carry back: see [`TurnDigest`]. Show it
     /// beside the turn itself, and nowhere else.
     pub fn digest(&self) -> TurnDigest {
         if self.review.tools.is_empty() {

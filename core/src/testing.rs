@@ -11,6 +11,15 @@ use crate::transcript::Message;
 
 use crate::audit::{DecisionLog, DecisionRecord, LogError};
 
+/// The rules' own functions, for tests that compute what a stored record
+/// must hold or write one by hand. Behind the `test-util` feature: not part
+/// of the API.
+#[cfg(feature = "test-util")]
+pub mod rules {
+    pub use crate::digest::{arguments_digest, denial_key, reviewed_turn_digest, turn_digest};
+    pub use crate::persist::body_checksum;
+}
+
 /// A model that plays back canned replies in order, for tests and examples.
 #[derive(Debug, Default)]
 pub struct ScriptedModel {

@@ -160,7 +160,7 @@ async fn list_and_store(
         let input_schema = serde_json::Value::Object((*tool.input_schema).clone());
         // The schema as it will be stored and read back at hydration, judged
         // by the same reading.
-        let object = crate::names::is_object_schema_text(&input_schema.to_string());
+        let object = crate::schema::is_object_schema_text(&input_schema.to_string());
         let hidden = crate::output::hidden_in_names(&input_schema);
         let mapped = local_name(&server, &remote).and_then(|local| {
             if !object {

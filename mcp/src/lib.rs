@@ -31,6 +31,7 @@ mod import;
 mod names;
 mod output;
 mod provider;
+mod schema;
 mod tool;
 
 pub use client::{ClientError, Connection, Deadlines};

@@ -3,8 +3,6 @@
 
 use std::fmt;
 
-use toolgate_store::json::Reading;
-
 /// Separates a server's identifier from a remote tool's name. Server
 /// identifiers cannot hold it, so the split is never ambiguous.
 pub const SEPARATOR: char = '.';
@@ -74,24 +72,6 @@ impl fmt::Display for SkipReason {
             ),
         }
     }
-}
-
-/// Whether a remote tool's input schema is one MCP allows, from its
-/// `"type"` field as a string (`None` when it is absent or not a string):
-/// `"object"`. The one rule, at import and at hydration.
-pub(crate) fn is_object_type(type_field: Option<&str>) -> bool {
-    type_field == Some("object")
-}
-
-/// Whether a stored input schema (JSON text) reads as a JSON object whose
-/// `"type"` passes [`is_object_type`], checked without building it
-/// ([`toolgate_store::json::read`]): a text this accepts always reads into a
-/// [`serde_json::Value`] later, as the object it literally is.
-pub(crate) fn is_object_schema_text(text: &str) -> bool {
-    matches!(
-        toolgate_store::json::read(text, is_object_type),
-        Some(Reading::Object { type_passes: true })
-    )
 }
 
 /// Why a remote name cannot be used, or the length of its local name.

@@ -10,7 +10,8 @@ use toolgate::{
 use toolgate_store::{Store, StoreError};
 
 use crate::client::{Connection, Deadlines};
-use crate::names::{SkipReason, check_local_name, is_object_schema_text};
+use crate::names::{SkipReason, check_local_name};
+use crate::schema::is_object_schema_text;
 use crate::tool::McpTool;
 
 /// A stored catalogue row the provider did not turn into a tool.

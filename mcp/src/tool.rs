@@ -61,7 +61,7 @@ impl McpTool {
         declaration: OperatorDeclaration,
         connection: Arc<Connection>,
     ) -> Result<Self, SkipReason> {
-        if !crate::names::is_object_schema_text(&input_schema) {
+        if !crate::schema::is_object_schema_text(&input_schema) {
             return Err(SkipReason::SchemaNotAnObject);
         }
         Ok(Self::checked(
@@ -75,7 +75,7 @@ impl McpTool {
     }
 
     /// [`McpTool::new`] for a schema text the caller has just checked with
-    /// [`is_object_schema_text`](crate::names::is_object_schema_text).
+    /// [`is_object_schema_text`](crate::schema::is_object_schema_text).
     pub(crate) fn checked(
         local_name: String,
         remote_name: String,

@@ -34,18 +34,15 @@
 mod catalogue;
 mod class;
 mod db;
+mod error;
 mod flag;
 mod host;
-// Not public API: the one-pass reading of a stored JSON schema, for the
-// workspace's MCP crate.
-mod error;
-#[doc(hidden)]
-pub mod json;
 mod location;
 mod names;
 mod open;
 mod runs;
 mod servers;
+mod stored_json;
 mod suspension;
 mod tags;
 
@@ -80,6 +77,10 @@ pub use runs::{
     Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory, StoredDecision,
 };
 pub use servers::{ImportState, NewServer, ServerRecord, Transport, server_id_problem};
+/// Not public API: the one-pass reading of a stored schema's top-level
+/// `"type"`, for the workspace's MCP crate.
+#[doc(hidden)]
+pub use stored_json::object_type_passes;
 
 /// The store: one SQLite file, or one PostgreSQL database.
 #[derive(Clone, Debug)]

@@ -115,7 +115,7 @@ async fn copy_of(template: &SuspendedRun, registry: &Registry, run_id: &str) -> 
     let body = serde_json::from_str::<Value>(&text).unwrap()["body"].to_string();
     let document = format!(
         "{{\"format\":\"toolgate/suspended-run\",\"version\":3,\"status\":\"awaiting_approval\",\"checksum\":\"{}\",\"body\":{body}}}",
-        toolgate::suspend::body_checksum(&body)
+        toolgate::testing::rules::body_checksum(&body)
     );
     SuspendedRun::decode(&document).unwrap()
 }

@@ -660,7 +660,7 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
     for digest in [
         TurnDigest::from_text(""),
         TurnDigest::from_text("sha256:0000"),
-        toolgate::suspend::turn_digest(
+        toolgate::testing::rules::turn_digest(
             run.run_id(),
             run.state().iterations,
             &[call("1", "write_note", json!({"x": 1}))],
@@ -688,7 +688,7 @@ async fn binding_a_missing_or_wrong_digest_is_refused_and_the_run_is_unchanged()
     );
     assert_eq!(
         run.digest(),
-        toolgate::suspend::reviewed_turn_digest(
+        toolgate::testing::rules::reviewed_turn_digest(
             run.run_id(),
             run.state().iterations,
             run.pending(),

@@ -232,7 +232,10 @@ async fn approve_deny_and_edit_by_call_id_whatever_the_order() {
         assert!(c3.definition.is_some(), "the reviewed definition is bound");
         assert_eq!(
             c3.edited_digest.as_deref(),
-            Some(toolgate::suspend::arguments_digest(&json!({"path": "notes/final.md"})).as_str())
+            Some(
+                toolgate::testing::rules::arguments_digest(&json!({"path": "notes/final.md"}))
+                    .as_str()
+            )
         );
         assert_ne!(
             c3.edited_digest.as_deref(),
@@ -651,7 +654,7 @@ async fn a_denied_call_asked_again_is_answered_without_a_pause() {
 #[test]
 fn a_denial_is_keyed_by_what_the_tool_reads() {
     let schema = json!({"type": "object", "properties": {"amount": {"type": "number"}, "to": {"type": "string"}}});
-    let key = |arguments| toolgate::suspend::denial_key(&arguments, Some(&schema));
+    let key = |arguments| toolgate::testing::rules::denial_key(&arguments, Some(&schema));
     let denied = key(json!({"amount": 100, "to": "mallory"}));
     for same in [
         json!({"amount": 100.0, "to": "mallory"}),

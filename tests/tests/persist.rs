@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 use toolgate::suspend::{
-    AwaitingApproval, Suspended, SuspendedRun, SuspendedStatus, WaitingForInput, body_checksum,
+    AwaitingApproval, Suspended, SuspendedRun, SuspendedStatus, WaitingForInput,
 };
+use toolgate::testing::rules::body_checksum;
 
 const AWAITING: &str = include_str!("../fixtures/v2-awaiting-approval.json");
 const WAITING: &str = include_str!("../fixtures/v2-waiting-for-input.json");
@@ -58,7 +59,7 @@ fn golden_v2_awaiting_approval_decodes() {
     );
     assert_eq!(
         run.digest(),
-        toolgate::suspend::turn_digest(
+        toolgate::testing::rules::turn_digest(
             &run.state().run_id,
             run.state().iterations,
             run.pending(),
@@ -127,7 +128,7 @@ fn golden_v3_documents_decode_with_their_review() {
     assert!(run.needs_verdict(0) && !run.needs_verdict(1));
     assert_eq!(
         run.digest(),
-        toolgate::suspend::reviewed_turn_digest(
+        toolgate::testing::rules::reviewed_turn_digest(
             run.run_id(),
             run.state().iterations,
             run.pending(),

@@ -267,6 +267,7 @@ impl SuspendedRun {
 /// XXH3-128 over the body's JSON text, byte for byte, as `xxh3-128:<hex>`.
 /// Anyone can compute it, so it proves a document undamaged, never
 /// unchanged: configure an [`IntegrityKey`] for that.
+#[cfg(feature = "test-util")]
 pub fn body_checksum(body: &str) -> String {
     plain_checksum(body.as_bytes())
 }

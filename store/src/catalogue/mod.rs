@@ -231,7 +231,7 @@ fn quarantine(
 /// they are stored as the definition writes them.
 ///
 /// When the schema and the annotations are each canonical — exactly what
-/// `serde_json` writes for what they read as ([`crate::json::is_canonical`])
+/// `serde_json` writes for what they read as ([`crate::stored_json::is_canonical`])
 /// — `tool_definition` writes them back unchanged, so laying the definition
 /// out around them as stored *is* `tool_definition(…)`, and comparing that
 /// with `pinned` is the rule itself, whatever `pinned` holds. In every other
@@ -244,7 +244,8 @@ fn is_definition(
     input_schema: &str,
     annotations: Option<&str>,
 ) -> bool {
-    if crate::json::is_canonical(input_schema) && annotations.is_none_or(crate::json::is_canonical)
+    if crate::stored_json::is_canonical(input_schema)
+        && annotations.is_none_or(crate::stored_json::is_canonical)
     {
         return pinned
             == definition_text(
