@@ -1,12 +1,12 @@
 //! One way to talk to either backend.
 //!
 //! The store's queries are written once, in the SQL both SQLite and
-//! PostgreSQL understand, with `?` placeholders. [`Query`] carries the text
-//! and its arguments; running it on a [`Pool`] or inside a [`Tx`] binds them
-//! to the backend's own driver (for PostgreSQL the placeholders become `$1`,
-//! `$2`, …) and reads every row into a [`Row`] of plain values, so the code
-//! above never names a backend. Where the dialects differ (row locks, the
-//! typed approval column) the caller picks by [`Backend`].
+//! PostgreSQL understand, with `$1`, `$2`, … placeholders. [`Query`] carries
+//! the text and its arguments; running it on a [`Pool`] or inside a [`Tx`]
+//! binds them to the backend's own driver and reads every row into a
+//! [`Row`] of plain values, so the code above never names a backend. Where
+//! the dialects differ (row locks, the typed approval column) the caller
+//! picks by [`Backend`].
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -99,7 +99,7 @@ impl Tx {
     /// whole database already; this is a row lock on PostgreSQL.
     pub(crate) async fn lock_run(&mut self, run_id: &str) -> Result<(), sqlx::Error> {
         self.lock(
-            "SELECT id FROM suspended_run WHERE run_id = ? FOR UPDATE",
+            "SELECT id FROM suspended_run WHERE run_id = $1 FOR UPDATE",
             run_id,
         )
         .await
@@ -112,7 +112,7 @@ impl Tx {
     pub(crate) async fn lock_open_suspension(&mut self, run_id: &str) -> Result<(), sqlx::Error> {
         self.lock(
             &format!(
-                "SELECT id FROM suspended_run WHERE run_id = ? AND {} FOR UPDATE",
+                "SELECT id FROM suspended_run WHERE run_id = $1 AND {} FOR UPDATE",
                 crate::suspension::when::OPEN
             ),
             run_id,
@@ -123,7 +123,7 @@ impl Tx {
     /// Locks a server's row until the transaction ends, so that an import,
     /// a pin and an approval change on one server take turns.
     pub(crate) async fn lock_server(&mut self, server: &str) -> Result<(), sqlx::Error> {
-        self.lock("SELECT id FROM mcp_server WHERE id = ? FOR UPDATE", server)
+        self.lock("SELECT id FROM mcp_server WHERE id = $1 FOR UPDATE", server)
             .await
     }
 
@@ -229,7 +229,7 @@ pub struct Query {
 }
 
 impl Query {
-    /// A query with `?` placeholders.
+    /// A query with `$1`, `$2`, … placeholders, bound in order.
     pub fn new(sql: impl Into<Cow<'static, str>>) -> Self {
         Self {
             sql: sql.into(),
@@ -387,6 +387,20 @@ impl Query {
     ) -> sqlx::query::Query<'static, Postgres, <Postgres as sqlx::Database>::Arguments> {
         bound(sqlx::query(AssertSqlSafe(numbered(&self.sql))), self.args)
     }
+}
+
+/// `count` placeholders numbered from `$first`, separated by commas: `$3,
+/// $4, $5` — for a statement built for a number of values known only when
+/// it runs.
+pub(crate) fn placeholders(first: usize, count: usize) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(count * 6);
+    for n in first..first + count {
+        let separator = if n == first { "" } else { ", " };
+        // Writing to a `String` cannot fail.
+        let _ = write!(out, "{separator}${n}");
+    }
+    out
 }
 
 /// A driver's query with `args` bound in order, each with its type.

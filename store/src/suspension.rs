@@ -91,9 +91,14 @@ pub(crate) mod when {
     /// `s` waits for an operator's choice on a call whose outcome is unknown.
     pub(crate) const S_OUTCOME_UNKNOWN: &str = "s.execution = 'outcome_unknown'";
     /// The row is decided and free for a host to claim: waiting, or held
-    /// under a lease that ran out (the one `?` is now).
-    pub(crate) const CLAIMABLE: &str = "state = 'decided'
-               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))";
+    /// under a lease that ran out — `now` is the placeholder (`$2`, …) of
+    /// the current time.
+    pub(crate) fn claimable(now: &str) -> String {
+        format!(
+            "state = 'decided'
+               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < {now}))"
+        )
+    }
 }
 
 /// The execution a newly stored suspension starts with.
@@ -109,9 +114,9 @@ pub(crate) async fn mark_decided(
     now: i64,
 ) -> Result<bool, sqlx::Error> {
     let marked = Query::new(
-        "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
-                execution = 'pending', updated_at = ?
-         WHERE id = ? AND state = 'open'",
+        "UPDATE suspended_run SET state = 'decided', decided_by = $1, decided_at = $2,
+                execution = 'pending', updated_at = $3
+         WHERE id = $4 AND state = 'open'",
     )
     .bind(decided_by)
     .bind(now)
@@ -132,9 +137,9 @@ pub(crate) async fn close(
     now: i64,
 ) -> Result<(), sqlx::Error> {
     Query::new(
-        "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
-                execution = 'done', outcome = ?, updated_at = ?
-         WHERE id = ? AND state = 'open'",
+        "UPDATE suspended_run SET state = 'decided', decided_by = $1, decided_at = $2,
+                execution = 'done', outcome = $3, updated_at = $4
+         WHERE id = $5 AND state = 'open'",
     )
     .bind(by)
     .bind(now)
@@ -156,8 +161,8 @@ pub(crate) async fn release(
 ) -> Result<bool, sqlx::Error> {
     let released = Query::new(
         "UPDATE suspended_run SET state = 'open', decided_by = NULL, decided_at = NULL,
-                execution = 'pending', resumed_by = NULL, lease_until = NULL, updated_at = ?
-         WHERE id = ? AND state = 'decided' AND resumed_by = ?",
+                execution = 'pending', resumed_by = NULL, lease_until = NULL, updated_at = $1
+         WHERE id = $2 AND state = 'decided' AND resumed_by = $3",
     )
     .bind(now_ms())
     .bind(suspension_id)
@@ -177,15 +182,14 @@ pub(crate) async fn claim(
     now: i64,
 ) -> Result<bool, sqlx::Error> {
     let claimed = Query::new(format!(
-        "UPDATE suspended_run SET execution = 'resuming', resumed_by = ?, lease_until = ?, updated_at = ?
-         WHERE id = ? AND {}",
-        when::CLAIMABLE
+        "UPDATE suspended_run SET execution = 'resuming', resumed_by = $1, lease_until = $2, updated_at = $3
+         WHERE id = $4 AND {}",
+        when::claimable("$3")
     ))
     .bind(token)
     .bind(lease_until)
     .bind(now)
     .bind(suspension_id)
-    .bind(now)
     .execute(&mut *tx)
     .await?;
     Ok(claimed == 1)
@@ -200,10 +204,10 @@ pub(crate) async fn unclaim(
 ) -> Result<(), sqlx::Error> {
     Query::new(
         "UPDATE suspended_run SET
-             execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = ?)
+             execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = $1)
                               THEN 'resuming' ELSE 'pending' END,
-             resumed_by = NULL, lease_until = 0, updated_at = ?
-         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+             resumed_by = NULL, lease_until = 0, updated_at = $2
+         WHERE id = $3 AND resumed_by = $4 AND execution = 'resuming'",
     )
     .bind(suspension_id)
     .bind(now_ms())
@@ -224,8 +228,8 @@ pub(crate) async fn renew(
     now: i64,
 ) -> Result<bool, sqlx::Error> {
     let held = Query::new(
-        "UPDATE suspended_run SET lease_until = ?, updated_at = ?
-         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+        "UPDATE suspended_run SET lease_until = $1, updated_at = $2
+         WHERE id = $3 AND resumed_by = $4 AND execution = 'resuming'",
     )
     .bind(lease_until)
     .bind(now)
@@ -246,9 +250,9 @@ pub(crate) async fn conclude(
     outcome: &str,
 ) -> Result<bool, sqlx::Error> {
     let concluded = Query::new(
-        "UPDATE suspended_run SET execution = ?, outcome = ?, resumed_by = NULL,
-                lease_until = NULL, updated_at = ?
-         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+        "UPDATE suspended_run SET execution = $1, outcome = $2, resumed_by = NULL,
+                lease_until = NULL, updated_at = $3
+         WHERE id = $4 AND resumed_by = $5 AND execution = 'resuming'",
     )
     .bind(to.as_str())
     .bind(outcome)
@@ -268,8 +272,8 @@ pub(crate) async fn hand_back(
     now: i64,
 ) -> Result<(), sqlx::Error> {
     Query::new(
-        "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = ?
-         WHERE id = ? AND execution = 'outcome_unknown'",
+        "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = $1
+         WHERE id = $2 AND execution = 'outcome_unknown'",
     )
     .bind(now)
     .bind(suspension_id)

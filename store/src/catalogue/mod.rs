@@ -289,7 +289,7 @@ async fn write_rows(
     now: i64,
 ) -> Result<(), StoreError> {
     for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let values = vec!["(?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"; chunk.len()].join(", ");
+        let values = values_of(chunk.len());
         let mut insert = Query::new(format!(
             "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at, definition)
              VALUES {values}
@@ -320,6 +320,32 @@ async fn write_rows(
 /// SQLite's 32,766 and PostgreSQL's 65,535).
 const ROWS_PER_INSERT: usize = 500;
 
+/// The `VALUES` of [`write_rows`] for `rows` rows: nine placeholders a row,
+/// numbered on from one row to the next, and `orphaned` written as 0.
+fn values_of(rows: usize) -> String {
+    use std::fmt::Write as _;
+    let mut values = String::with_capacity(rows * 64);
+    for row in 0..rows {
+        let n = row * 9;
+        let separator = if row == 0 { "" } else { ", " };
+        // Writing to a `String` cannot fail.
+        let _ = write!(
+            values,
+            "{separator}(${}, ${}, ${}, ${}, ${}, ${}, 0, ${}, ${}, ${})",
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4,
+            n + 5,
+            n + 6,
+            n + 7,
+            n + 8,
+            n + 9
+        );
+    }
+    values
+}
+
 impl Store {
     /// Replaces a server's catalogue with what an import found, in one
     /// transaction: new rows are added, known rows updated, rows the server
@@ -332,14 +358,14 @@ impl Store {
         let now = now_ms();
         let (_writer, mut tx) = self.write().await?;
         tx.lock_server(server_id).await?;
-        let known: Option<String> = Query::new("SELECT id FROM mcp_server WHERE id = ?")
+        let known: Option<String> = Query::new("SELECT id FROM mcp_server WHERE id = $1")
             .bind(server_id)
             .scalar_optional(&mut tx)
             .await?;
         if known.is_none() {
             return Err(StoreError::NoSuchServer(server_id.to_owned()));
         }
-        let existing = Query::new("SELECT * FROM mcp_tool WHERE server_id = ?")
+        let existing = Query::new("SELECT * FROM mcp_tool WHERE server_id = $1")
             .bind(server_id)
             .fetch_all(&mut tx)
             .await?
@@ -393,7 +419,7 @@ impl Store {
         for row in existing.iter().filter(|r| !r.orphaned) {
             if !last.contains_key(row.remote_name.as_str()) {
                 Query::new(
-                    "UPDATE mcp_tool SET orphaned = 1 WHERE server_id = ? AND remote_name = ?",
+                    "UPDATE mcp_tool SET orphaned = 1 WHERE server_id = $1 AND remote_name = $2",
                 )
                 .bind(server_id)
                 .bind(&row.remote_name)
@@ -402,13 +428,13 @@ impl Store {
                 change.orphaned.push(row.local_name.clone());
             }
         }
-        let server = Query::new("SELECT * FROM mcp_server WHERE id = ?")
+        let server = Query::new("SELECT * FROM mcp_server WHERE id = $1")
             .bind(server_id)
             .fetch_one(&mut tx)
             .await?;
         let (_, approval) = crate::flag::approval_of(&server);
         let rows = Query::new(
-            "SELECT * FROM mcp_tool WHERE server_id = ? AND orphaned = 0 ORDER BY local_name",
+            "SELECT * FROM mcp_tool WHERE server_id = $1 AND orphaned = 0 ORDER BY local_name",
         )
         .bind(server_id)
         .fetch_all(&mut tx)
@@ -425,7 +451,7 @@ impl Store {
 
     /// A server's catalogue, orphaned rows included, by local name.
     pub async fn catalogue(&self, server_id: &str) -> Result<Vec<CatalogueRow>, StoreError> {
-        let rows = Query::new("SELECT * FROM mcp_tool WHERE server_id = ? ORDER BY local_name")
+        let rows = Query::new("SELECT * FROM mcp_tool WHERE server_id = $1 ORDER BY local_name")
             .bind(server_id)
             .fetch_all(&self.pool)
             .await?;
