@@ -11,6 +11,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use crate::{ArityMismatch, StoreError};
+
 use sqlx::sqlite::{Sqlite, SqlitePool, SqliteRow};
 use sqlx::{AssertSqlSafe, Column, Row as _, TypeInfo, ValueRef};
 
@@ -97,7 +99,7 @@ impl Tx {
     /// that a decision, a claim or a release on the run reads what it acts
     /// on with no other writer in between. SQLite's transactions hold the
     /// whole database already; this is a row lock on PostgreSQL.
-    pub(crate) async fn lock_run(&mut self, run_id: &str) -> Result<(), sqlx::Error> {
+    pub(crate) async fn lock_run(&mut self, run_id: &str) -> Result<(), StoreError> {
         self.lock(
             "SELECT id FROM suspended_run WHERE run_id = $1 FOR UPDATE",
             run_id,
@@ -109,7 +111,7 @@ impl Tx {
     /// ends: concurrent deciders of the run take turns, and once it is
     /// decided the losers find nothing to lock — they do not hold up the
     /// host that claims it. A no-op on SQLite, as [`Tx::lock_run`].
-    pub(crate) async fn lock_open_suspension(&mut self, run_id: &str) -> Result<(), sqlx::Error> {
+    pub(crate) async fn lock_open_suspension(&mut self, run_id: &str) -> Result<(), StoreError> {
         self.lock(
             &format!(
                 "SELECT id FROM suspended_run WHERE run_id = $1 AND {} FOR UPDATE",
@@ -122,12 +124,12 @@ impl Tx {
 
     /// Locks a server's row until the transaction ends, so that an import,
     /// a pin and an approval change on one server take turns.
-    pub(crate) async fn lock_server(&mut self, server: &str) -> Result<(), sqlx::Error> {
+    pub(crate) async fn lock_server(&mut self, server: &str) -> Result<(), StoreError> {
         self.lock("SELECT id FROM mcp_server WHERE id = $1 FOR UPDATE", server)
             .await
     }
 
-    async fn lock(&mut self, sql: &str, key: &str) -> Result<(), sqlx::Error> {
+    async fn lock(&mut self, sql: &str, key: &str) -> Result<(), StoreError> {
         if self.backend() == Backend::Sqlite {
             return Ok(());
         }
@@ -237,7 +239,7 @@ impl Query {
         }
     }
 
-    /// Binds the next placeholder.
+    /// Binds the next argument: `$1` first, then `$2`, ….
     pub fn bind(mut self, value: impl IntoArg) -> Self {
         self.args.push(value.into_arg());
         self
@@ -247,57 +249,52 @@ impl Query {
     /// an older schema did — on a store's database; the number of rows it
     /// changed. Nothing is checked: what it writes is read back by the same
     /// fail-closed readers as everything else.
-    pub async fn execute_on(self, store: &crate::Store) -> Result<u64, crate::StoreError> {
-        Ok(self.execute(store.pool()).await?)
+    pub async fn execute_on(self, store: &crate::Store) -> Result<u64, StoreError> {
+        self.execute(store.pool()).await
     }
 
     /// Runs an operator's own query on a store's database and reads every
     /// row; see [`Query::execute_on`].
-    pub async fn fetch_all_on(self, store: &crate::Store) -> Result<Vec<Row>, crate::StoreError> {
-        Ok(self.fetch_all(store.pool()).await?)
+    pub async fn fetch_all_on(self, store: &crate::Store) -> Result<Vec<Row>, StoreError> {
+        self.fetch_all(store.pool()).await
     }
 
     /// Runs an operator's own query and reads the first row, failing when
     /// there is none; see [`Query::execute_on`].
-    pub async fn fetch_one_on(self, store: &crate::Store) -> Result<Row, crate::StoreError> {
-        Ok(self.fetch_one(store.pool()).await?)
+    pub async fn fetch_one_on(self, store: &crate::Store) -> Result<Row, StoreError> {
+        self.fetch_one(store.pool()).await
     }
 
     /// Runs an operator's own query and reads the first column of the first
     /// row; see [`Query::execute_on`].
-    pub async fn scalar_on<T: FromVal>(self, store: &crate::Store) -> Result<T, crate::StoreError> {
-        Ok(self.scalar(store.pool()).await?)
+    pub async fn scalar_on<T: FromVal>(self, store: &crate::Store) -> Result<T, StoreError> {
+        self.scalar(store.pool()).await
     }
 
     /// Runs a statement; the number of rows it changed.
-    pub(crate) async fn execute<'e>(self, on: impl Into<On<'e>>) -> Result<u64, sqlx::Error> {
-        match on.into() {
-            On::Pool(Pool::Sqlite(pool)) => Ok(self.sqlite().execute(pool).await?.rows_affected()),
-            On::Tx(Tx::Sqlite(tx)) => Ok(self.sqlite().execute(&mut **tx).await?.rows_affected()),
+    pub(crate) async fn execute<'e>(self, on: impl Into<On<'e>>) -> Result<u64, StoreError> {
+        let done = match on.into() {
+            On::Pool(Pool::Sqlite(pool)) => self.sqlite()?.execute(pool).await?.rows_affected(),
+            On::Tx(Tx::Sqlite(tx)) => self.sqlite()?.execute(&mut **tx).await?.rows_affected(),
             #[cfg(feature = "postgres")]
-            On::Pool(Pool::Postgres(pool)) => {
-                Ok(self.postgres().execute(pool).await?.rows_affected())
-            }
+            On::Pool(Pool::Postgres(pool)) => self.postgres()?.execute(pool).await?.rows_affected(),
             #[cfg(feature = "postgres")]
-            On::Tx(Tx::Postgres(tx)) => {
-                Ok(self.postgres().execute(&mut **tx).await?.rows_affected())
-            }
-        }
+            On::Tx(Tx::Postgres(tx)) => self.postgres()?.execute(&mut **tx).await?.rows_affected(),
+        };
+        Ok(done)
     }
 
     /// Every row.
-    pub(crate) async fn fetch_all<'e>(
-        self,
-        on: impl Into<On<'e>>,
-    ) -> Result<Vec<Row>, sqlx::Error> {
-        match on.into() {
-            On::Pool(Pool::Sqlite(pool)) => rows_of(&self.sqlite().fetch_all(pool).await?),
-            On::Tx(Tx::Sqlite(tx)) => rows_of(&self.sqlite().fetch_all(&mut **tx).await?),
+    pub(crate) async fn fetch_all<'e>(self, on: impl Into<On<'e>>) -> Result<Vec<Row>, StoreError> {
+        let rows = match on.into() {
+            On::Pool(Pool::Sqlite(pool)) => rows_of(&self.sqlite()?.fetch_all(pool).await?),
+            On::Tx(Tx::Sqlite(tx)) => rows_of(&self.sqlite()?.fetch_all(&mut **tx).await?),
             #[cfg(feature = "postgres")]
-            On::Pool(Pool::Postgres(pool)) => rows_of(&self.postgres().fetch_all(pool).await?),
+            On::Pool(Pool::Postgres(pool)) => rows_of(&self.postgres()?.fetch_all(pool).await?),
             #[cfg(feature = "postgres")]
-            On::Tx(Tx::Postgres(tx)) => rows_of(&self.postgres().fetch_all(&mut **tx).await?),
-        }
+            On::Tx(Tx::Postgres(tx)) => rows_of(&self.postgres()?.fetch_all(&mut **tx).await?),
+        };
+        Ok(rows?)
     }
 
     /// Every row, handed to `each` as it arrives rather than gathered
@@ -309,12 +306,12 @@ impl Query {
         mut each: impl FnMut(&mut Row) -> Result<(), E>,
     ) -> Result<(), E>
     where
-        E: From<sqlx::Error>,
+        E: From<StoreError>,
     {
         match pool {
-            Pool::Sqlite(pool) => each_row(self.sqlite().fetch(pool), &mut each).await,
+            Pool::Sqlite(pool) => each_row(self.sqlite()?.fetch(pool), &mut each).await,
             #[cfg(feature = "postgres")]
-            Pool::Postgres(pool) => each_row(self.postgres().fetch(pool), &mut each).await,
+            Pool::Postgres(pool) => each_row(self.postgres()?.fetch(pool), &mut each).await,
         }
     }
 
@@ -322,70 +319,92 @@ impl Query {
     pub(crate) async fn fetch_optional<'e>(
         self,
         on: impl Into<On<'e>>,
-    ) -> Result<Option<Row>, sqlx::Error> {
+    ) -> Result<Option<Row>, StoreError> {
         let row = match on.into() {
             On::Pool(Pool::Sqlite(pool)) => {
-                self.sqlite().fetch_optional(pool).await?.as_ref().map(one)
+                self.sqlite()?.fetch_optional(pool).await?.as_ref().map(one)
             }
             On::Tx(Tx::Sqlite(tx)) => self
-                .sqlite()
+                .sqlite()?
                 .fetch_optional(&mut **tx)
                 .await?
                 .as_ref()
                 .map(one),
             #[cfg(feature = "postgres")]
             On::Pool(Pool::Postgres(pool)) => self
-                .postgres()
+                .postgres()?
                 .fetch_optional(pool)
                 .await?
                 .as_ref()
                 .map(one),
             #[cfg(feature = "postgres")]
             On::Tx(Tx::Postgres(tx)) => self
-                .postgres()
+                .postgres()?
                 .fetch_optional(&mut **tx)
                 .await?
                 .as_ref()
                 .map(one),
         };
-        row.transpose()
+        Ok(row.transpose()?)
     }
 
     /// The first row; [`sqlx::Error::RowNotFound`] when there is none.
-    pub(crate) async fn fetch_one<'e>(self, on: impl Into<On<'e>>) -> Result<Row, sqlx::Error> {
+    pub(crate) async fn fetch_one<'e>(self, on: impl Into<On<'e>>) -> Result<Row, StoreError> {
         self.fetch_optional(on)
             .await?
-            .ok_or(sqlx::Error::RowNotFound)
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))
     }
 
     /// The first column of the first row, if there is a row.
     pub(crate) async fn scalar_optional<'e, T: FromVal>(
         self,
         on: impl Into<On<'e>>,
-    ) -> Result<Option<T>, sqlx::Error> {
-        self.fetch_optional(on)
+    ) -> Result<Option<T>, StoreError> {
+        Ok(self
+            .fetch_optional(on)
             .await?
             .map(|row| row.try_get(0))
-            .transpose()
+            .transpose()?)
     }
 
     /// The first column of the first row.
     pub(crate) async fn scalar<'e, T: FromVal>(
         self,
         on: impl Into<On<'e>>,
-    ) -> Result<T, sqlx::Error> {
-        self.fetch_one(on).await?.try_get(0)
+    ) -> Result<T, StoreError> {
+        Ok(self.fetch_one(on).await?.try_get(0)?)
     }
 
-    fn sqlite(self) -> sqlx::query::Query<'static, Sqlite, <Sqlite as sqlx::Database>::Arguments> {
-        bound(sqlx::query(AssertSqlSafe(self.sql)), self.args)
+    /// The query for SQLite's driver, once its arity is checked.
+    fn sqlite(
+        self,
+    ) -> Result<
+        sqlx::query::Query<'static, Sqlite, <Sqlite as sqlx::Database>::Arguments>,
+        StoreError,
+    > {
+        self.check()?;
+        Ok(bound(sqlx::query(AssertSqlSafe(self.sql)), self.args))
     }
 
+    /// The query for PostgreSQL's driver, once its arity is checked.
     #[cfg(feature = "postgres")]
     fn postgres(
         self,
-    ) -> sqlx::query::Query<'static, Postgres, <Postgres as sqlx::Database>::Arguments> {
-        bound(sqlx::query(AssertSqlSafe(numbered(&self.sql))), self.args)
+    ) -> Result<
+        sqlx::query::Query<'static, Postgres, <Postgres as sqlx::Database>::Arguments>,
+        StoreError,
+    > {
+        self.check()?;
+        Ok(bound(sqlx::query(AssertSqlSafe(self.sql)), self.args))
+    }
+
+    /// Refuses a statement whose placeholders are not `$1` … `$n` for its
+    /// `n` arguments ([`check_arity`]).
+    fn check(&self) -> Result<(), StoreError> {
+        check_arity(&self.sql, self.args.len()).map_err(|mismatch| StoreError::Arity {
+            statement: self.sql.clone().into_owned(),
+            mismatch,
+        })
     }
 }
 
@@ -401,6 +420,97 @@ pub(crate) fn placeholders(first: usize, count: usize) -> String {
         let _ = write!(out, "{separator}${n}");
     }
     out
+}
+
+/// The most arguments a statement binds: PostgreSQL's limit (SQLite's,
+/// 32,766, is lower still).
+const MAX_ARGS: usize = 65_535;
+
+/// Checks that the placeholders of `sql` outside quoted text are `$1` …
+/// `$bound`, each used at least once (one may be used more than once): in
+/// one pass over its bytes, allocating nothing. SQLite's driver binds a
+/// missing argument as NULL and ignores an unused one, silently; this
+/// refuses both before either driver sees the statement.
+///
+/// A `$` that continues an identifier (`a$1`) or is not followed by a digit
+/// is no placeholder. The store's statements use no dollar-quoted strings
+/// and no comments, so they are not looked for.
+pub(crate) fn check_arity(sql: &str, bound: usize) -> Result<(), ArityMismatch> {
+    if bound <= 64 {
+        check_with::<1>(sql, bound)
+    } else if bound <= MAX_ARGS {
+        check_with::<{ MAX_ARGS.div_ceil(64) }>(sql, bound)
+    } else {
+        Err(ArityMismatch::TooMany {
+            bound,
+            max: MAX_ARGS,
+        })
+    }
+}
+
+/// [`check_arity`] for `bound` of at most `64 * WORDS`: a bit a placeholder,
+/// on the stack.
+fn check_with<const WORDS: usize>(sql: &str, bound: usize) -> Result<(), ArityMismatch> {
+    let mut used = [0u64; WORDS];
+    let bytes = sql.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while let Some(&byte) = bytes.get(i) {
+        i += 1;
+        if let Some(open) = quote {
+            if byte == open {
+                quote = None;
+            }
+            continue;
+        }
+        match byte {
+            b'\'' | b'"' => quote = Some(byte),
+            b'$' => {
+                let continues_identifier = i >= 2
+                    && bytes
+                        .get(i - 2)
+                        .is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$'));
+                let digits = i;
+                let mut placeholder = 0usize;
+                while let Some(digit) = bytes.get(i).filter(|b| b.is_ascii_digit()) {
+                    placeholder = placeholder
+                        .saturating_mul(10)
+                        .saturating_add(usize::from(digit - b'0'));
+                    i += 1;
+                }
+                if continues_identifier || i == digits {
+                    continue;
+                }
+                if placeholder == 0 || placeholder > bound {
+                    return Err(ArityMismatch::Unbound { placeholder, bound });
+                }
+                let at = placeholder - 1;
+                if let Some(word) = used.get_mut(at / 64) {
+                    *word |= 1 << (at % 64);
+                }
+            }
+            _ => {}
+        }
+    }
+    // The first argument no placeholder used, if any.
+    for (index, word) in used.iter().enumerate() {
+        let first = index * 64;
+        if first >= bound {
+            break;
+        }
+        let expected = match bound - first {
+            64.. => u64::MAX,
+            left => (1u64 << left) - 1,
+        };
+        let missing = expected & !word;
+        if missing != 0 {
+            return Err(ArityMismatch::Unused {
+                placeholder: first + missing.trailing_zeros() as usize + 1,
+                bound,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A driver's query with `args` bound in order, each with its type.
@@ -423,33 +533,6 @@ where
         };
     }
     query
-}
-
-/// `?` placeholders as PostgreSQL's `$1`, `$2`, … — outside quoted text.
-#[cfg(feature = "postgres")]
-pub(crate) fn numbered(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len() + 16);
-    let mut n = 0u32;
-    let mut quote: Option<char> = None;
-    for c in sql.chars() {
-        match (quote, c) {
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                out.push(c);
-            }
-            (Some(q), c) if c == q => {
-                quote = None;
-                out.push(c);
-            }
-            (None, '?') => {
-                n += 1;
-                out.push('$');
-                out.push_str(&n.to_string());
-            }
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// A value read from a row, with the storage class it was read in.
@@ -752,7 +835,7 @@ impl ReadRow for PgRow {
 
 /// Hands each row of a driver's stream to `each`, read into plain values,
 /// the column names shared by all of them.
-async fn each_row<R: ReadRow, E: From<sqlx::Error>>(
+async fn each_row<R: ReadRow, E: From<StoreError>>(
     rows: impl futures_util::Stream<Item = Result<R, sqlx::Error>>,
     each: &mut impl FnMut(&mut Row) -> Result<(), E>,
 ) -> Result<(), E> {
@@ -767,7 +850,7 @@ async fn each_row<R: ReadRow, E: From<sqlx::Error>>(
     let mut read: Option<Row> = None;
     loop {
         while batch.len() < ROWS_PER_BATCH {
-            match rows.try_next().await? {
+            match rows.try_next().await.map_err(StoreError::from)? {
                 Some(row) => batch.push(row),
                 None => break,
             }
@@ -781,7 +864,7 @@ async fn each_row<R: ReadRow, E: From<sqlx::Error>>(
             });
             read.values.clear();
             for i in 0..read.names.len() {
-                read.values.push(row.read(i)?);
+                read.values.push(row.read(i).map_err(StoreError::from)?);
             }
             each(read)?;
         }
@@ -824,15 +907,67 @@ fn rows_of<R: ReadRow>(rows: &[R]) -> Result<Vec<Row>, sqlx::Error> {
         .collect()
 }
 
-#[cfg(all(test, feature = "postgres"))]
+#[cfg(test)]
 mod tests {
-    use super::numbered;
+    use super::{ArityMismatch, check_arity, placeholders};
 
     #[test]
-    fn placeholders_are_numbered_outside_quotes() {
+    fn every_argument_has_one_placeholder_and_every_placeholder_an_argument() {
+        for (sql, bound) in [
+            ("SELECT 1", 0),
+            ("SELECT $1", 1),
+            ("UPDATE t SET a = $1, b = $2 WHERE c = $3", 3),
+            // A placeholder used twice, and in any order.
+            ("UPDATE t SET a = $2, b = $1 WHERE c < $2", 2),
+            ("SELECT $1||$2", 2),
+            // Quoted text, a `$` continuing an identifier and a bare `$`
+            // hold no placeholders.
+            (
+                "SELECT '$2', \"$3\", a$4, 'it''s $5' FROM t WHERE a = $1",
+                1,
+            ),
+            ("SELECT '$' || $1 || '$$'", 1),
+            ("SELECT ?", 0),
+        ] {
+            assert_eq!(check_arity(sql, bound), Ok(()), "{sql}");
+        }
+        let unbound = |placeholder, bound| Err(ArityMismatch::Unbound { placeholder, bound });
+        let unused = |placeholder, bound| Err(ArityMismatch::Unused { placeholder, bound });
+        assert_eq!(check_arity("SELECT $1", 0), unbound(1, 0));
+        assert_eq!(check_arity("SELECT $1, $2", 1), unbound(2, 1));
+        assert_eq!(check_arity("SELECT $0", 1), unbound(0, 1));
         assert_eq!(
-            numbered("SELECT ? || '?' || \"a?\" FROM t WHERE a = ? AND b = ?"),
-            "SELECT $1 || '?' || \"a?\" FROM t WHERE a = $2 AND b = $3"
+            check_arity("SELECT $99999999999999999999999", 1),
+            unbound(usize::MAX, 1)
         );
+        assert_eq!(check_arity("SELECT 1", 1), unused(1, 1));
+        assert_eq!(check_arity("SELECT $1, $3", 3), unused(2, 3));
+        assert_eq!(check_arity("SELECT '$1'", 1), unused(1, 1));
+        // `?` is no placeholder any more: SQLite would take it for one.
+        assert_eq!(check_arity("SELECT ?", 1), unused(1, 1));
+        assert_eq!(
+            check_arity("SELECT 1", 65_536),
+            Err(ArityMismatch::TooMany {
+                bound: 65_536,
+                max: 65_535
+            })
+        );
+        // Past the first 64, across words of the bitmap, and at the limit.
+        for bound in [63, 64, 65, 127, 128, 129, 4_500, 65_535] {
+            let all = format!("SELECT {}", placeholders(1, bound));
+            assert_eq!(check_arity(&all, bound), Ok(()), "{bound}");
+            for gap in [1, 64, 65, bound - 1, bound]
+                .into_iter()
+                .filter(|&gap| gap <= bound)
+            {
+                let without = format!(
+                    "SELECT {}, {}",
+                    placeholders(1, gap - 1),
+                    placeholders(gap + 1, bound - gap)
+                );
+                assert_eq!(check_arity(&without, bound), unused(gap, bound), "{bound}");
+            }
+            assert_eq!(check_arity(&all, bound - 1), unbound(bound, bound - 1));
+        }
     }
 }

@@ -60,7 +60,7 @@ pub use db::Backend;
 #[doc(hidden)]
 pub use db::{Arg, ColumnRef, FromVal, IntoArg, Query, Row, Val};
 pub(crate) use db::{Pool, Tx};
-pub use error::StoreError;
+pub use error::{ArityMismatch, StoreError};
 pub use location::Location;
 #[doc(hidden)]
 pub use open::{MIGRATOR, POSTGRES_MIGRATOR};

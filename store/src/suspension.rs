@@ -15,7 +15,7 @@
 //! asked again; its successor is a new, open suspension.
 
 use crate::db::{Query, Tx};
-use crate::now_ms;
+use crate::{StoreError, now_ms};
 
 /// Whether a suspension waits for a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +112,7 @@ pub(crate) async fn mark_decided(
     suspension_id: i64,
     decided_by: &str,
     now: i64,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let marked = Query::new(
         "UPDATE suspended_run SET state = 'decided', decided_by = $1, decided_at = $2,
                 execution = 'pending', updated_at = $3
@@ -135,7 +135,7 @@ pub(crate) async fn close(
     by: &str,
     why: &str,
     now: i64,
-) -> Result<(), sqlx::Error> {
+) -> Result<(), StoreError> {
     Query::new(
         "UPDATE suspended_run SET state = 'decided', decided_by = $1, decided_at = $2,
                 execution = 'done', outcome = $3, updated_at = $4
@@ -158,7 +158,7 @@ pub(crate) async fn release(
     tx: &mut Tx,
     suspension_id: i64,
     instance: &str,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let released = Query::new(
         "UPDATE suspended_run SET state = 'open', decided_by = NULL, decided_at = NULL,
                 execution = 'pending', resumed_by = NULL, lease_until = NULL, updated_at = $1
@@ -180,7 +180,7 @@ pub(crate) async fn claim(
     token: &str,
     lease_until: i64,
     now: i64,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let claimed = Query::new(format!(
         "UPDATE suspended_run SET execution = 'resuming', resumed_by = $1, lease_until = $2, updated_at = $3
          WHERE id = $4 AND {}",
@@ -201,7 +201,7 @@ pub(crate) async fn unclaim(
     tx: &mut Tx,
     suspension_id: i64,
     token: &str,
-) -> Result<(), sqlx::Error> {
+) -> Result<(), StoreError> {
     Query::new(
         "UPDATE suspended_run SET
              execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = $1)
@@ -226,7 +226,7 @@ pub(crate) async fn renew(
     token: &str,
     lease_until: i64,
     now: i64,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let held = Query::new(
         "UPDATE suspended_run SET lease_until = $1, updated_at = $2
          WHERE id = $3 AND resumed_by = $4 AND execution = 'resuming'",
@@ -248,7 +248,7 @@ pub(crate) async fn conclude(
     token: &str,
     to: Execution,
     outcome: &str,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let concluded = Query::new(
         "UPDATE suspended_run SET execution = $1, outcome = $2, resumed_by = NULL,
                 lease_until = NULL, updated_at = $3
@@ -266,11 +266,7 @@ pub(crate) async fn conclude(
 
 /// Outcome unknown → waiting for its host again, once an operator's choice
 /// stands.
-pub(crate) async fn hand_back(
-    tx: &mut Tx,
-    suspension_id: i64,
-    now: i64,
-) -> Result<(), sqlx::Error> {
+pub(crate) async fn hand_back(tx: &mut Tx, suspension_id: i64, now: i64) -> Result<(), StoreError> {
     Query::new(
         "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = $1
          WHERE id = $2 AND execution = 'outcome_unknown'",

@@ -120,8 +120,7 @@ impl Host {
         )
         .bind(suspension_id)
         .fetch_one(&self.store.pool)
-        .await
-        .map_err(StoreError::from)?;
+        .await?;
         let run = self.store.read_document(&row).map_err(StoreError::from)??;
         let (record, input) = self
             .store

@@ -54,14 +54,14 @@ impl StoreJournal {
 
     async fn renew_in(&self, tx: &mut Tx) -> Result<bool, StoreError> {
         let now = now_ms();
-        Ok(crate::suspension::renew(
+        crate::suspension::renew(
             tx,
             self.suspension_id,
             &self.instance,
             now.saturating_add(self.lease),
             now,
         )
-        .await?)
+        .await
     }
 
     /// One journal entry: the lease renewed and `write` applied, in one

@@ -356,7 +356,7 @@ impl Store {
 /// Why a run has no open suspension: decided already (and by whom), or
 /// unknown.
 async fn not_waiting(tx: &mut Tx, run_id: &str) -> ClaimError {
-    let by: Result<Option<Option<String>>, sqlx::Error> = Query::new(
+    let by: Result<Option<Option<String>>, StoreError> = Query::new(
         "SELECT decided_by FROM suspended_run WHERE run_id = $1 ORDER BY id DESC LIMIT 1",
     )
     .bind(run_id)
@@ -506,7 +506,7 @@ async fn count_approvals(
 async fn partial_approvals(
     tx: &mut Tx,
     suspension_id: i64,
-) -> Result<Vec<(String, Option<String>)>, sqlx::Error> {
+) -> Result<Vec<(String, Option<String>)>, StoreError> {
     let rows = Query::new(format!(
         "SELECT d.decided_by, d.calls FROM decision d WHERE d.suspension_id = $1 AND {} ORDER BY d.id",
         approving()
@@ -514,9 +514,10 @@ async fn partial_approvals(
     .bind(suspension_id)
     .fetch_all(&mut *tx)
     .await?;
-    rows.iter()
+    Ok(rows
+        .iter()
         .map(|row| Ok((row.try_get("decided_by")?, row.try_get("calls")?)))
-        .collect()
+        .collect::<Result<_, sqlx::Error>>()?)
 }
 
 impl Store {

@@ -475,8 +475,7 @@ impl Store {
         ))
         .bind(run_id)
         .fetch_optional(&self.pool)
-        .await
-        .map_err(StoreError::from)?;
+        .await?;
         self.decoded(run_id, row)
     }
 
@@ -693,8 +692,7 @@ impl Store {
         )
         .bind(run_id)
         .fetch_optional(&self.pool)
-        .await
-        .map_err(StoreError::from)?;
+        .await?;
         self.decoded(run_id, row)
     }
 }
