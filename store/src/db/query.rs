@@ -12,24 +12,28 @@ use super::row::{each_row, one, rows_of};
 use super::{FromVal, On, Pool, Row, Tx};
 use crate::StoreError;
 
-/// An argument, typed even when NULL: PostgreSQL checks a parameter's type
-/// against its column.
-#[derive(Debug, Clone)]
-pub enum Arg {
-    /// A 64-bit integer.
-    Int(Option<i64>),
-    /// A floating-point number.
-    Real(Option<f64>),
-    /// Text.
-    Text(Option<String>),
-    /// Bytes.
-    Blob(Option<Vec<u8>>),
+pub_for_tests! {
+    /// An argument, typed even when NULL: PostgreSQL checks a parameter's type
+    /// against its column.
+    #[derive(Debug, Clone)]
+    enum Arg {
+        /// A 64-bit integer.
+        Int(Option<i64>),
+        /// A floating-point number.
+        Real(Option<f64>),
+        /// Text.
+        Text(Option<String>),
+        /// Bytes.
+        Blob(Option<Vec<u8>>),
+    }
 }
 
-/// A value that binds as a query argument.
-pub trait IntoArg {
-    /// The argument.
-    fn into_arg(self) -> Arg;
+pub_for_tests! {
+    /// A value that binds as a query argument.
+    trait IntoArg {
+        /// The argument.
+        fn into_arg(self) -> Arg;
+    }
 }
 
 macro_rules! into_arg {
@@ -67,51 +71,61 @@ impl IntoArg for Arg {
     }
 }
 
-/// A query and its arguments, for either backend.
-#[derive(Debug, Clone)]
-#[must_use = "a query does nothing until it is run"]
-pub struct Query {
-    sql: Cow<'static, str>,
-    args: Vec<Arg>,
+pub_for_tests! {
+    /// A query and its arguments, for either backend.
+    #[derive(Debug, Clone)]
+    #[must_use = "a query does nothing until it is run"]
+    struct Query {
+        sql: Cow<'static, str>,
+        args: Vec<Arg>,
+    }
 }
 
 impl Query {
-    /// A query with `$1`, `$2`, … placeholders, bound in order.
-    pub fn new(sql: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            sql: sql.into(),
-            args: Vec::new(),
+    pub_for_tests! {
+        /// A query with `$1`, `$2`, … placeholders, bound in order.
+        fn new(sql: impl Into<Cow<'static, str>>) -> Self {
+            Self {
+                sql: sql.into(),
+                args: Vec::new(),
+            }
         }
     }
 
-    /// Binds the next argument: `$1` first, then `$2`, ….
-    pub fn bind(mut self, value: impl IntoArg) -> Self {
-        self.args.push(value.into_arg());
-        self
+    pub_for_tests! {
+        /// Binds the next argument: `$1` first, then `$2`, ….
+        fn bind(mut self, value: impl IntoArg) -> Self {
+            self.args.push(value.into_arg());
+            self
+        }
     }
 
     /// Runs an operator's own statement — or a test's, writing rows the way
     /// an older schema did — on a store's database; the number of rows it
     /// changed. Nothing is checked: what it writes is read back by the same
     /// fail-closed readers as everything else.
+    #[cfg(feature = "test-util")]
     pub async fn execute_on(self, store: &crate::Store) -> Result<u64, StoreError> {
         self.execute(store.pool()).await
     }
 
     /// Runs an operator's own query on a store's database and reads every
     /// row; see [`Query::execute_on`].
+    #[cfg(feature = "test-util")]
     pub async fn fetch_all_on(self, store: &crate::Store) -> Result<Vec<Row>, StoreError> {
         self.fetch_all(store.pool()).await
     }
 
     /// Runs an operator's own query and reads the first row, failing when
     /// there is none; see [`Query::execute_on`].
+    #[cfg(feature = "test-util")]
     pub async fn fetch_one_on(self, store: &crate::Store) -> Result<Row, StoreError> {
         self.fetch_one(store.pool()).await
     }
 
     /// Runs an operator's own query and reads the first column of the first
     /// row; see [`Query::execute_on`].
+    #[cfg(feature = "test-util")]
     pub async fn scalar_on<T: FromVal>(self, store: &crate::Store) -> Result<T, StoreError> {
         self.scalar(store.pool()).await
     }
