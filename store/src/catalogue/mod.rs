@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::db::{Query, Row, Tx};
+use crate::db::{Query, Row, Tx, placeholders};
 use crate::{Store, StoreError, now_ms};
 
 mod accept;
@@ -289,7 +289,19 @@ async fn write_rows(
     now: i64,
 ) -> Result<(), StoreError> {
     for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let values = values_of(chunk.len());
+        // Nine placeholders a row, numbered on from one row to the next;
+        // `orphaned` is written as 0.
+        let values = (0..chunk.len())
+            .map(|row| {
+                let n = row * 9;
+                format!(
+                    "({}, 0, {})",
+                    placeholders(n + 1, 6),
+                    placeholders(n + 7, 3)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
         let mut insert = Query::new(format!(
             "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at, definition)
              VALUES {values}
@@ -319,32 +331,6 @@ async fn write_rows(
 /// Catalogue rows written by one statement (nine arguments each: well under
 /// SQLite's 32,766 and PostgreSQL's 65,535).
 const ROWS_PER_INSERT: usize = 500;
-
-/// The `VALUES` of [`write_rows`] for `rows` rows: nine placeholders a row,
-/// numbered on from one row to the next, and `orphaned` written as 0.
-fn values_of(rows: usize) -> String {
-    use std::fmt::Write as _;
-    let mut values = String::with_capacity(rows * 64);
-    for row in 0..rows {
-        let n = row * 9;
-        let separator = if row == 0 { "" } else { ", " };
-        // Writing to a `String` cannot fail.
-        let _ = write!(
-            values,
-            "{separator}(${}, ${}, ${}, ${}, ${}, ${}, 0, ${}, ${}, ${})",
-            n + 1,
-            n + 2,
-            n + 3,
-            n + 4,
-            n + 5,
-            n + 6,
-            n + 7,
-            n + 8,
-            n + 9
-        );
-    }
-    values
-}
 
 impl Store {
     /// Replaces a server's catalogue with what an import found, in one
