@@ -273,7 +273,7 @@ impl Query {
 pub(crate) fn placeholders(first: usize, count: usize) -> String {
     use std::fmt::Write as _;
     let mut out = String::with_capacity(count * 6);
-    for n in first..first + count {
+    for n in first..first.saturating_add(count) {
         let separator = if n == first { "" } else { ", " };
         // Writing to a `String` cannot fail.
         let _ = write!(out, "{separator}${n}");
