@@ -472,7 +472,7 @@ async fn import(store: &Store, names: &[&str], schema: Value, annotations: Optio
 /// database would.
 async fn edit(store: &Store, column: &str, remote: &str, text: &str) {
     toolgate_store::Query::new(format!(
-        "UPDATE mcp_tool SET {column} = ? WHERE remote_name = ?"
+        "UPDATE mcp_tool SET {column} = $1 WHERE remote_name = $2"
     ))
     .bind(text)
     .bind(remote)

@@ -56,6 +56,15 @@ pub enum StoreError {
     /// A query failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// A statement's placeholders do not match the arguments bound to it —
+    /// a fault of the statement, not of the database. It was not run.
+    #[error("statement not run: {mismatch}: {statement}")]
+    Arity {
+        /// The statement.
+        statement: String,
+        /// How its placeholders and its arguments differ.
+        mismatch: ArityMismatch,
+    },
     /// No server has that identifier.
     #[error("no server `{0}`")]
     NoSuchServer(String),
@@ -128,5 +137,36 @@ pub enum StoreError {
         what: &'static str,
         /// Why.
         reason: String,
+    },
+}
+
+/// How a statement's placeholders, `$1`, `$2`, …, differ from the arguments
+/// bound to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArityMismatch {
+    /// A placeholder has no argument: `$0`, or one past the last bound.
+    #[error("it uses ${placeholder} but binds {bound} argument(s)")]
+    Unbound {
+        /// The placeholder's number.
+        placeholder: usize,
+        /// How many arguments were bound.
+        bound: usize,
+    },
+    /// An argument is bound to a placeholder the statement never uses.
+    #[error("it binds {bound} argument(s) but never uses ${placeholder}")]
+    Unused {
+        /// The placeholder's number.
+        placeholder: usize,
+        /// How many arguments were bound.
+        bound: usize,
+    },
+    /// More arguments than any backend takes in one statement.
+    #[error("it binds {bound} arguments, more than the {max} a statement can take")]
+    TooMany {
+        /// How many arguments were bound.
+        bound: usize,
+        /// The most a statement takes.
+        max: usize,
     },
 }

@@ -79,17 +79,18 @@ pub fn approval_from_stored(backend: Backend, flag: &StoredFlag) -> OperatorDecl
 
 /// What the typed write path stores for a declaration on a backend — the
 /// integer 1 or 0 in SQLite, the label `required` or `not_required` in
-/// PostgreSQL — and the SQL expression that writes it from one `?`.
+/// PostgreSQL — and the SQL expression that writes it from `$1`: the
+/// statement binds it first.
 pub(crate) fn stored_for(
     backend: Backend,
     declaration: OperatorDeclaration,
 ) -> (Arg, &'static str) {
     let off = declaration == OperatorDeclaration::NoApproval;
     match backend {
-        Backend::Sqlite => (Arg::Int(Some(i64::from(!off))), "?"),
+        Backend::Sqlite => (Arg::Int(Some(i64::from(!off))), "$1"),
         Backend::Postgres => (
             Arg::Text(Some(if off { NOT_REQUIRED } else { "required" }.to_owned())),
-            "CAST(? AS toolgate_approval)",
+            "CAST($1 AS toolgate_approval)",
         ),
     }
 }

@@ -52,12 +52,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use toolgate::integrity::IntegrityKey;
 
 pub use db::Backend;
-/// Not public API: the query layer, for the workspace's tests and benches
-/// (statements an operator or an older schema would write).
+// With `test-util`, the re-export below brings it in.
+#[cfg(not(feature = "test-util"))]
+use db::Query;
+/// Not public API: the query layer, for the workspace's tests (statements an
+/// operator or an older schema would write), with the `test-util` feature.
+#[cfg(feature = "test-util")]
 #[doc(hidden)]
 pub use db::{Arg, ColumnRef, FromVal, IntoArg, Query, Row, Val};
 pub(crate) use db::{Pool, Tx};
-pub use error::StoreError;
+pub use error::{ArityMismatch, StoreError};
 pub use location::Location;
 #[doc(hidden)]
 pub use open::{MIGRATOR, POSTGRES_MIGRATOR};
@@ -250,6 +254,8 @@ impl Store {
         )
     }
 
+    /// The pool, for the query layer's test helpers (`test-util`).
+    #[cfg(feature = "test-util")]
     pub(crate) fn pool(&self) -> &Pool {
         &self.pool
     }

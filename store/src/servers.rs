@@ -193,8 +193,9 @@ impl Store {
         let (flag, write_flag) = stored_for(self.backend(), OperatorDeclaration::ApprovalRequired);
         let inserted = Query::new(format!(
             "INSERT INTO mcp_server (id, name, transport, command, url, data_class, created_at, updated_at, requires_approval)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, {write_flag}) ON CONFLICT (id) DO NOTHING"
+             VALUES ($2, $3, $4, $5, $6, $7, $8, $9, {write_flag}) ON CONFLICT (id) DO NOTHING"
         ))
+        .bind(flag)
         .bind(&server.id)
         .bind(&server.name)
         .bind(kind)
@@ -203,7 +204,6 @@ impl Store {
         .bind(server.data_class.map(DataClass::as_str))
         .bind(now)
         .bind(now)
-        .bind(flag)
         .execute(&self.pool)
         .await?;
         if inserted == 0 {
@@ -215,7 +215,7 @@ impl Store {
 
     /// One server.
     pub async fn server(&self, id: &str) -> Result<ServerRecord, StoreError> {
-        let row = Query::new("SELECT * FROM mcp_server WHERE id = ?")
+        let row = Query::new("SELECT * FROM mcp_server WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -281,7 +281,7 @@ impl Store {
         tx.lock_server(id).await?;
         let (flag, write_flag) = stored_for(tx.backend(), declaration);
         Query::new(format!(
-            "UPDATE mcp_server SET requires_approval = {write_flag}, updated_at = ? WHERE id = ?"
+            "UPDATE mcp_server SET requires_approval = {write_flag}, updated_at = $2 WHERE id = $3"
         ))
         .bind(flag)
         .bind(now_ms())
@@ -307,7 +307,7 @@ impl Store {
         class: DataClass,
     ) -> Result<ServerRecord, StoreError> {
         let result =
-            Query::new("UPDATE mcp_server SET data_class = ?, updated_at = ? WHERE id = ?")
+            Query::new("UPDATE mcp_server SET data_class = $1, updated_at = $2 WHERE id = $3")
                 .bind(class.as_str())
                 .bind(now_ms())
                 .bind(id)
@@ -324,7 +324,7 @@ impl Store {
     ) -> Result<ServerRecord, StoreError> {
         let (kind, command, url) = transport_columns(transport)?;
         let result = Query::new(
-            "UPDATE mcp_server SET transport = ?, command = ?, url = ?, updated_at = ? WHERE id = ?",
+            "UPDATE mcp_server SET transport = $1, command = $2, url = $3, updated_at = $4 WHERE id = $5",
         )
         .bind(kind)
         .bind(command)
@@ -338,12 +338,13 @@ impl Store {
 
     /// Enables or disables the server.
     pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<ServerRecord, StoreError> {
-        let result = Query::new("UPDATE mcp_server SET enabled = ?, updated_at = ? WHERE id = ?")
-            .bind(i64::from(enabled))
-            .bind(now_ms())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        let result =
+            Query::new("UPDATE mcp_server SET enabled = $1, updated_at = $2 WHERE id = $3")
+                .bind(i64::from(enabled))
+                .bind(now_ms())
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
         self.changed(id, result).await
     }
 
@@ -357,7 +358,7 @@ impl Store {
     /// Removes the server and its catalogue.
     pub async fn remove_server(&self, id: &str) -> Result<ServerRecord, StoreError> {
         let record = self.server(id).await?;
-        Query::new("DELETE FROM mcp_server WHERE id = ?")
+        Query::new("DELETE FROM mcp_server WHERE id = $1")
             .bind(id)
             .execute(&self.pool)
             .await?;
@@ -369,7 +370,7 @@ impl Store {
         let status = if error.is_some() { "failed" } else { "ok" };
         let now = now_ms();
         let result = Query::new(
-            "UPDATE mcp_server SET import_status = ?, import_error = ?, imported_at = ?, updated_at = ? WHERE id = ?",
+            "UPDATE mcp_server SET import_status = $1, import_error = $2, imported_at = $3, updated_at = $4 WHERE id = $5",
         )
         .bind(status)
         .bind(error)

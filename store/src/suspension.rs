@@ -15,7 +15,7 @@
 //! asked again; its successor is a new, open suspension.
 
 use crate::db::{Query, Tx};
-use crate::now_ms;
+use crate::{StoreError, now_ms};
 
 /// Whether a suspension waits for a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,9 +91,14 @@ pub(crate) mod when {
     /// `s` waits for an operator's choice on a call whose outcome is unknown.
     pub(crate) const S_OUTCOME_UNKNOWN: &str = "s.execution = 'outcome_unknown'";
     /// The row is decided and free for a host to claim: waiting, or held
-    /// under a lease that ran out (the one `?` is now).
-    pub(crate) const CLAIMABLE: &str = "state = 'decided'
-               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < ?))";
+    /// under a lease that ran out — `now` is the placeholder (`$2`, …) of
+    /// the current time.
+    pub(crate) fn claimable(now: &str) -> String {
+        format!(
+            "state = 'decided'
+               AND (execution = 'pending' OR (execution = 'resuming' AND lease_until < {now}))"
+        )
+    }
 }
 
 /// The execution a newly stored suspension starts with.
@@ -107,11 +112,11 @@ pub(crate) async fn mark_decided(
     suspension_id: i64,
     decided_by: &str,
     now: i64,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let marked = Query::new(
-        "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
-                execution = 'pending', updated_at = ?
-         WHERE id = ? AND state = 'open'",
+        "UPDATE suspended_run SET state = 'decided', decided_by = $1, decided_at = $2,
+                execution = 'pending', updated_at = $3
+         WHERE id = $4 AND state = 'open'",
     )
     .bind(decided_by)
     .bind(now)
@@ -130,11 +135,11 @@ pub(crate) async fn close(
     by: &str,
     why: &str,
     now: i64,
-) -> Result<(), sqlx::Error> {
+) -> Result<(), StoreError> {
     Query::new(
-        "UPDATE suspended_run SET state = 'decided', decided_by = ?, decided_at = ?,
-                execution = 'done', outcome = ?, updated_at = ?
-         WHERE id = ? AND state = 'open'",
+        "UPDATE suspended_run SET state = 'decided', decided_by = $1, decided_at = $2,
+                execution = 'done', outcome = $3, updated_at = $4
+         WHERE id = $5 AND state = 'open'",
     )
     .bind(by)
     .bind(now)
@@ -153,11 +158,11 @@ pub(crate) async fn release(
     tx: &mut Tx,
     suspension_id: i64,
     instance: &str,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let released = Query::new(
         "UPDATE suspended_run SET state = 'open', decided_by = NULL, decided_at = NULL,
-                execution = 'pending', resumed_by = NULL, lease_until = NULL, updated_at = ?
-         WHERE id = ? AND state = 'decided' AND resumed_by = ?",
+                execution = 'pending', resumed_by = NULL, lease_until = NULL, updated_at = $1
+         WHERE id = $2 AND state = 'decided' AND resumed_by = $3",
     )
     .bind(now_ms())
     .bind(suspension_id)
@@ -175,17 +180,16 @@ pub(crate) async fn claim(
     token: &str,
     lease_until: i64,
     now: i64,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let claimed = Query::new(format!(
-        "UPDATE suspended_run SET execution = 'resuming', resumed_by = ?, lease_until = ?, updated_at = ?
-         WHERE id = ? AND {}",
-        when::CLAIMABLE
+        "UPDATE suspended_run SET execution = 'resuming', resumed_by = $1, lease_until = $2, updated_at = $3
+         WHERE id = $4 AND {}",
+        when::claimable("$3")
     ))
     .bind(token)
     .bind(lease_until)
     .bind(now)
     .bind(suspension_id)
-    .bind(now)
     .execute(&mut *tx)
     .await?;
     Ok(claimed == 1)
@@ -197,13 +201,13 @@ pub(crate) async fn unclaim(
     tx: &mut Tx,
     suspension_id: i64,
     token: &str,
-) -> Result<(), sqlx::Error> {
+) -> Result<(), StoreError> {
     Query::new(
         "UPDATE suspended_run SET
-             execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = ?)
+             execution = CASE WHEN EXISTS (SELECT 1 FROM turn_plan WHERE suspension_id = $1)
                               THEN 'resuming' ELSE 'pending' END,
-             resumed_by = NULL, lease_until = 0, updated_at = ?
-         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+             resumed_by = NULL, lease_until = 0, updated_at = $2
+         WHERE id = $3 AND resumed_by = $4 AND execution = 'resuming'",
     )
     .bind(suspension_id)
     .bind(now_ms())
@@ -222,10 +226,10 @@ pub(crate) async fn renew(
     token: &str,
     lease_until: i64,
     now: i64,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let held = Query::new(
-        "UPDATE suspended_run SET lease_until = ?, updated_at = ?
-         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+        "UPDATE suspended_run SET lease_until = $1, updated_at = $2
+         WHERE id = $3 AND resumed_by = $4 AND execution = 'resuming'",
     )
     .bind(lease_until)
     .bind(now)
@@ -244,11 +248,11 @@ pub(crate) async fn conclude(
     token: &str,
     to: Execution,
     outcome: &str,
-) -> Result<bool, sqlx::Error> {
+) -> Result<bool, StoreError> {
     let concluded = Query::new(
-        "UPDATE suspended_run SET execution = ?, outcome = ?, resumed_by = NULL,
-                lease_until = NULL, updated_at = ?
-         WHERE id = ? AND resumed_by = ? AND execution = 'resuming'",
+        "UPDATE suspended_run SET execution = $1, outcome = $2, resumed_by = NULL,
+                lease_until = NULL, updated_at = $3
+         WHERE id = $4 AND resumed_by = $5 AND execution = 'resuming'",
     )
     .bind(to.as_str())
     .bind(outcome)
@@ -262,14 +266,10 @@ pub(crate) async fn conclude(
 
 /// Outcome unknown → waiting for its host again, once an operator's choice
 /// stands.
-pub(crate) async fn hand_back(
-    tx: &mut Tx,
-    suspension_id: i64,
-    now: i64,
-) -> Result<(), sqlx::Error> {
+pub(crate) async fn hand_back(tx: &mut Tx, suspension_id: i64, now: i64) -> Result<(), StoreError> {
     Query::new(
-        "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = ?
-         WHERE id = ? AND execution = 'outcome_unknown'",
+        "UPDATE suspended_run SET execution = 'pending', outcome = NULL, updated_at = $1
+         WHERE id = $2 AND execution = 'outcome_unknown'",
     )
     .bind(now)
     .bind(suspension_id)

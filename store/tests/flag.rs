@@ -406,7 +406,7 @@ proptest! {
             // PostgreSQL's typed column takes no bound integer, real, text
             // or bytes at all: only a cast to its type writes it.
             let accepted = !on_postgres() && matches!(value, Raw::Integer(0 | 1));
-            let query = Query::new("UPDATE mcp_server SET requires_approval = ? WHERE id = 'gh'");
+            let query = Query::new("UPDATE mcp_server SET requires_approval = $1 WHERE id = 'gh'");
             let query = match &value {
                 Raw::Null => query.bind(None::<i64>),
                 Raw::Integer(i) => query.bind(*i),

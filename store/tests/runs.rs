@@ -876,7 +876,7 @@ fn key() -> toolgate::integrity::IntegrityKey {
 /// match, so only the seal can tell).
 async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
     let document: String =
-        Query::new("SELECT document FROM suspended_run WHERE run_id = ? AND state = 'open'")
+        Query::new("SELECT document FROM suspended_run WHERE run_id = $1 AND state = 'open'")
             .bind(run_id)
             .scalar_on(store)
             .await
@@ -897,8 +897,8 @@ async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
         .as_str()
         .to_owned();
     Query::new(
-        "UPDATE suspended_run SET document = ?, requested_by = ?, digest = ?
-         WHERE run_id = ? AND state = 'open'",
+        "UPDATE suspended_run SET document = $1, requested_by = $2, digest = $3
+         WHERE run_id = $4 AND state = 'open'",
     )
     .bind(doc.to_string())
     .bind(requested_by)
@@ -981,7 +981,7 @@ async fn columns_that_disagree_with_the_document_are_refused() {
     ] {
         // `column` is one of the three literals above.
         let saved: String = Query::new(format!(
-            "SELECT {column} FROM suspended_run WHERE run_id = ?"
+            "SELECT {column} FROM suspended_run WHERE run_id = $1"
         ))
         .bind(run.run_id())
         .scalar_on(&store)
@@ -989,7 +989,7 @@ async fn columns_that_disagree_with_the_document_are_refused() {
         .unwrap();
         let set = |v: &str| {
             Query::new(format!(
-                "UPDATE suspended_run SET {column} = ? WHERE run_id = ?"
+                "UPDATE suspended_run SET {column} = $1 WHERE run_id = $2"
             ))
             .bind(v.to_owned())
             .bind(run.run_id().to_owned())
@@ -1026,7 +1026,7 @@ async fn decision_rows_keep_the_identity_source_and_verify_under_the_key() {
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].decided_by, "Bob");
     assert_eq!(records[0].decided_by_source, IdentitySource::Environment);
-    Query::new("UPDATE decision SET decided_by = 'carol' WHERE run_id = ?")
+    Query::new("UPDATE decision SET decided_by = 'carol' WHERE run_id = $1")
         .bind(run.run_id())
         .execute_on(&store)
         .await
@@ -1087,7 +1087,7 @@ async fn a_decided_turn_copied_into_a_new_open_row_is_refused_as_a_replay() {
     let copied = Query::new(
         "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
          SELECT run_id, status, document, digest, requested_by, created_at FROM suspended_run
-         WHERE run_id = ?",
+         WHERE run_id = $1",
     )
     .bind(run.run_id())
     .execute_on(&store)
@@ -1120,7 +1120,7 @@ async fn a_version_1_row_with_its_old_digest_column_can_still_be_decided() {
     let run = SuspendedRun::decode(document).expect("the v1 fixture decodes");
     let inserted = Query::new(
         "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at)
-         VALUES (?, 'awaiting_approval', ?, ?, 'alice', 0)",
+         VALUES ($1, 'awaiting_approval', $2, $3, 'alice', 0)",
     )
     .bind(run.run_id())
     .bind(document)

@@ -45,7 +45,7 @@ pub(crate) async fn acceptance_in(
     names: Option<&[String]>,
 ) -> Result<(Acceptance, Vec<CatalogueRow>), StoreError> {
     tx.lock_server(server_id).await?;
-    let known: Option<String> = Query::new("SELECT id FROM mcp_server WHERE id = ?")
+    let known: Option<String> = Query::new("SELECT id FROM mcp_server WHERE id = $1")
         .bind(server_id)
         .scalar_optional(&mut *tx)
         .await?;
@@ -53,7 +53,7 @@ pub(crate) async fn acceptance_in(
         return Err(StoreError::NoSuchServer(server_id.to_owned()));
     }
     let rows = Query::new(
-        "SELECT * FROM mcp_tool WHERE server_id = ? AND orphaned = 0 ORDER BY local_name",
+        "SELECT * FROM mcp_tool WHERE server_id = $1 AND orphaned = 0 ORDER BY local_name",
     )
     .bind(server_id)
     .fetch_all(&mut *tx)
@@ -127,8 +127,8 @@ pub(crate) async fn pin_in(
             continue;
         };
         Query::new(
-            "UPDATE mcp_tool SET pinned_definition = ?, definition = ?, pinned_at = ?
-             WHERE server_id = ? AND remote_name = ?",
+            "UPDATE mcp_tool SET pinned_definition = $1, definition = $2, pinned_at = $3
+             WHERE server_id = $4 AND remote_name = $5",
         )
         .bind(&accepted.after)
         .bind(&accepted.after)

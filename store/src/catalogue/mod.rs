@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::db::{Query, Row, Tx};
+use crate::db::{Query, Row, Tx, placeholders};
 use crate::{Store, StoreError, now_ms};
 
 mod accept;
@@ -290,7 +290,19 @@ async fn write_rows(
     now: i64,
 ) -> Result<(), StoreError> {
     for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let values = vec!["(?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"; chunk.len()].join(", ");
+        // Nine placeholders a row, numbered on from one row to the next;
+        // `orphaned` is written as 0.
+        let values = (0..chunk.len())
+            .map(|row| {
+                let n = row * 9;
+                format!(
+                    "({}, 0, {})",
+                    placeholders(n + 1, 6),
+                    placeholders(n + 7, 3)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
         let mut insert = Query::new(format!(
             "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at, definition)
              VALUES {values}
@@ -333,14 +345,14 @@ impl Store {
         let now = now_ms();
         let (_writer, mut tx) = self.write().await?;
         tx.lock_server(server_id).await?;
-        let known: Option<String> = Query::new("SELECT id FROM mcp_server WHERE id = ?")
+        let known: Option<String> = Query::new("SELECT id FROM mcp_server WHERE id = $1")
             .bind(server_id)
             .scalar_optional(&mut tx)
             .await?;
         if known.is_none() {
             return Err(StoreError::NoSuchServer(server_id.to_owned()));
         }
-        let existing = Query::new("SELECT * FROM mcp_tool WHERE server_id = ?")
+        let existing = Query::new("SELECT * FROM mcp_tool WHERE server_id = $1")
             .bind(server_id)
             .fetch_all(&mut tx)
             .await?
@@ -394,7 +406,7 @@ impl Store {
         for row in existing.iter().filter(|r| !r.orphaned) {
             if !last.contains_key(row.remote_name.as_str()) {
                 Query::new(
-                    "UPDATE mcp_tool SET orphaned = 1 WHERE server_id = ? AND remote_name = ?",
+                    "UPDATE mcp_tool SET orphaned = 1 WHERE server_id = $1 AND remote_name = $2",
                 )
                 .bind(server_id)
                 .bind(&row.remote_name)
@@ -403,13 +415,13 @@ impl Store {
                 change.orphaned.push(row.local_name.clone());
             }
         }
-        let server = Query::new("SELECT * FROM mcp_server WHERE id = ?")
+        let server = Query::new("SELECT * FROM mcp_server WHERE id = $1")
             .bind(server_id)
             .fetch_one(&mut tx)
             .await?;
         let (_, approval) = crate::flag::approval_of(&server);
         let rows = Query::new(
-            "SELECT * FROM mcp_tool WHERE server_id = ? AND orphaned = 0 ORDER BY local_name",
+            "SELECT * FROM mcp_tool WHERE server_id = $1 AND orphaned = 0 ORDER BY local_name",
         )
         .bind(server_id)
         .fetch_all(&mut tx)
@@ -426,7 +438,7 @@ impl Store {
 
     /// A server's catalogue, orphaned rows included, by local name.
     pub async fn catalogue(&self, server_id: &str) -> Result<Vec<CatalogueRow>, StoreError> {
-        let rows = Query::new("SELECT * FROM mcp_tool WHERE server_id = ? ORDER BY local_name")
+        let rows = Query::new("SELECT * FROM mcp_tool WHERE server_id = $1 ORDER BY local_name")
             .bind(server_id)
             .fetch_all(&self.pool)
             .await?;

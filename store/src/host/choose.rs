@@ -297,7 +297,7 @@ impl Store {
     ) -> Result<Vec<ChoiceRow>, StoreError> {
         let rows = Query::new(
             "SELECT call_index, attempt, choice, decided_by, decided_by_source, decided_at, call_id, digest, reason, mac
-             FROM execution_choice WHERE plan_id = ? ORDER BY id",
+             FROM execution_choice WHERE plan_id = $1 ORDER BY id",
         )
         .bind(plan_id)
         .fetch_all(on)
@@ -473,7 +473,7 @@ impl Store {
              FROM suspended_run s
              JOIN turn_plan p ON p.suspension_id = s.id
              JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
-             WHERE s.run_id = ? AND {}
+             WHERE s.run_id = $1 AND {}
                AND p.turn = (SELECT MAX(q.turn) FROM turn_plan q WHERE q.suspension_id = s.id)
              ORDER BY e.call_index",
             crate::suspension::when::S_OUTCOME_UNKNOWN
@@ -504,7 +504,7 @@ impl Store {
         let found = self.find_unknown(On::Tx(&mut tx), run_id).await?;
         if found.is_empty() {
             let known: Option<i64> =
-                Query::new("SELECT id FROM suspended_run WHERE run_id = ? LIMIT 1")
+                Query::new("SELECT id FROM suspended_run WHERE run_id = $1 LIMIT 1")
                     .bind(run_id)
                     .scalar_optional(&mut tx)
                     .await?;
@@ -550,7 +550,7 @@ impl Store {
             .map(|key| key.tag(&row.tagged(found.suspension_id, i64::from(call.turn))));
         Query::new(
             "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at, call_id, digest, reason, mac)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(found.plan_id)
         .bind(row.index)

@@ -42,12 +42,12 @@ impl Host {
 
     /// The poll: one indexed read, no write lock, while nothing is decided.
     pub(super) async fn anything_waiting(&self) -> Result<bool, StoreError> {
-        let (passed_over, ids) = self.passed_over();
+        let (passed_over, ids) = self.passed_over(3);
         let mut query = Query::new(format!(
             "SELECT id FROM suspended_run
-             WHERE owner = ? AND {claimable}{passed_over}
+             WHERE owner = $1 AND {claimable}{passed_over}
              LIMIT 1",
-            claimable = crate::suspension::when::CLAIMABLE
+            claimable = crate::suspension::when::claimable("$2")
         ))
         .bind(&self.name)
         .bind(now_ms());
@@ -69,12 +69,12 @@ impl Host {
             Backend::Sqlite => "",
             Backend::Postgres => " FOR UPDATE SKIP LOCKED",
         };
-        let (passed_over, ids) = self.passed_over();
+        let (passed_over, ids) = self.passed_over(3);
         let mut query = Query::new(format!(
             "SELECT id, run_id FROM suspended_run
-             WHERE owner = ? AND {claimable}{passed_over}
+             WHERE owner = $1 AND {claimable}{passed_over}
              ORDER BY decided_at, id LIMIT 1{pick}",
-            claimable = crate::suspension::when::CLAIMABLE
+            claimable = crate::suspension::when::claimable("$2")
         ))
         .bind(&self.name)
         .bind(now);
@@ -116,12 +116,11 @@ impl Host {
             return Ok(Work::Recover { plan, known });
         }
         let row = Query::new(
-            "SELECT run_id, status, document, digest, requested_by FROM suspended_run WHERE id = ?",
+            "SELECT run_id, status, document, digest, requested_by FROM suspended_run WHERE id = $1",
         )
         .bind(suspension_id)
         .fetch_one(&self.store.pool)
-        .await
-        .map_err(StoreError::from)?;
+        .await?;
         let run = self.store.read_document(&row).map_err(StoreError::from)??;
         let (record, input) = self
             .store

@@ -54,14 +54,14 @@ impl StoreJournal {
 
     async fn renew_in(&self, tx: &mut Tx) -> Result<bool, StoreError> {
         let now = now_ms();
-        Ok(crate::suspension::renew(
+        crate::suspension::renew(
             tx,
             self.suspension_id,
             &self.instance,
             now.saturating_add(self.lease),
             now,
         )
-        .await?)
+        .await
     }
 
     /// One journal entry: the lease renewed and `write` applied, in one
@@ -107,7 +107,7 @@ impl Journal for StoreJournal {
                 Box::pin(async move {
                     Query::new(
                         "INSERT INTO turn_plan (suspension_id, turn, plan, mac, created_at)
-                         VALUES (?, ?, ?, ?, ?)",
+                         VALUES ($1, $2, $3, $4, $5)",
                     )
                     .bind(suspension_id)
                     .bind(turn)
@@ -137,7 +137,7 @@ impl Journal for StoreJournal {
                 Box::pin(async move {
                     Query::new(
                         "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, started_at)
-                         SELECT id, ?, ?, ?, ?, 'started', ? FROM turn_plan WHERE suspension_id = ? AND turn = ?
+                         SELECT id, $1, $2, $3, $4, 'started', $5 FROM turn_plan WHERE suspension_id = $6 AND turn = $7
                          ON CONFLICT (plan_id, call_index) DO UPDATE SET
                              state = 'started', attempts = call_execution.attempts + 1, output = NULL,
                              started_at = excluded.started_at, ended_at = NULL",
@@ -180,7 +180,7 @@ impl Journal for StoreJournal {
                     let now = now_ms();
                     Query::new(
                         "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, output, started_at, ended_at, mac)
-                         SELECT id, ?, ?, ?, ?, 'ended', ?, ?, ?, ? FROM turn_plan WHERE suspension_id = ? AND turn = ?
+                         SELECT id, $1, $2, $3, $4, 'ended', $5, $6, $7, $8 FROM turn_plan WHERE suspension_id = $9 AND turn = $10
                          ON CONFLICT (plan_id, call_index) DO UPDATE SET
                              state = 'ended', output = excluded.output, ended_at = excluded.ended_at,
                              mac = excluded.mac",
@@ -228,7 +228,7 @@ impl Store {
         suspension_id: i64,
     ) -> Result<Option<(i64, TurnPlan)>, StoreError> {
         let row = Query::new(
-            "SELECT id, turn, plan, mac FROM turn_plan WHERE suspension_id = ? ORDER BY turn DESC LIMIT 1",
+            "SELECT id, turn, plan, mac FROM turn_plan WHERE suspension_id = $1 ORDER BY turn DESC LIMIT 1",
         )
         .bind(suspension_id)
         .fetch_optional(&self.pool)
@@ -281,7 +281,7 @@ impl Store {
         let steps = plan.steps().len();
         let turn = i64::from(plan.turn());
         let rows = Query::new(
-            "SELECT call_index, state, output, attempts, mac FROM call_execution WHERE plan_id = ?",
+            "SELECT call_index, state, output, attempts, mac FROM call_execution WHERE plan_id = $1",
         )
         .bind(plan_id)
         .fetch_all(&self.pool)

@@ -247,8 +247,9 @@ impl Host {
             .collect()
     }
 
-    /// ` AND id NOT IN (…)` over the runs set aside, and their ids to bind.
-    fn passed_over(&self) -> (String, Vec<i64>) {
+    /// ` AND id NOT IN (…)` over the runs set aside, their placeholders
+    /// numbered from `$first`, and their ids to bind.
+    fn passed_over(&self, first: usize) -> (String, Vec<i64>) {
         let ids: Vec<i64> = self
             .set_aside
             .lock()
@@ -259,7 +260,7 @@ impl Host {
         if ids.is_empty() {
             return (String::new(), ids);
         }
-        let marks = vec!["?"; ids.len()].join(", ");
+        let marks = crate::db::placeholders(first, ids.len());
         (format!(" AND id NOT IN ({marks})"), ids)
     }
 

@@ -292,7 +292,7 @@ impl Host {
         {
             return Ok(false);
         }
-        Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+        Query::new("UPDATE decision SET voided = $1 WHERE suspension_id = $2 AND voided IS NULL")
             .bind(why)
             .bind(suspension_id)
             .execute(&mut tx)

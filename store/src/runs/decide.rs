@@ -156,7 +156,7 @@ impl Store {
             .await?;
         Query::new(
             "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac, input, calls, policy_revision, partial)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
         )
         .bind(suspension_id)
         .bind(run_id)
@@ -192,7 +192,7 @@ impl Store {
         tx.lock_open_suspension(run_id).await?;
         let row = Query::new(format!(
             "SELECT id, run_id, status, document, digest, requested_by, owner FROM suspended_run
-             WHERE run_id = ? AND {}",
+             WHERE run_id = $1 AND {}",
             crate::suspension::when::OPEN
         ))
         .bind(run_id)
@@ -228,7 +228,7 @@ impl Store {
         }
         let why = format!("expired; asked again by {}", by.name());
         crate::suspension::close(&mut tx, suspension_id, by.name(), &why, now).await?;
-        Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
+        Query::new("UPDATE decision SET voided = $1 WHERE suspension_id = $2 AND voided IS NULL")
             .bind(&why)
             .bind(suspension_id)
             .execute(&mut tx)
@@ -253,11 +253,13 @@ impl Store {
         let released = crate::suspension::release(&mut tx, suspension_id, instance).await?;
         if released {
             // Audit rows are never deleted: the decision stays, voided, with why.
-            Query::new("UPDATE decision SET voided = ? WHERE suspension_id = ? AND voided IS NULL")
-                .bind(why)
-                .bind(suspension_id)
-                .execute(&mut tx)
-                .await?;
+            Query::new(
+                "UPDATE decision SET voided = $1 WHERE suspension_id = $2 AND voided IS NULL",
+            )
+            .bind(why)
+            .bind(suspension_id)
+            .execute(&mut tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -266,7 +268,7 @@ impl Store {
     /// The decisions taken on a run, oldest first, voided ones included.
     pub async fn decisions(&self, run_id: &str) -> Result<Vec<DecisionRecord>, StoreError> {
         self.check_keyed()?;
-        let rows = Query::new("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
+        let rows = Query::new("SELECT * FROM decision WHERE run_id = $1 ORDER BY id")
             .bind(run_id)
             .fetch_all(&self.pool)
             .await?;
@@ -283,7 +285,7 @@ impl Store {
     ) -> Result<Option<(DecisionRecord, Option<Value>)>, StoreError> {
         self.check_keyed()?;
         let row = Query::new(
-            "SELECT * FROM decision WHERE suspension_id = ? AND voided IS NULL AND partial = 0",
+            "SELECT * FROM decision WHERE suspension_id = $1 AND voided IS NULL AND partial = 0",
         )
         .bind(suspension_id)
         .fetch_optional(&self.pool)
@@ -354,8 +356,8 @@ impl Store {
 /// Why a run has no open suspension: decided already (and by whom), or
 /// unknown.
 async fn not_waiting(tx: &mut Tx, run_id: &str) -> ClaimError {
-    let by: Result<Option<Option<String>>, sqlx::Error> = Query::new(
-        "SELECT decided_by FROM suspended_run WHERE run_id = ? ORDER BY id DESC LIMIT 1",
+    let by: Result<Option<Option<String>>, StoreError> = Query::new(
+        "SELECT decided_by FROM suspended_run WHERE run_id = $1 ORDER BY id DESC LIMIT 1",
     )
     .bind(run_id)
     .scalar_optional(&mut *tx)
@@ -504,17 +506,18 @@ async fn count_approvals(
 async fn partial_approvals(
     tx: &mut Tx,
     suspension_id: i64,
-) -> Result<Vec<(String, Option<String>)>, sqlx::Error> {
+) -> Result<Vec<(String, Option<String>)>, StoreError> {
     let rows = Query::new(format!(
-        "SELECT d.decided_by, d.calls FROM decision d WHERE d.suspension_id = ? AND {} ORDER BY d.id",
+        "SELECT d.decided_by, d.calls FROM decision d WHERE d.suspension_id = $1 AND {} ORDER BY d.id",
         approving()
     ))
     .bind(suspension_id)
     .fetch_all(&mut *tx)
     .await?;
-    rows.iter()
+    Ok(rows
+        .iter()
         .map(|row| Ok((row.try_get("decided_by")?, row.try_get("calls")?)))
-        .collect()
+        .collect::<Result<_, sqlx::Error>>()?)
 }
 
 impl Store {
@@ -525,7 +528,7 @@ impl Store {
         suspension_id: i64,
     ) -> Result<Vec<String>, StoreError> {
         let rows = Query::new(format!(
-            "SELECT d.decided_by FROM decision d WHERE d.suspension_id = ? AND d.partial = 1 AND {} ORDER BY d.id",
+            "SELECT d.decided_by FROM decision d WHERE d.suspension_id = $1 AND d.partial = 1 AND {} ORDER BY d.id",
             approving()
         ))
         .bind(suspension_id)
@@ -553,7 +556,7 @@ pub(super) fn approving() -> String {
 /// a new one.
 async fn refuse_replay(tx: &mut Tx, run_id: &str, digest: &TurnDigest) -> Result<(), ClaimError> {
     let replayed: Option<String> = Query::new(
-        "SELECT decided_by FROM decision WHERE run_id = ? AND digest = ? AND voided IS NULL AND partial = 0 LIMIT 1",
+        "SELECT decided_by FROM decision WHERE run_id = $1 AND digest = $2 AND voided IS NULL AND partial = 0 LIMIT 1",
     )
     .bind(run_id)
     .bind(digest.as_str())

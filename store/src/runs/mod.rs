@@ -442,7 +442,7 @@ impl Store {
         self.check_keyed()?;
         let document = run.encode_with(self.key())?;
         if self.key().is_some() {
-            Query::new("INSERT INTO integrity (id, since) VALUES (1, ?) ON CONFLICT DO NOTHING")
+            Query::new("INSERT INTO integrity (id, since) VALUES (1, $1) ON CONFLICT DO NOTHING")
                 .bind(now_ms())
                 .execute(&mut *tx)
                 .await?;
@@ -450,7 +450,7 @@ impl Store {
         let now = now_ms();
         let id = Query::new(
             "INSERT INTO suspended_run (run_id, status, document, digest, requested_by, created_at, owner, execution, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
         )
         .bind(run.run_id())
         .bind(run.status().as_str())
@@ -470,13 +470,12 @@ impl Store {
     pub async fn load_suspended(&self, run_id: &str) -> Result<SuspendedRun, LoadError> {
         let row = Query::new(format!(
             "SELECT run_id, status, document, digest, requested_by FROM suspended_run
-             WHERE run_id = ? AND {}",
+             WHERE run_id = $1 AND {}",
             crate::suspension::when::OPEN
         ))
         .bind(run_id)
         .fetch_optional(&self.pool)
-        .await
-        .map_err(StoreError::from)?;
+        .await?;
         self.decoded(run_id, row)
     }
 
@@ -618,9 +617,9 @@ impl Store {
     /// A run's whole record: every suspension, every decision (voided ones
     /// included) and every journaled call with the choices made for it.
     pub async fn run_history(&self, run_id: &str) -> Result<RunHistory, StoreError> {
-        let suspensions = self.listed("WHERE s.run_id = ?", Some(run_id)).await?;
+        let suspensions = self.listed("WHERE s.run_id = $1", Some(run_id)).await?;
         self.check_keyed()?;
-        let decisions = Query::new("SELECT * FROM decision WHERE run_id = ? ORDER BY id")
+        let decisions = Query::new("SELECT * FROM decision WHERE run_id = $1 ORDER BY id")
             .bind(run_id)
             .fetch_all(&self.pool)
             .await?
@@ -637,7 +636,7 @@ impl Store {
             "SELECT p.turn, p.suspension_id, e.plan_id, e.call_index, e.call_id, e.tool, e.effect, e.state, e.attempts, e.output
              FROM call_execution e JOIN turn_plan p ON p.id = e.plan_id
              JOIN suspended_run s ON s.id = p.suspension_id
-             WHERE s.run_id = ? ORDER BY p.suspension_id, p.turn, e.call_index",
+             WHERE s.run_id = $1 ORDER BY p.suspension_id, p.turn, e.call_index",
         )
         .bind(run_id)
         .fetch_all(&self.pool)
@@ -689,12 +688,11 @@ impl Store {
     pub async fn latest_suspended(&self, run_id: &str) -> Result<SuspendedRun, LoadError> {
         let row = Query::new(
             "SELECT run_id, status, document, digest, requested_by FROM suspended_run
-             WHERE run_id = ? ORDER BY id DESC LIMIT 1",
+             WHERE run_id = $1 ORDER BY id DESC LIMIT 1",
         )
         .bind(run_id)
         .fetch_optional(&self.pool)
-        .await
-        .map_err(StoreError::from)?;
+        .await?;
         self.decoded(run_id, row)
     }
 }
