@@ -13,38 +13,34 @@
 //! it runs, and [`row`] what comes back: rows of plain values, read from
 //! each driver's own types.
 
-/// An item that is `pub` with the `test-util` feature, for `lib.rs` to
-/// re-export to the tests that write to the database behind the store's
-/// back, and `pub(crate)` without it.
-macro_rules! pub_for_tests {
-    ($(#[$meta:meta])* $keyword:ident $($item:tt)*) => {
-        #[cfg(feature = "test-util")]
-        $(#[$meta])*
-        pub $keyword $($item)*
-
-        #[cfg(not(feature = "test-util"))]
-        $(#[$meta])*
-        pub(crate) $keyword $($item)*
-    };
-}
-
 mod arity;
 mod pool;
+// Public only behind `test-util`, re-exported for tests that write to the
+// database behind the store's back.
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(unreachable_pub, reason = "public only behind `test-util`")
+)]
 mod query;
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(unreachable_pub, reason = "public only behind `test-util`")
+)]
 mod row;
 
 pub(crate) use pool::{On, Pool, Tx};
 pub(crate) use query::placeholders;
-pub_for_tests! {
-    use query::{Arg, Query};
-}
-pub_for_tests! {
-    use row::{FromVal, Row, Val};
-}
-/// The argument and column traits: outside their modules, only tests name
-/// them.
+/// With `test-util`, for `lib.rs` to re-export to the tests.
 #[cfg(feature = "test-util")]
-pub use {query::IntoArg, row::ColumnRef};
+pub use {
+    query::{Arg, IntoArg, Query},
+    row::{ColumnRef, FromVal, Row, Val},
+};
+#[cfg(not(feature = "test-util"))]
+pub(crate) use {
+    query::{Arg, Query},
+    row::{FromVal, Row, Val},
+};
 
 /// Which database a store is kept in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,28 +12,24 @@ use super::row::{each_row, one, rows_of};
 use super::{FromVal, On, Pool, Row, Tx};
 use crate::StoreError;
 
-pub_for_tests! {
-    /// An argument, typed even when NULL: PostgreSQL checks a parameter's type
-    /// against its column.
-    #[derive(Debug, Clone)]
-    enum Arg {
-        /// A 64-bit integer.
-        Int(Option<i64>),
-        /// A floating-point number.
-        Real(Option<f64>),
-        /// Text.
-        Text(Option<String>),
-        /// Bytes.
-        Blob(Option<Vec<u8>>),
-    }
+/// An argument, typed even when NULL: PostgreSQL checks a parameter's type
+/// against its column.
+#[derive(Debug, Clone)]
+pub enum Arg {
+    /// A 64-bit integer.
+    Int(Option<i64>),
+    /// A floating-point number.
+    Real(Option<f64>),
+    /// Text.
+    Text(Option<String>),
+    /// Bytes.
+    Blob(Option<Vec<u8>>),
 }
 
-pub_for_tests! {
-    /// A value that binds as a query argument.
-    trait IntoArg {
-        /// The argument.
-        fn into_arg(self) -> Arg;
-    }
+/// A value that binds as a query argument.
+pub trait IntoArg {
+    /// The argument.
+    fn into_arg(self) -> Arg;
 }
 
 macro_rules! into_arg {
@@ -71,33 +67,27 @@ impl IntoArg for Arg {
     }
 }
 
-pub_for_tests! {
-    /// A query and its arguments, for either backend.
-    #[derive(Debug, Clone)]
-    #[must_use = "a query does nothing until it is run"]
-    struct Query {
-        sql: Cow<'static, str>,
-        args: Vec<Arg>,
-    }
+/// A query and its arguments, for either backend.
+#[derive(Debug, Clone)]
+#[must_use = "a query does nothing until it is run"]
+pub struct Query {
+    sql: Cow<'static, str>,
+    args: Vec<Arg>,
 }
 
 impl Query {
-    pub_for_tests! {
-        /// A query with `$1`, `$2`, … placeholders, bound in order.
-        fn new(sql: impl Into<Cow<'static, str>>) -> Self {
-            Self {
-                sql: sql.into(),
-                args: Vec::new(),
-            }
+    /// A query with `$1`, `$2`, … placeholders, bound in order.
+    pub fn new(sql: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            sql: sql.into(),
+            args: Vec::new(),
         }
     }
 
-    pub_for_tests! {
-        /// Binds the next argument: `$1` first, then `$2`, ….
-        fn bind(mut self, value: impl IntoArg) -> Self {
-            self.args.push(value.into_arg());
-            self
-        }
+    /// Binds the next argument: `$1` first, then `$2`, ….
+    pub fn bind(mut self, value: impl IntoArg) -> Self {
+        self.args.push(value.into_arg());
+        self
     }
 
     /// Runs an operator's own statement — or a test's, writing rows the way

@@ -12,50 +12,44 @@ use sqlx::{Column, Row as _, TypeInfo, ValueRef};
 use super::Backend;
 use crate::StoreError;
 
-pub_for_tests! {
-    /// A value read from a row, with the storage class it was read in.
-    #[derive(Debug, Clone, PartialEq)]
-    enum Val {
-        /// SQL NULL.
-        Null,
-        /// An integer (a PostgreSQL boolean reads as 0 or 1).
-        Int(i64),
-        /// A floating-point number.
-        Real(f64),
-        /// Text.
-        Text(String),
-        /// Bytes.
-        Blob(Vec<u8>),
-        /// A label of a PostgreSQL enumerated type, with the type's name.
-        #[cfg_attr(
-            not(feature = "postgres"),
-            allow(dead_code, reason = "only PostgreSQL's driver reads a label")
-        )]
-        Label {
-            /// The enumerated type.
-            ty: String,
-            /// The label.
-            label: String,
-        },
-    }
+/// A value read from a row, with the storage class it was read in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    /// SQL NULL.
+    Null,
+    /// An integer (a PostgreSQL boolean reads as 0 or 1).
+    Int(i64),
+    /// A floating-point number.
+    Real(f64),
+    /// Text.
+    Text(String),
+    /// Bytes.
+    Blob(Vec<u8>),
+    /// A label of a PostgreSQL enumerated type, with the type's name.
+    #[cfg_attr(
+        not(feature = "postgres"),
+        allow(dead_code, reason = "only PostgreSQL's driver reads a label")
+    )]
+    Label {
+        /// The enumerated type.
+        ty: String,
+        /// The label.
+        label: String,
+    },
 }
 
-pub_for_tests! {
-    /// One row, read into plain values, and the backend it was read from.
-    #[derive(Debug, Clone)]
-    struct Row {
-        names: Arc<[String]>,
-        values: Vec<Val>,
-        backend: Backend,
-    }
+/// One row, read into plain values, and the backend it was read from.
+#[derive(Debug, Clone)]
+pub struct Row {
+    names: Arc<[String]>,
+    values: Vec<Val>,
+    backend: Backend,
 }
 
-pub_for_tests! {
-    /// A column by position or by name.
-    trait ColumnRef: Copy + std::fmt::Display {
-        /// The position in `names`.
-        fn position(self, names: &[String]) -> Option<usize>;
-    }
+/// A column by position or by name.
+pub trait ColumnRef: Copy + std::fmt::Display {
+    /// The position in `names`.
+    fn position(self, names: &[String]) -> Option<usize>;
 }
 
 impl ColumnRef for usize {
@@ -71,67 +65,59 @@ impl ColumnRef for &str {
 }
 
 impl Row {
-    pub_for_tests! {
-        /// The backend the row was read from: what a stored value means can
-        /// depend on it (the operator flag's "off" is the integer 0 in SQLite,
-        /// the label `not_required` in PostgreSQL).
-        fn backend(&self) -> Backend {
-            self.backend
-        }
+    /// The backend the row was read from: what a stored value means can
+    /// depend on it (the operator flag's "off" is the integer 0 in SQLite,
+    /// the label `not_required` in PostgreSQL).
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 
-    pub_for_tests! {
-        /// The value of a column as stored, or `None` when the row has no such
-        /// column.
-        fn value(&self, column: impl ColumnRef) -> Option<&Val> {
-            column
-                .position(&self.names)
-                .and_then(|i| self.values.get(i))
-        }
+    /// The value of a column as stored, or `None` when the row has no such
+    /// column.
+    pub fn value(&self, column: impl ColumnRef) -> Option<&Val> {
+        column
+            .position(&self.names)
+            .and_then(|i| self.values.get(i))
     }
 
-    pub_for_tests! {
-        /// A column's value as `T`, moved out of the row (the row keeps NULL in
-        /// its place): no copy of the text.
-        ///
-        /// # Errors
-        /// [`sqlx::Error::ColumnNotFound`] or [`sqlx::Error::ColumnDecode`].
-        fn take<T: FromVal, I: ColumnRef>(&mut self, column: I) -> Result<T, sqlx::Error> {
-            let at = column
-                .position(&self.names)
-                .ok_or_else(|| sqlx::Error::ColumnNotFound(column.to_string()))?;
-            let value = std::mem::replace(&mut self.values[at], Val::Null);
-            T::from_owned(value).map_err(|value| sqlx::Error::ColumnDecode {
-                index: column.to_string(),
-                source: format!(
-                    "a {} column holds {}",
-                    std::any::type_name::<T>(),
-                    describe(&value)
-                )
-                .into(),
-            })
-        }
+    /// A column's value as `T`, moved out of the row (the row keeps NULL in
+    /// its place): no copy of the text.
+    ///
+    /// # Errors
+    /// [`sqlx::Error::ColumnNotFound`] or [`sqlx::Error::ColumnDecode`].
+    pub fn take<T: FromVal, I: ColumnRef>(&mut self, column: I) -> Result<T, sqlx::Error> {
+        let at = column
+            .position(&self.names)
+            .ok_or_else(|| sqlx::Error::ColumnNotFound(column.to_string()))?;
+        let value = std::mem::replace(&mut self.values[at], Val::Null);
+        T::from_owned(value).map_err(|value| sqlx::Error::ColumnDecode {
+            index: column.to_string(),
+            source: format!(
+                "a {} column holds {}",
+                std::any::type_name::<T>(),
+                describe(&value)
+            )
+            .into(),
+        })
     }
 
-    pub_for_tests! {
-        /// A column's value as `T`.
-        ///
-        /// # Errors
-        /// [`sqlx::Error::ColumnNotFound`] or [`sqlx::Error::ColumnDecode`].
-        fn try_get<T: FromVal, I: ColumnRef>(&self, column: I) -> Result<T, sqlx::Error> {
-            let value = self
-                .value(column)
-                .ok_or_else(|| sqlx::Error::ColumnNotFound(column.to_string()))?;
-            T::from_val(value).ok_or_else(|| sqlx::Error::ColumnDecode {
-                index: column.to_string(),
-                source: format!(
-                    "a {} column holds {}",
-                    std::any::type_name::<T>(),
-                    describe(value)
-                )
-                .into(),
-            })
-        }
+    /// A column's value as `T`.
+    ///
+    /// # Errors
+    /// [`sqlx::Error::ColumnNotFound`] or [`sqlx::Error::ColumnDecode`].
+    pub fn try_get<T: FromVal, I: ColumnRef>(&self, column: I) -> Result<T, sqlx::Error> {
+        let value = self
+            .value(column)
+            .ok_or_else(|| sqlx::Error::ColumnNotFound(column.to_string()))?;
+        T::from_val(value).ok_or_else(|| sqlx::Error::ColumnDecode {
+            index: column.to_string(),
+            source: format!(
+                "a {} column holds {}",
+                std::any::type_name::<T>(),
+                describe(value)
+            )
+            .into(),
+        })
     }
 }
 
@@ -146,16 +132,14 @@ fn describe(value: &Val) -> String {
     }
 }
 
-pub_for_tests! {
-    /// A Rust value read from a [`Val`].
-    trait FromVal: Sized {
-        /// `None` when the value is of another kind.
-        fn from_val(value: &Val) -> Option<Self>;
+/// A Rust value read from a [`Val`].
+pub trait FromVal: Sized {
+    /// `None` when the value is of another kind.
+    fn from_val(value: &Val) -> Option<Self>;
 
-        /// The value moved out; the value back when it is of another kind.
-        fn from_owned(value: Val) -> Result<Self, Val> {
-            Self::from_val(&value).ok_or(value)
-        }
+    /// The value moved out; the value back when it is of another kind.
+    fn from_owned(value: Val) -> Result<Self, Val> {
+        Self::from_val(&value).ok_or(value)
     }
 }
 
