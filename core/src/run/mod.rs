@@ -12,25 +12,26 @@
 //! Either way a call runs only through the gate. [`scan_turn`] gives a turn
 //! it clears a [`Permit`] per call; a turn that needs approval or input has
 //! none, and runs only through the [`Suspended`] run it becomes, once a
-//! decision on that turn arrives. An offered [`ErasedTool`] has no public way
+//! decision on that turn arrives. An offered [`ErasedTool`](crate::erased::ErasedTool) has no public way
 //! to run. This guards a host author against a mistake, not against a
 //! hostile host, which can always call its own tool's body.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use crate::audit::DecisionLog;
 use crate::digest::{Review, ReviewedTool};
-use crate::erased::{BoxFuture, ErasedTool};
 use crate::input::input_schema_problem;
 use crate::journal::{
     Action, CallRecord, Journal, JournalError, Step, TurnPlan, rerun_stands, skipped,
 };
-use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
+use crate::pause::Suspended;
 use crate::registry::{Offered, Registry};
 use crate::tool::ToolOutput;
 
+mod model;
+mod outcome;
 mod scan;
+
+pub use model::{Model, ModelError, Reply, ToolSpec};
+pub use outcome::{Outcome, OutcomeUnknown, Recovered, RunError, TurnOutcome};
 
 pub use crate::transcript::{
     DEFAULT_DENIED_REPEATS, DEFAULT_MAX_CALLS_PER_TURN, DeniedCall, Message, RunOptions, RunState,
@@ -38,59 +39,6 @@ pub use crate::transcript::{
 };
 pub use scan::{Cleared, Permit, TurnScan, scan_turn};
 pub(crate) use scan::{Scan, not_offered, scan};
-
-/// A tool as the model is told about it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    /// The name to call it by.
-    pub name: String,
-    /// What it does.
-    pub description: String,
-    /// Its parameter schema.
-    pub parameters: Value,
-}
-
-impl ToolSpec {
-    /// The spec of one tool.
-    pub fn of(tool: &ErasedTool) -> Self {
-        Self {
-            name: tool.name().to_owned(),
-            description: tool.description().to_owned(),
-            parameters: tool.parameters().as_value().clone(),
-        }
-    }
-}
-
-/// What a model returned.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// A final answer.
-    Text(String),
-    /// A turn of calls, with any text that came with it.
-    Calls {
-        /// Text beside the calls.
-        content: Option<String>,
-        /// The turn.
-        calls: Vec<ToolCall>,
-    },
-}
-
-crate::error::message_error!(
-    /// The model could not answer. Carries the model client's own error as its
-    /// source when there is one.
-    ModelError,
-    "the model failed: "
-);
-
-/// A language model: transcript and tool specs in, text or a turn out.
-pub trait Model: Send + Sync {
-    /// Answers the transcript.
-    fn respond<'a>(
-        &'a self,
-        transcript: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Reply, ModelError>>;
-}
 
 /// What starts a run.
 #[derive(Debug, Clone)]
@@ -115,136 +63,6 @@ impl RunRequest {
             options: RunOptions::default(),
         }
     }
-}
-
-/// Where a run stands when the driver returns.
-#[derive(Debug)]
-pub enum Outcome {
-    /// The model gave its final answer.
-    Finished {
-        /// The answer.
-        answer: String,
-        /// The run, answer included.
-        state: RunState,
-    },
-    /// A turn waits for a human's verdict.
-    AwaitingApproval(Suspended<AwaitingApproval>),
-    /// A turn waits for a human's data.
-    WaitingForInput(Suspended<WaitingForInput>),
-    /// The iteration cap was reached before a final answer.
-    LimitReached(RunState),
-}
-
-/// A run could not go on. The state is handed back: nothing is lost.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RunError {
-    /// The run names no person as its requester; nothing started.
-    #[error("the run's requester cannot be recorded: {0}")]
-    InvalidRequester(crate::identity::IdentityError),
-    /// The model failed.
-    #[error("{error}")]
-    Model {
-        /// The failure.
-        error: ModelError,
-        /// The run as it was before the request.
-        state: Box<RunState>,
-    },
-    /// A tool that requires input has a schema that cannot be used; a
-    /// programming error in the tool, refused rather than persisted.
-    #[error("tool `{tool}` requires input but its input schema cannot be used: {problem}")]
-    UnusableInputSchema {
-        /// The tool.
-        tool: String,
-        /// What is wrong.
-        problem: &'static str,
-        /// The run, with the turn not yet answered.
-        state: Box<RunState>,
-    },
-    /// A host's own loop handed [`Agent::process_turn`] a turn past the run's
-    /// `max_iterations`; nothing of it ran.
-    #[error(
-        "the run has reached its cap of {limit} turns (`max_iterations`); nothing of this turn ran"
-    )]
-    IterationCap {
-        /// The run's cap.
-        limit: u32,
-        /// The run, with the turn not answered.
-        state: Box<RunState>,
-    },
-    /// The model's turn holds more calls than the run allows.
-    #[error(
-        "the model's turn holds {calls} calls, more than the {limit} this run allows (`max_calls_per_turn`); nothing of it ran"
-    )]
-    TurnTooLarge {
-        /// How many calls the turn held.
-        calls: usize,
-        /// The run's cap.
-        limit: u32,
-        /// The run, with the turn not answered.
-        state: Box<RunState>,
-    },
-    /// The execution journal could not record a step of a turn; nothing else
-    /// of the turn ran (see [`journal`](crate::journal)). The host that picks
-    /// the run up again reads what the journal has.
-    #[error("{error}; the run stopped before anything else of the turn ran")]
-    Journal {
-        /// The failure.
-        error: JournalError,
-        /// The run, with the results the turn got before the failure.
-        state: Box<RunState>,
-    },
-    /// The model kept asking for a call a human denied in this run (same
-    /// tool, same arguments) more often than `denied_repeats` allows; each
-    /// time it was answered with the denial. The run ends here.
-    #[error(
-        "the model asked {repeats} times again for a call of `{tool}` that was denied in this run; the run ends (`denied_repeats`)"
-    )]
-    DeniedCallRepeated {
-        /// The tool.
-        tool: String,
-        /// How often it was asked for again.
-        repeats: u32,
-        /// The run, with the turn not answered.
-        state: Box<RunState>,
-    },
-    /// Two calls of the model's turn share an id, so results and decisions
-    /// could not be told apart.
-    #[error("the model's turn holds the call id `{id}` twice; nothing of it ran")]
-    DuplicateCallId {
-        /// The id.
-        id: String,
-        /// The run, with the turn not answered.
-        state: Box<RunState>,
-    },
-}
-
-/// Where a recovery stopped when it could not go on alone.
-#[derive(Debug)]
-pub struct OutcomeUnknown {
-    /// The plan of the turn, unchanged.
-    pub plan: TurnPlan,
-    /// The call that started and never ended, whose effect makes running it
-    /// again unsafe.
-    pub index: usize,
-}
-
-impl OutcomeUnknown {
-    /// The call whose outcome is unknown.
-    pub fn call(&self) -> Option<&ToolCall> {
-        self.plan.steps.get(self.index).map(|s| &s.call)
-    }
-}
-
-/// What [`Agent::recover`](crate::Agent::recover) ended in.
-#[derive(Debug)]
-pub enum Recovered {
-    /// The turn was completed and the run driven on.
-    Outcome(Outcome),
-    /// A call started and never ended, and is not safe to run again: an
-    /// operator chooses ([`CallRecord::Rerun`] or [`CallRecord::Skip`]).
-    /// Nothing ran.
-    OutcomeUnknown(OutcomeUnknown),
 }
 
 /// What a reviewer is shown of a turn's tools: each call's tool as offered
@@ -322,18 +140,6 @@ fn stopped(plan: TurnPlan, results: Vec<Message>, error: JournalError) -> RunErr
         error,
         state: Box::new(state),
     }
-}
-
-/// What [`Agent::process_turn`] did with a turn.
-#[derive(Debug)]
-pub enum TurnOutcome {
-    /// Every call ran (or got an error result); the results are in the
-    /// transcript.
-    Ran(RunState),
-    /// The turn waits for a human's verdict.
-    AwaitingApproval(Suspended<AwaitingApproval>),
-    /// The turn waits for a human's data.
-    WaitingForInput(Suspended<WaitingForInput>),
 }
 
 /// Runs the loop against one registry, model and decision log.

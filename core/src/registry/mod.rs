@@ -2,13 +2,18 @@
 //! a boot check, allow-lists and `explain`.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 
-use crate::effect::{Effect, Origin};
+use crate::effect::Origin;
 use crate::erased::{BoxFuture, DynTool, ErasedTool};
-use crate::gate::{Cause, IsLocal, OperatorDeclaration, Rule, Ruling};
+use crate::gate::IsLocal;
 use crate::tool::Execute;
+
+mod boot;
+mod explain;
+
+pub use boot::{BootError, BootProblem, DropReason, DroppedTool, ProviderFailure};
+pub use explain::Explanation;
 
 /// Why a tool name is unusable, if it is: a name must be 1–64 characters of
 /// ASCII letters, digits, `_`, `-` and `.` (the rule model APIs and MCP share).
@@ -112,110 +117,6 @@ crate::error::message_error!(
     ProviderError,
     ""
 );
-
-/// One reason the registry refuses to boot.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum BootProblem {
-    /// Two builtins share a name.
-    #[error("two builtins are named `{name}`: tool names must be unique")]
-    DuplicateName {
-        /// The shared name.
-        name: String,
-    },
-    /// A builtin's name is unusable.
-    #[error("builtin `{name}` has an unusable name: {problem}")]
-    InvalidName {
-        /// The name.
-        name: String,
-        /// What is wrong with it.
-        problem: &'static str,
-    },
-    /// A tool erased by hand declares a remote origin but was added as a
-    /// builtin: a remote tool's body lives on a server an operator judged, and
-    /// reaches a registry through a provider built from that record.
-    #[error(
-        "tool `{name}` declares a remote origin and cannot be registered as a builtin: builtins are local tools, and remote tools reach a registry through a `ToolProvider` built from an operator's stored server records"
-    )]
-    RemoteBuiltin {
-        /// The tool.
-        name: String,
-    },
-    /// A tool's declared facts break a rule: the combination the
-    /// type system refuses for a typed tool, declared by a hand-erased one.
-    #[error("tool `{name}` breaks {rule}")]
-    BrokenRule {
-        /// The tool.
-        name: String,
-        /// The rule, with its number.
-        rule: Rule,
-    },
-}
-
-/// The registry refused to boot; every problem found is listed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct BootError {
-    /// Each problem, in registration order.
-    pub problems: Vec<BootProblem>,
-}
-
-impl fmt::Display for BootError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the tool registry refused to boot:")?;
-        for problem in &self.problems {
-            write!(f, "\n  - {problem}")?;
-        }
-        Ok(())
-    }
-}
-
-/// Why a provided tool was left out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum DropReason {
-    /// A builtin or an earlier provider's tool has the name.
-    NameTaken,
-    /// The name is unusable.
-    InvalidName(&'static str),
-    /// The tool's declared facts break a rule.
-    BrokenRule(Rule),
-    /// A remote tool that names no server: no operator's record can stand
-    /// behind its declaration.
-    NoServer,
-}
-
-impl fmt::Display for DropReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DropReason::NameTaken => f.write_str("the name is taken (builtins win)"),
-            DropReason::InvalidName(problem) => write!(f, "unusable name: {problem}"),
-            DropReason::BrokenRule(rule) => write!(f, "it breaks {rule}"),
-            DropReason::NoServer => f.write_str(
-                "it declares a remote origin but names no server, so no operator's record stands behind its declaration",
-            ),
-        }
-    }
-}
-
-/// A provided tool the registry left out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DroppedTool {
-    /// The tool's name.
-    pub name: String,
-    /// The provider that supplied it.
-    pub provider: String,
-    /// Why it was left out.
-    pub reason: DropReason,
-}
-
-/// A provider that failed; its tools are absent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderFailure {
-    /// The provider.
-    pub provider: String,
-    /// Its error, as text.
-    pub error: String,
-}
 
 /// Where a tool came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -595,62 +496,5 @@ impl Registry {
         (0..catalogue.len())
             .map(|i| catalogue.explanation(i))
             .collect()
-    }
-}
-
-/// One tool's gate and its cause, for an operator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Explanation {
-    /// The tool.
-    pub name: String,
-    /// Where its body lives.
-    pub origin: Origin,
-    /// Its declared effect.
-    pub effect: Effect,
-    /// The server a remote tool lives behind.
-    pub server: Option<String>,
-    /// Its gate.
-    pub ruling: Ruling,
-    /// How it reached the registry.
-    pub source: ToolSource,
-    /// True when it was erased by hand: its gate comes from the facts it
-    /// declared, not from its types.
-    pub hand_erased: bool,
-}
-
-impl Explanation {
-    /// The cause in words: "local tool declares non_idempotent_write".
-    pub fn cause_text(&self) -> String {
-        let server = self.server.as_deref().unwrap_or("?");
-        let mut text = match self.ruling.cause {
-            Cause::LocalReadOnly => "local tool declares read_only".to_owned(),
-            Cause::Marker => format!("{} tool carries the explicit approval marker", self.origin),
-            Cause::DeclaredWrite(effect) => format!("local tool declares {effect}"),
-            Cause::Operator(OperatorDeclaration::ApprovalRequired) => {
-                format!("operator declared approval required for server `{server}`")
-            }
-            Cause::Operator(OperatorDeclaration::NoApproval) => {
-                format!("operator declared no approval for server `{server}`")
-            }
-            Cause::Quarantined(why) => format!(
-                "quarantined: operator declared no approval for server `{server}`, but the tool is {}; it requires approval until an operator accepts it",
-                match why {
-                    crate::effect::Quarantine::New => "new since they judged its tools",
-                    crate::effect::Quarantine::Changed => "changed since they accepted it",
-                }
-            ),
-            Cause::UserInput => format!("{} tool requires user input", self.origin),
-            Cause::Refused(rule) => format!("refused: the tool breaks {rule}"),
-        };
-        if self.hand_erased {
-            text.push_str(" (erased by hand: decided from its declared facts)");
-        }
-        text
-    }
-}
-
-impl fmt::Display for Explanation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.ruling.pause, self.cause_text())
     }
 }
