@@ -410,7 +410,9 @@ pub struct ReviewedTool {
     pub name: String,
     /// Its description.
     pub description: String,
-    /// Its parameter schema: an edited call is validated against it.
+    /// Its parameter schema: an edited call is validated against it. Read
+    /// back, an object that names a key twice is refused.
+    #[serde(deserialize_with = "crate::unique::value")]
     pub parameters: Value,
     /// Its declared effect (every remote tool counts as
     /// `non_idempotent_write`).

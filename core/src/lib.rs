@@ -132,6 +132,7 @@ pub mod suspend {
 pub mod testing;
 mod tool;
 mod transcript;
+mod unique;
 pub mod visible;
 
 // The root holds what a tool author writes and a host's two entry points;

@@ -16,7 +16,9 @@ pub struct ToolCall {
     pub id: String,
     /// The tool's name.
     pub name: String,
-    /// The arguments, as the model wrote them.
+    /// The arguments, as the model wrote them. Read back, an object that
+    /// names a key twice is refused.
+    #[serde(deserialize_with = "crate::unique::value")]
     pub arguments: Value,
 }
 

@@ -35,10 +35,22 @@ mod catalogue;
 mod class;
 mod db;
 mod error;
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(unreachable_pub, reason = "public only behind `test-util`")
+)]
 mod flag;
 mod host;
 mod location;
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(unreachable_pub, reason = "public only behind `test-util`")
+)]
 mod names;
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(unreachable_pub, reason = "public only behind `test-util`")
+)]
 mod open;
 mod runs;
 mod servers;
@@ -63,19 +75,31 @@ pub use db::{Arg, ColumnRef, FromVal, IntoArg, Query, Row, Val};
 pub(crate) use db::{Pool, Tx};
 pub use error::{ArityMismatch, StoreError};
 pub use location::Location;
+#[cfg(not(feature = "test-util"))]
+use open::MigrateTo;
+/// Not public API: migrating step by step, for the store's own tests of its
+/// migrations (`test-util`).
+#[cfg(feature = "test-util")]
 #[doc(hidden)]
-pub use open::{MIGRATOR, POSTGRES_MIGRATOR};
 pub use open::{MigrateTo, latest_version};
 use open::{migration_lock, open_postgres, open_sqlite, run_migrations};
 
 pub use catalogue::{
     Acceptance, Accepted, CatalogueChange, CatalogueRow, ImportedTool, LiveTool, Quarantine,
-    tool_definition,
 };
 pub use class::{DataClass, UnknownDataClass};
-pub use flag::{StoredFlag, approval_from_stored};
+pub use flag::StoredFlag;
+/// Not public API: the one reading of a stored operator flag, for the
+/// store's tests of odd stored values (`test-util`).
+#[cfg(feature = "test-util")]
+#[doc(hidden)]
+pub use flag::approval_from_stored;
 pub use host::choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
 pub use host::{Ended, Host, Resumable, Resumed, SetAside};
+/// Not public API: the rule for a host's name, for tests (`test-util`);
+/// [`Host::new`] applies it.
+#[cfg(feature = "test-util")]
+#[doc(hidden)]
 pub use names::host_name_problem;
 pub use runs::{
     Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory, StoredDecision,
@@ -87,6 +111,20 @@ pub use servers::{ImportState, NewServer, ServerRecord, Transport, server_id_pro
 pub use stored_json::object_type_passes;
 
 /// The store: one SQLite file, or one PostgreSQL database.
+///
+/// Its methods come in groups, each an `impl` block of its own below:
+///
+/// | group | who uses it |
+/// |---|---|
+/// | opening | everyone |
+/// | servers | the operator's console |
+/// | catalogues | imports, and the MCP crate's provider |
+/// | acceptance | the console (tool pinning) |
+/// | suspended runs | hosts, and the console |
+/// | decisions | the console |
+/// | unknown outcomes | the console |
+///
+/// A host resumes decided runs through a [`Host`], not through these.
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: Pool,
@@ -110,17 +148,27 @@ pub struct Store {
     listening: Arc<std::sync::OnceLock<()>>,
 }
 
+/// # Opening
+///
+/// Every user: a host, the console, the MCP crate's provider.
 impl Store {
     /// Opens the store at `location` — an SQLite path (created if needed)
     /// or a `postgres://` URL — and migrates it to the latest schema. A
     /// database from a newer build, or one whose applied migrations were
     /// edited, is refused.
     pub async fn open(location: impl Into<Location>) -> Result<Self, StoreError> {
-        Self::open_to(location, MigrateTo::Latest).await
+        Self::opened(location, MigrateTo::Latest).await
     }
 
-    /// Opens the store at `location`, migrating only as far as `to`.
+    /// Not public API (`test-util`): opens the store at `location`,
+    /// migrating only as far as `to`.
+    #[cfg(feature = "test-util")]
+    #[doc(hidden)]
     pub async fn open_to(location: impl Into<Location>, to: MigrateTo) -> Result<Self, StoreError> {
+        Self::opened(location, to).await
+    }
+
+    async fn opened(location: impl Into<Location>, to: MigrateTo) -> Result<Self, StoreError> {
         let location = location.into();
         let pool = match &location {
             Location::Sqlite(path) => {
@@ -228,21 +276,27 @@ impl Store {
         self.key.as_ref()
     }
 
-    /// Migrates the database to `to` and hands back a fresh handle on it.
+    /// Not public API (`test-util`): migrates the database to `to` and hands
+    /// back a fresh handle on it.
     /// The handle is consumed: its pooled connections were opened on the old
     /// schema and are closed, so nothing reads the new tables through them.
     /// The key, if any, carries over. A second run is a no-op.
+    #[cfg(feature = "test-util")]
+    #[doc(hidden)]
     pub async fn migrate(self, to: MigrateTo) -> Result<Store, StoreError> {
         let key = self.key.clone();
         self.pool.close().await;
-        let store = Self::open_to(&self.location, to).await?;
+        let store = Self::opened(&self.location, to).await?;
         Ok(match key {
             Some(key) => store.with_integrity_key(key),
             None => store,
         })
     }
 
-    /// The versions applied to this database, in order.
+    /// Not public API (`test-util`): the versions applied to this
+    /// database, in order.
+    #[cfg(feature = "test-util")]
+    #[doc(hidden)]
     pub async fn applied_versions(&self) -> Result<Vec<i64>, StoreError> {
         Ok(
             Query::new("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")

@@ -16,12 +16,12 @@ use crate::{Pool, StoreError};
 /// The SQLite schema history, embedded at build time. Not public API: for
 /// the workspace's migration tests.
 #[doc(hidden)]
-pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
 /// The PostgreSQL schema history: the same versions, telling the same story,
 /// in PostgreSQL's types. Not public API: for the workspace's migration tests.
 #[doc(hidden)]
-pub static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+pub(crate) static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// The newest schema version this build knows (both histories end on it).
 pub fn latest_version() -> i64 {

@@ -176,6 +176,10 @@ pub fn server_id_problem(id: &str) -> Option<&'static str> {
     }
 }
 
+/// # Servers
+///
+/// What an operator declares for each MCP server: the console's
+/// `toolgate servers`.
 impl Store {
     /// Adds a server. It requires approval until an operator turns that off.
     pub async fn add_server(&self, server: NewServer) -> Result<ServerRecord, StoreError> {

@@ -771,3 +771,70 @@ fn one_document_is_never_two() {
     let reason = refused(&zero, None).expect("a leading zero is not JSON");
     assert!(reason.starts_with("not JSON"), "{reason}");
 }
+
+/// A key named twice inside a free-form value — a call's arguments, a
+/// reviewed tool's parameter schema, an input schema — is refused, sealed
+/// or not: JSON readers disagree on which one counts (serde_json keeps the
+/// last, SQLite's `json_extract` the first), so such a document would read
+/// as one call to a person querying the database and as another to the host.
+#[test]
+fn a_key_named_twice_inside_a_value_is_refused() {
+    let body_of = |text: &str| {
+        let at = text.find(",\"body\":").map(|at| at + ",\"body\":".len());
+        at.and_then(|at| {
+            text.trim_end()
+                .strip_suffix('}')
+                .map(|t| t[at..].to_owned())
+        })
+    };
+    for (name, from, edit) in [
+        (
+            "pending arguments",
+            WAITING_V4,
+            (
+                "\"pending\":[{\"id\":\"call_9\",\"name\":\"greet\",\"arguments\":{\"language\":\"fr\",",
+                "\"pending\":[{\"id\":\"call_9\",\"name\":\"greet\",\"arguments\":{\"language\":\"fr\",\"language\":\"en\",",
+            ),
+        ),
+        (
+            "escaped key in the transcript's arguments",
+            WAITING_V4,
+            ("{\"id\":1}}]}]", "{\"id\":1,\"\\u0069d\":2}}]}]"),
+        ),
+        (
+            "input schema",
+            WAITING_V4,
+            (
+                "\"minLength\":1,\"type\":\"string\"",
+                "\"minLength\":1,\"minLength\":0,\"type\":\"string\"",
+            ),
+        ),
+        (
+            "reviewed parameters",
+            WAITING_V4,
+            (
+                "\"required\":[\"language\"],\"type\":\"object\"}",
+                "\"required\":[\"language\"],\"required\":[],\"type\":\"object\"}",
+            ),
+        ),
+    ] {
+        let Some(body) = body_of(from) else {
+            panic!("{name}: the fixture has a body");
+        };
+        let edited = body.replacen(edit.0, edit.1, 1);
+        assert_ne!(edited, body, "{name}: the fixture has the text to edit");
+        let text = from.replacen(&body, &edited, 1).replacen(
+            &body_checksum(&body),
+            &body_checksum(&edited),
+            1,
+        );
+        let reason = match SuspendedRun::decode(&text) {
+            Ok(run) => panic!("{name}: decoded as {:?}", run.pending()),
+            Err(error) => error.reason,
+        };
+        assert!(
+            reason.contains("appears twice in one object"),
+            "{name}: {reason}"
+        );
+    }
+}

@@ -385,6 +385,7 @@ impl<'de> Visitor<'de> for Pending<'_> {
 struct InputDocument {
     tool: String,
     call_index: usize,
+    #[serde(deserialize_with = "crate::unique::value")]
     schema: Value,
 }
 

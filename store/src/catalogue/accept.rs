@@ -141,6 +141,10 @@ pub(crate) async fn pin_in(
     Ok(acceptance.changes)
 }
 
+/// # Acceptance
+///
+/// An operator's review of a server's tool definitions, which tool pinning
+/// holds the server to: the console's `set-approval` and `accept`.
 impl Store {
     /// What accepting a server's tools — every live one, or those named (by
     /// local name) — would pin, with the digest the act must carry. Nothing

@@ -65,7 +65,7 @@ pub use toolgate::gate::Quarantine;
 /// `Value` (without its `preserve_order` feature, keys sorted); a stored
 /// text that does not read as JSON is kept as a JSON string of itself. The
 /// one rule for what an operator accepts and what quarantine compares.
-pub fn tool_definition(
+pub(crate) fn tool_definition(
     remote_name: &str,
     description: &str,
     input_schema: &str,
@@ -333,6 +333,10 @@ async fn write_rows(
 /// SQLite's 32,766 and PostgreSQL's 65,535).
 const ROWS_PER_INSERT: usize = 500;
 
+/// # Catalogues
+///
+/// A server's tools as its last import found them (`toolgate servers
+/// import`), and as hydration reads them (the MCP crate's provider).
 impl Store {
     /// Replaces a server's catalogue with what an import found, in one
     /// transaction: new rows are added, known rows updated, rows the server

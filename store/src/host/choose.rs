@@ -285,6 +285,10 @@ impl ChoiceRow {
     }
 }
 
+/// # Unknown outcomes
+///
+/// An operator's rerun or skip of a call a host stopped in: the console's
+/// `runs rerun` and `runs skip`.
 impl Store {
     /// The choices recorded on a plan, oldest first — under a key, only those
     /// whose tag verifies: per call index.

@@ -14,6 +14,10 @@ use crate::{Store, StoreError, now_ms};
 
 use super::{Answer, ClaimError, Recorded, verdict_from, verdict_text};
 
+/// # Decisions
+///
+/// An operator's verdict, or a user's data, on a waiting run, under the
+/// claim protocol: the console's `toolgate decide`.
 impl Store {
     /// Records a decision on a stored run — and nothing else: the host that
     /// owns the run resumes it ([`Host`](crate::Host)).

@@ -255,6 +255,10 @@ fn verdict_from(text: &str) -> Result<DecisionKind, StoreError> {
     })
 }
 
+/// # Suspended runs
+///
+/// Saved by a host when a turn waits; listed and read by the console's
+/// `toolgate runs`.
 impl Store {
     /// Stores a suspended run as the open suspension of its run, owned by
     /// the host named `owner`: that host resumes it once it is decided.
