@@ -208,7 +208,7 @@ impl Store {
             inbox: Arc::new(tokio::sync::Notify::new()),
             listening: Arc::new(std::sync::OnceLock::new()),
         };
-        store.keyed = store.applied_versions().await?.contains(&5)
+        store.keyed = store.versions_applied().await?.contains(&5)
             && Query::new("SELECT COUNT(*) FROM integrity")
                 .scalar::<i64>(&store.pool)
                 .await?
@@ -298,6 +298,10 @@ impl Store {
     #[cfg(feature = "test-util")]
     #[doc(hidden)]
     pub async fn applied_versions(&self) -> Result<Vec<i64>, StoreError> {
+        self.versions_applied().await
+    }
+
+    async fn versions_applied(&self) -> Result<Vec<i64>, StoreError> {
         Ok(
             Query::new("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
                 .fetch_all(&self.pool)

@@ -21,6 +21,7 @@ pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 /// The PostgreSQL schema history: the same versions, telling the same story,
 /// in PostgreSQL's types. Not public API: for the workspace's migration tests.
 #[doc(hidden)]
+#[cfg(feature = "postgres")]
 pub(crate) static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// The newest schema version this build knows (both histories end on it).
@@ -33,7 +34,11 @@ pub fn latest_version() -> i64 {
 pub enum MigrateTo {
     /// Every known migration.
     Latest,
-    /// Up to and including this version (for upgrade tests and tools).
+    /// Up to and including this version (for upgrade tests).
+    #[cfg_attr(
+        not(feature = "test-util"),
+        expect(dead_code, reason = "named only by tests, behind `test-util`")
+    )]
     Version(i64),
 }
 

@@ -81,8 +81,9 @@ pub struct ServerRecord {
     pub data_class_stored: Option<String>,
     /// The `requires_approval` value as stored.
     pub stored_flag: StoredFlag,
-    /// What the gate acts on: [`approval_from_stored`](crate::approval_from_stored)
-    /// of the stored flag, on the backend it was read from.
+    /// What the gate acts on: the stored flag read fail-closed, on the
+    /// backend it was read from (only a literal 0, or PostgreSQL's
+    /// `not_required`, means no approval).
     pub approval: OperatorDeclaration,
     /// Whether the server may supply tools.
     pub enabled: bool,

@@ -118,8 +118,10 @@ fn push_json_string(text: &mut String, value: &str) {
 }
 
 impl CatalogueRow {
-    /// The tool's current definition, as [`tool_definition`] writes it from
-    /// the row's columns as they are now.
+    /// The tool's current definition, as pinning writes it from the row's
+    /// columns as they are now: one JSON object of its remote name,
+    /// description, input schema and annotations, each written as serde_json
+    /// writes it.
     pub fn definition(&self) -> String {
         tool_definition(
             &self.remote_name,
