@@ -60,8 +60,7 @@ impl<'de, J: Fn(Option<&str>) -> bool> Visitor<'de> for TopLevel<'_, J> {
         let mut passes = (self.judge)(None);
         while let Some(Key(is_type)) = map.next_key()? {
             if is_type {
-                let value: serde_json::Value = map.next_value()?;
-                passes = (self.judge)(value.as_str());
+                passes = map.next_value_seed(TypeField { judge: self.judge })?;
             } else {
                 map.next_value_seed(Any)?;
             }
@@ -88,6 +87,52 @@ impl<'de, J: Fn(Option<&str>) -> bool> Visitor<'de> for TopLevel<'_, J> {
     }
     fn visit_unit<E>(self) -> Result<bool, E> {
         Ok(false)
+    }
+}
+
+/// The top level's `"type"` field: read like any value, judged as the
+/// string it borrows, or as absent when it is not a string.
+struct TypeField<'j, J> {
+    judge: &'j J,
+}
+
+impl<'de, J: Fn(Option<&str>) -> bool> DeserializeSeed<'de> for TypeField<'_, J> {
+    type Value = bool;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, J: Fn(Option<&str>) -> bool> Visitor<'de> for TypeField<'_, J> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E>(self, type_field: &str) -> Result<bool, E> {
+        Ok((self.judge)(Some(type_field)))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok((self.judge)(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok((self.judge)(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok((self.judge)(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok((self.judge)(None))
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok((self.judge)(None))
+    }
+    fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<bool, S::Error> {
+        Any.visit_seq(seq).map(|()| (self.judge)(None))
+    }
+    fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<bool, M::Error> {
+        Any.visit_map(map).map(|()| (self.judge)(None))
     }
 }
 
