@@ -227,7 +227,7 @@ fn document(text: &str) -> Map<String, Value> {
     }
 }
 
-const BODY: [&str; 3] = ["run", "pending", "input"];
+const BODY: [&str; 4] = ["run", "pending", "input", "review"];
 
 /// Applies `change` to a fixture's fields — the header's and the body's in
 /// one map, so a case reads `/run/...` wherever the field lives — and writes
@@ -837,4 +837,111 @@ fn a_key_named_twice_inside_a_value_is_refused() {
             "{name}: {reason}"
         );
     }
+}
+
+/// The reason a document is refused for, or a panic when it decodes.
+fn refusal(text: &str) -> String {
+    match SuspendedRun::decode(text) {
+        Ok(run) => panic!("decoded as {:?}: {text}", run.status()),
+        Err(error) => error.reason,
+    }
+}
+
+#[test]
+fn a_field_is_read_only_under_the_versions_that_know_it() {
+    let set = |pointer: &'static str, key: &'static str, value: Value| {
+        move |doc: &mut Map<String, Value>| {
+            if let Value::Object(map) = at(doc, pointer) {
+                map.insert(key.to_owned(), value);
+            }
+        }
+    };
+    // From version 2 on the cap is always written, so it is required.
+    for (name, fixture) in [("v2", AWAITING), ("v3", AWAITING_V3), ("v4", AWAITING_V4)] {
+        let without = sealed(fixture, |doc| {
+            if let Value::Object(options) = at(doc, "/run/options") {
+                options.remove("max_calls_per_turn");
+            }
+        });
+        assert!(
+            refusal(&without).starts_with(
+                "missing `run.options.max_calls_per_turn`: every document from version 2 holds it"
+            ),
+            "{name}: {}",
+            refusal(&without)
+        );
+    }
+    // Version 1 never held it: a version-1 document that does is refused.
+    let v1_with_cap = sealed(
+        AWAITING_V1,
+        set("/run/options", "max_calls_per_turn", json!(128)),
+    );
+    assert_eq!(
+        refusal(&v1_with_cap),
+        "`run.options.max_calls_per_turn` was added in version 2; a version-1 document cannot hold it"
+    );
+    // What version 3 added, under the labels of 1 and 2.
+    let v3_review = document(AWAITING_V3)["body"]["review"].clone();
+    assert!(
+        v3_review.is_object(),
+        "the version-3 fixture holds a review"
+    );
+    for (name, fixture) in [("v1", AWAITING_V1), ("v2", AWAITING)] {
+        let version = document(fixture)["version"].as_u64().unwrap();
+        let cases: Vec<(&str, String)> = vec![
+            (
+                "run.options.approvals_required",
+                sealed(fixture, set("/run/options", "approvals_required", json!(2))),
+            ),
+            (
+                "run.options.decision_ttl_ms",
+                sealed(
+                    fixture,
+                    set("/run/options", "decision_ttl_ms", json!(60_000)),
+                ),
+            ),
+            (
+                "run.options.denied_repeats",
+                sealed(fixture, set("/run/options", "denied_repeats", json!(0))),
+            ),
+            (
+                "run.denied",
+                sealed(fixture, set("/run", "denied", json!([]))),
+            ),
+            (
+                "body.review",
+                sealed(fixture, |doc| {
+                    doc.insert("review".into(), v3_review.clone());
+                }),
+            ),
+        ];
+        for (field, text) in cases {
+            assert_eq!(
+                refusal(&text),
+                format!(
+                    "`{field}` was added in version 3; a version-{version} document cannot hold it"
+                ),
+                "{name}"
+            );
+        }
+    }
+    // From version 3 those fields are stored by their absence: a document
+    // without them reads with their defaults, one with them as written.
+    let mut with = sealed(
+        AWAITING_V4,
+        set("/run/options", "approvals_required", json!(2)),
+    );
+    with = sealed(&with, set("/run/options", "decision_ttl_ms", json!(60_000)));
+    let Ok(SuspendedRun::AwaitingApproval(run)) = SuspendedRun::decode(&with) else {
+        panic!("a version-4 document with its own fields decodes");
+    };
+    assert_eq!(run.state().options.approvals_required, 2);
+    assert_eq!(run.state().options.decision_ttl_ms, Some(60_000));
+    let plain = &document(AWAITING_V4)["body"]["run"]["options"];
+    assert!(plain.get("approvals_required").is_none(), "{plain}");
+    let Ok(SuspendedRun::AwaitingApproval(run)) = SuspendedRun::decode(AWAITING_V4) else {
+        panic!("the version-4 fixture decodes");
+    };
+    assert_eq!(run.state().options.approvals_required, 1);
+    assert_eq!(run.state().options.decision_ttl_ms, None);
 }

@@ -42,6 +42,15 @@
 //! third of writing and reading a document). Either plain checksum is
 //! accepted on any version; a build that reads only up to version 3 refuses
 //! a version-4 document as of an unknown version, not as damaged.
+//!
+//! A field is read only under the versions that know it. From version 2,
+//! `max_calls_per_turn` is required (every writer of that version writes
+//! it); a version-1 document that holds it is refused. The fields version 3
+//! added — `review`, `approvals_required`, `decision_ttl_ms`,
+//! `denied_repeats`, `denied` — are stored by their absence when they hold
+//! their defaults, so they stay optional from version 3 on, and a document
+//! of version 1 or 2 that holds any of them is refused: a later version's
+//! field is never read under an earlier version's label.
 //! Decoding is fail-closed: anything unexpected is a [`CorruptState`] with a
 //! reason — an unknown version, status or field, a missing or ill-typed field,
 //! an input pause without a usable schema, a pending call that does not
@@ -58,6 +67,7 @@ use crate::transcript::{RunState, ToolCall};
 
 mod object;
 mod read;
+mod since;
 #[cfg(test)]
 mod tests;
 

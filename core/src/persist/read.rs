@@ -22,13 +22,14 @@ use crate::pause::Suspended;
 use crate::transcript::{RunState, ToolCall};
 
 use super::object::{Fields, Note, Object, once, read_object, stop};
+use super::since::{StoredRun, review_known};
 
 /// Reads a document of either status, verified under `key` if one is given.
 pub(super) fn decode(text: &str, key: Option<&IntegrityKey>) -> Result<SuspendedRun, CorruptState> {
     let in_place = read_object(text, "the document", Header::new(text, true))
         .ok()
         .and_then(Header::located);
-    let (status, body) = if let Some((header, body, at)) = in_place {
+    let ((status, version), body) = if let Some((header, body, at)) = in_place {
         (header.check(&text[at], key)?, body)
     } else {
         let mut header = read_object(text, "the document", Header::new(text, false))?;
@@ -41,6 +42,8 @@ pub(super) fn decode(text: &str, key: Option<&IntegrityKey>) -> Result<Suspended
     let Some(state) = body.run else {
         return corrupt("missing `run`");
     };
+    let state = state.at_version(version)?;
+    review_known(version, body.review.is_some())?;
     let Some(pending) = body.pending else {
         return corrupt("missing `pending`");
     };
@@ -223,7 +226,7 @@ impl Header<'_> {
         self,
         body: &str,
         key: Option<&IntegrityKey>,
-    ) -> Result<SuspendedStatus, CorruptState> {
+    ) -> Result<(SuspendedStatus, u64), CorruptState> {
         match self.format {
             None => return corrupt("missing `format`"),
             Some(Value::String(format)) if format == FORMAT => {}
@@ -232,10 +235,10 @@ impl Header<'_> {
             }
             Some(other) => return corrupt(format!("`format` is {}, not a string", kind(&other))),
         }
-        match self.version {
+        let version = match self.version {
             None => return corrupt("missing `version`"),
             Some(v) => match v.as_u64() {
-                Some(n) if READS.contains(&n) => {}
+                Some(n) if READS.contains(&n) => n,
                 Some(n) => {
                     return corrupt(format!(
                         "unknown version {n} (this build reads versions 1 to {VERSION})"
@@ -243,7 +246,7 @@ impl Header<'_> {
                 }
                 None => return corrupt(format!("`version` is {}, not a whole number", kind(&v))),
             },
-        }
+        };
         match (self.checksum, !body.is_empty()) {
             (None, _) => return corrupt("missing `checksum`"),
             (Some(_), false) => return corrupt("missing `body`"),
@@ -260,14 +263,14 @@ impl Header<'_> {
             },
             Some(other) => return corrupt(format!("`status` is {}, not a string", kind(&other))),
         };
-        Ok(status)
+        Ok((status, version))
     }
 }
 
 /// The body's fields, each read straight into its type.
 #[derive(Default)]
 struct Body<'de> {
-    run: Option<RunState>,
+    run: Option<StoredRun>,
     pending: Option<Vec<ToolCall>>,
     input: Option<&'de RawValue>,
     review: Option<Review>,
