@@ -1899,3 +1899,117 @@ fn named_reasons(list: &Value, name: &str) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The notes test server over streamable HTTP (with `extra` flags): its
+/// process, and the URL it serves at.
+fn notes_over_http(extra: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    let mut server = Command::new(TOOLGATE)
+        .args(["mcp-test-server", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the test server starts");
+    let stdout = server.stdout.take().expect("the server's stdout is piped");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the server says where it listens");
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line `{line}`"))
+        .to_owned();
+    (server, url)
+}
+
+/// A remote write whose answer is lost after the server ran it — here a
+/// real HTTP server that exits once the call has run, before answering — is
+/// not a failure the model is told of (it might ask again, and a second
+/// approval would run the write twice): its outcome is unknown, and the run
+/// waits for an operator's `rerun` or `skip`, as after a host that died
+/// mid-call. The write ran once; skipped, it never runs again, and the model
+/// reads that its outcome is unknown.
+#[test]
+fn a_remote_write_whose_answer_was_lost_waits_for_an_operator() {
+    let dir = temp();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    let ledger_path = ledger.to_str().expect("a UTF-8 path");
+    ok(dir, &["demo", "--detach", "--as", "alice"]);
+    let (run, digest) = waiting_run(dir);
+    ok(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let (mut server, url) =
+        notes_over_http(&["--drop-answer", "write_note", "--ledger", ledger_path]);
+    ok(dir, &["server", "set-transport", "notes", "--url", &url]);
+    ok(dir, &["import", "notes"]);
+    ok(dir, &["host", "--once"]);
+    let (run, digest) = waiting_run(dir);
+    let shown = json(dir, &["runs", "show", &run]);
+    assert_eq!(shown["pending"][0]["name"], "notes.write_note", "{shown}");
+    ok(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let resumed = ok(dir, &["host", "--once"]);
+    assert!(
+        resumed.contains("call call_3 (notes.write_note) reached its tool and its answer was lost (server `notes`: the call reached the server; its answer was lost: "),
+        "{resumed}"
+    );
+    let status = server.wait().expect("the server ends");
+    assert_eq!(status.code(), Some(7), "the server ran the call and exited");
+    let written = std::fs::read_to_string(&ledger).unwrap_or_default();
+    assert_eq!(written.lines().count(), 1, "the write ran once: {written}");
+    assert_eq!(
+        json(dir, &["runs", "list"])[0]["standing"],
+        "outcome unknown"
+    );
+    let shown = json(dir, &["runs", "show", &run]);
+    let [unknown] = shown["unknown"]
+        .as_array()
+        .expect("unknown calls")
+        .as_slice()
+    else {
+        panic!("one unknown call: {shown}");
+    };
+    assert_eq!(unknown["call"], "call_3");
+    let call = shown["calls"]
+        .as_array()
+        .and_then(|calls| calls.iter().find(|c| c["call"] == "call_3"))
+        .expect("the call is journaled");
+    assert_eq!(call["state"], "started", "no result was recorded: {call}");
+    // A host that runs again does not run it.
+    let again = ok(dir, &["host", "--once"]);
+    assert!(!again.contains("notes.write_note →"), "{again}");
+    let digest = unknown["digest"].as_str().expect("a digest").to_owned();
+    ok(
+        dir,
+        &[
+            "runs",
+            "skip",
+            &run,
+            "--call",
+            "call_3",
+            "--digest",
+            &digest,
+            "--reason",
+            "the note is on the server",
+            "--as",
+            "bob",
+        ],
+    );
+    let ended = ok(dir, &["host", "--once"]);
+    assert!(
+        ended.contains("notes.write_note → error: the call `call_3` (notes.write_note) was started and never ended — the host stopped, or its answer was lost; its outcome is unknown, and bob chose not to run it again"),
+        "the model reads that the outcome is unknown: {ended}"
+    );
+    assert!(
+        ended.contains("waiting for input"),
+        "the run goes on: {ended}"
+    );
+    let written = std::fs::read_to_string(&ledger).unwrap_or_default();
+    assert_eq!(written.lines().count(), 1, "never run again: {written}");
+}

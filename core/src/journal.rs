@@ -24,6 +24,12 @@
 //! ([`Effect::is_safe_to_retry`]) — a `non_idempotent_write`, which every
 //! remote call counts as, makes the run [`Recovered::OutcomeUnknown`](crate::run::Recovered::OutcomeUnknown) until an
 //! operator chooses to run it again or to skip it.
+//!
+//! A call whose answer was lost after it reached its tool
+//! ([`ToolOutput::answer_lost`]) is left the same way: it started, and no end
+//! is recorded. When it is not safe to run again the run stops with
+//! [`RunError::OutcomeUnknown`](crate::run::RunError::OutcomeUnknown), and the
+//! host that journals it holds it as after a crash until an operator chooses.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -220,7 +226,7 @@ pub enum CallRecord {
 /// unknown.
 pub(crate) fn skipped(call: &ToolCall, by: &str) -> ToolOutput {
     ToolOutput::error(format!(
-        "the call `{}` ({}) was started, but the host stopped before it ended; its outcome is unknown, and {by} chose not to run it again",
+        "the call `{}` ({}) was started and never ended — the host stopped, or its answer was lost; its outcome is unknown, and {by} chose not to run it again",
         call.id, call.name
     ))
 }

@@ -253,6 +253,11 @@ pub struct ToolOutput {
     pub content: String,
     /// True when the call failed; the content says why.
     pub is_error: bool,
+    /// The call may have run and its answer never arrived
+    /// ([`ToolOutput::answer_lost`]). Never stored: a lost answer is not a
+    /// result, and no journal records it as one.
+    #[serde(skip)]
+    answer_lost: bool,
 }
 
 impl ToolOutput {
@@ -261,6 +266,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            answer_lost: false,
         }
     }
 
@@ -269,6 +275,32 @@ impl ToolOutput {
         Self {
             content: message.into(),
             is_error: true,
+            answer_lost: false,
         }
+    }
+
+    /// No result: the call was not provably unsent — it may have reached
+    /// the tool and run — and its answer was lost (`reason` says how: a
+    /// connection closed, a deadline passed, an answer too large to take).
+    ///
+    /// The run does not tell the model the call failed, since it may have
+    /// run. A call whose effect is not safe to run again (a
+    /// `non_idempotent_write`, which every remote call counts as) stops the
+    /// run with [`RunError::OutcomeUnknown`](crate::run::RunError::OutcomeUnknown),
+    /// as a host that died mid-call would leave it: an operator chooses to
+    /// run it again or to skip it. A call safe to run again gets `reason` as
+    /// an error result.
+    pub fn answer_lost(reason: impl Into<String>) -> Self {
+        Self {
+            content: reason.into(),
+            is_error: true,
+            answer_lost: true,
+        }
+    }
+
+    /// Whether this is [`ToolOutput::answer_lost`]: the call may have run,
+    /// and nothing is known of its result.
+    pub fn is_answer_lost(&self) -> bool {
+        self.answer_lost
     }
 }

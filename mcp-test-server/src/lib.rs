@@ -9,7 +9,9 @@
 //! Usage: `toolgate-mcp-test-server [--http 127.0.0.1:0] [--page-size N]
 //! [--fillers N] [--drop NAME]... [--odd-names] [--hang-on-list]
 //! [--die-on-list] [--garbage] [--ledger FILE] [--describe NAME=TEXT]...`;
-//! `--delay NAME=SECONDS` makes a tool's calls wait first; `--huge
+//! `--delay NAME=SECONDS` makes a tool's calls wait first; `--drop-answer
+//! NAME` runs a tool's calls and then exits before answering (a server whose
+//! answer is lost after the call ran); `--huge
 //! NAME=BYTES` pads a tool's result to that many bytes (past a client's limit
 //! for one message, say); `--describe`
 //! gives a tool another description (a tool changed under its
@@ -54,6 +56,7 @@ pub struct Options {
     pub schema: Vec<(String, Map<String, Value>)>,
     pub delay: Vec<(String, f64)>,
     pub huge: Vec<(String, usize)>,
+    pub drop_answer: Vec<String>,
 }
 
 /// Parses the command-line flags (without the program name).
@@ -79,6 +82,7 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
                     .map_err(|e| format!("--fillers: {e}"))?;
             }
             "--drop" => options.drop.push(value("--drop")?),
+            "--drop-answer" => options.drop_answer.push(value("--drop-answer")?),
             "--odd-names" => options.odd_names = true,
             "--hang-on-list" => options.hang_on_list = true,
             "--die-on-list" => options.die_on_list = true,
@@ -354,6 +358,16 @@ impl ServerHandler for NotesServer {
             .into());
         }
         let mut result = self.call(&request.name, &arguments)?;
+        if self
+            .options
+            .drop_answer
+            .iter()
+            .any(|name| name == request.name.as_ref())
+        {
+            // The call ran (its ledger line is written); its answer never
+            // leaves: the process ends, and the connection with it.
+            std::process::exit(7);
+        }
         if let Some((_, bytes)) = self
             .options
             .huge

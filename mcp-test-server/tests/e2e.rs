@@ -303,22 +303,25 @@ async fn is_error_a_killed_server_and_a_hung_call_are_error_results_within_the_d
 
     let started = Instant::now();
     let hung = execute(&registry, "notes.slow", json!({"seconds": 60})).await;
-    assert!(hung.is_error);
+    assert!(hung.is_answer_lost(), "the call was sent: {hung:?}");
     assert_eq!(
         hung.content,
-        "server `notes` did not answer tools/call within 2 s"
+        "server `notes`: the call reached the server; its answer was lost: none came within 2 s"
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 
     // The connection comes back after the hung call...
     let read = execute(&registry, "notes.read_note", json!({"id": 0})).await;
     assert_eq!(read, ToolOutput::text("note 0: buy milk"));
-    // ...and a server that dies mid-call is an error result, not a panic.
+    // ...and a server that dies mid-call lost its answer: the call was
+    // sent, and may have run.
     let started = Instant::now();
     let crashed = execute(&registry, "notes.crash", json!({})).await;
-    assert!(crashed.is_error, "{crashed:?}");
+    assert!(crashed.is_answer_lost(), "{crashed:?}");
     assert!(
-        crashed.content.starts_with("server `notes`"),
+        crashed
+            .content
+            .starts_with("server `notes`: the call reached the server; its answer was lost: "),
         "{}",
         crashed.content
     );
@@ -525,6 +528,10 @@ async fn over_http_import_calls_and_a_killed_server() {
     let after = execute(&registry, "web.read_note", json!({"id": 1})).await;
     assert!(after.is_error, "{after:?}");
     assert!(
+        !after.is_answer_lost(),
+        "no connection could be made, so the call provably never left: {after:?}"
+    );
+    assert!(
         after.content.starts_with("server `web`"),
         "{}",
         after.content
@@ -572,12 +579,12 @@ async fn a_result_too_large_is_reported_at_once_not_at_the_deadline() {
         .build()
         .expect("the registry builds");
     let read = execute(&registry, "notes.read_note", json!({"id": 0})).await;
-    assert!(read.is_error, "{:?}", &read.content.get(..200));
+    assert!(read.is_answer_lost(), "{:?}", &read.content.get(..200));
     assert_eq!(
         read.content,
-        "server `notes` sent a result too large for tools/call: over 16 MiB in one message, the client's limit; the call ran on the server, and its result was dropped"
+        "server `notes`: the call reached the server; its answer was lost: it was over 16 MiB in one message, the client's limit, and was dropped"
     );
-    // The next call, small, gets its answer on a fresh connection.
+    // The next call, small, gets its answer on the same connection.
     let wrote = execute(&registry, "notes.write_note", json!({"text": "hello"})).await;
     assert!(!wrote.is_error, "{wrote:?}");
     provider.close().await;
@@ -591,4 +598,62 @@ async fn reviewed(store: &Store, server: &str) -> String {
         .await
         .expect("the server's tools are shown")
         .digest
+}
+
+/// One call's failure does not lose another's answer: while a write waits
+/// on the server, a read whose answer is too large to take fails — and the
+/// write still gets its answer on the same connection. The read cannot tell
+/// the dropped message was its own while another call is in flight, so it
+/// waits for its deadline, and its answer is lost.
+#[tokio::test]
+async fn a_failed_call_does_not_reset_the_connection_under_another() {
+    let dir = temp();
+    let store = store(&dir).await;
+    let huge = format!("read_note={}", 17 * 1024 * 1024);
+    add(
+        &store,
+        "notes",
+        stdio(&["--huge", &huge, "--delay", "write_note=2"]),
+        Some(DataClass::EditorContent),
+    )
+    .await;
+    run_import(&store, "notes")
+        .await
+        .expect("`run_import` succeeds");
+    assert!(
+        store
+            .set_approval(
+                "notes",
+                OperatorDeclaration::NoApproval,
+                Some(&reviewed(&store, "notes").await)
+            )
+            .await
+            .is_ok()
+    );
+    let patient = Deadlines {
+        call: Duration::from_secs(6),
+        ..quick()
+    };
+    let provider = std::sync::Arc::new(McpProvider::new(store.clone(), patient));
+    let registry = Registry::builder()
+        .provider(std::sync::Arc::clone(&provider))
+        .build()
+        .expect("the registry builds");
+    // The connection is made first, so both calls share it.
+    let first = execute(&registry, "notes.lookup_00", json!({})).await;
+    assert!(!first.is_error, "{first:?}");
+    let (wrote, read) = tokio::join!(
+        execute(&registry, "notes.write_note", json!({"text": "kept"})),
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            execute(&registry, "notes.read_note", json!({"id": 0})).await
+        }
+    );
+    assert_eq!(wrote, ToolOutput::text("wrote note 1"));
+    assert!(read.is_answer_lost(), "{:?}", read.content.get(..200));
+    assert_eq!(
+        read.content,
+        "server `notes`: the call reached the server; its answer was lost: none came within 6 s"
+    );
+    provider.close().await;
 }

@@ -579,7 +579,7 @@ async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_cho
             .await
             .unwrap();
         assert!(
-            matches!(&resumed.ended, Ended::OutcomeUnknown { call_id, tool } if call_id == "c1" && tool == "charge"),
+            matches!(&resumed.ended, Ended::OutcomeUnknown { call_id, tool, .. } if call_id == "c1" && tool == "charge"),
             "{resumed:?}"
         );
         assert_eq!(

@@ -303,10 +303,10 @@ pub(super) async fn report_resumed(
             "stopped at its limit of model requests".into(),
         ),
         Ended::Suspended { status } => (status.as_str(), String::new()),
-        Ended::OutcomeUnknown { call_id, tool } => (
+        Ended::OutcomeUnknown { call_id, tool, why } => (
             "outcome_unknown",
             format!(
-                "call {call_id} ({tool}) started and never ended when a host stopped; review it with `toolgate runs show {run}`, then `toolgate runs rerun|skip {run} --call {call_id} --digest … --reason …`"
+                "call {call_id} ({tool}) {why}; review it with `toolgate runs show {run}`, then `toolgate runs rerun|skip {run} --call {call_id} --digest … --reason …`"
             ),
         ),
         Ended::Refused { reason } => (

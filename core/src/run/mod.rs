@@ -142,6 +142,53 @@ fn stopped(plan: TurnPlan, results: Vec<Message>, error: JournalError) -> RunErr
     }
 }
 
+/// Whether a planned call may run again without asking anyone: only when
+/// both the plan and the tool as it is offered now say its effect is safe
+/// to retry.
+fn safe_to_retry(offered: &Offered, step: &Step) -> bool {
+    let Action::Execute { effect, .. } = &step.action else {
+        return true;
+    };
+    effect.is_safe_to_retry()
+        && offered
+            .get(&step.call.name)
+            .is_none_or(|tool| tool.effect().is_safe_to_retry())
+}
+
+/// A call's answer was lost and it is not safe to run again: the run stops
+/// with the turn's records, the unknown call started.
+fn answer_lost(plan: TurnPlan, index: usize, results: Vec<Message>, reason: String) -> RunError {
+    let steps = plan.steps.len();
+    let mut known: Vec<CallRecord> = results
+        .into_iter()
+        .filter_map(|message| match message {
+            Message::Tool {
+                content, is_error, ..
+            } => Some(CallRecord::Ended(if is_error {
+                ToolOutput::error(content)
+            } else {
+                ToolOutput::text(content)
+            })),
+            _ => None,
+        })
+        .collect();
+    known.push(CallRecord::Started);
+    known.resize(steps, CallRecord::NotStarted);
+    let (call, tool) = plan
+        .steps
+        .get(index)
+        .map(|s| (s.call.id.clone(), s.call.name.clone()))
+        .unwrap_or_default();
+    tracing::warn!(run = %plan.run.run_id, %call, %tool, %reason, "a call's answer was lost and it is not safe to run again: its outcome is unknown");
+    RunError::OutcomeUnknown {
+        call,
+        tool,
+        reason,
+        unknown: Box::new(OutcomeUnknown { plan, index }),
+        known,
+    }
+}
+
 /// Runs the loop against one registry, model and decision log.
 pub struct Agent<'a> {
     pub(crate) registry: &'a Registry,
@@ -195,15 +242,10 @@ impl<'a> Agent<'a> {
     ) -> Result<Recovered, RunError> {
         let offered = self.registry.offer(plan.run.options.allow.as_deref()).await;
         let unknown = plan.steps.iter().enumerate().find(|(index, step)| {
-            let Action::Execute { effect, .. } = &step.action else {
+            if !matches!(step.action, Action::Execute { .. }) {
                 return false;
-            };
-            // Safe to run again only when both the plan and the tool as it
-            // is offered now say so.
-            let safe = effect.is_safe_to_retry()
-                && offered
-                    .get(&step.call.name)
-                    .is_none_or(|tool| tool.effect().is_safe_to_retry());
+            }
+            let safe = safe_to_retry(&offered, step);
             match known.get(*index) {
                 Some(CallRecord::Started) => !safe,
                 Some(CallRecord::Rerun { by }) => !safe && !rerun_stands(&plan.run, by),
@@ -261,10 +303,17 @@ impl<'a> Agent<'a> {
                     {
                         return Err(stopped(plan, results, error));
                     }
-                    let output = match offered.get(&step.call.name) {
+                    let mut output = match offered.get(&step.call.name) {
                         Some(tool) => tool.execute(arguments.clone()).await,
                         None => not_offered(offered, &step.call),
                     };
+                    if output.is_answer_lost() {
+                        if !safe_to_retry(offered, step) {
+                            return Err(answer_lost(plan, index, results, output.content));
+                        }
+                        tracing::warn!(run = %plan.run.run_id, call = %step.call.id, tool = %step.call.name, reason = %output.content, "a call's answer was lost; it is safe to run again, so the model reads the loss as an error");
+                        output = ToolOutput::error(output.content);
+                    }
                     if let Err(error) = self.journal_ended(&plan, index, &output).await {
                         results.push(Message::result(&step.call, output));
                         return Err(stopped(plan, results, error));

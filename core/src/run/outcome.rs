@@ -97,6 +97,30 @@ pub enum RunError {
         /// The run, with the turn not answered.
         state: Box<RunState>,
     },
+    /// A call reached its tool and its answer was lost
+    /// ([`ToolOutput::answer_lost`](crate::ToolOutput::answer_lost)), and its
+    /// effect is not safe to run again: its outcome is unknown. Nothing after
+    /// it ran, and the model was told nothing. With a journal the host holds
+    /// the run as after a crash (the call started and never ended) until an
+    /// operator chooses; without one, `known` is what the journal would hold,
+    /// for [`Agent::recover`](crate::Agent::recover) with the operator's
+    /// choice in place of the unknown call's [`CallRecord::Started`](crate::journal::CallRecord::Started).
+    #[error(
+        "{reason}; call `{call}` ({tool}) is a non_idempotent_write, so its outcome is unknown and it is not run again unless an operator chooses `rerun` (or `skip`)"
+    )]
+    OutcomeUnknown {
+        /// The call whose answer was lost.
+        call: String,
+        /// Its tool.
+        tool: String,
+        /// How the answer was lost, as the tool said.
+        reason: String,
+        /// The turn's plan and the call's place in it.
+        unknown: Box<OutcomeUnknown>,
+        /// What each call of the turn came to: ended ones with their
+        /// results, the unknown one started, the rest not started.
+        known: Vec<crate::journal::CallRecord>,
+    },
     /// Two calls of the model's turn share an id, so results and decisions
     /// could not be told apart.
     #[error("the model's turn holds the call id `{id}` twice; nothing of it ran")]

@@ -2,6 +2,7 @@
 
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ContentBlock, ListToolsResult, PaginatedRequestParams};
@@ -85,8 +86,20 @@ pub enum ClientError {
         /// The limit, in bytes.
         limit: usize,
     },
-    /// The request failed: the server answered with an error, hung up, or
-    /// sent something that is not MCP.
+    /// The request left and no answer came back: the connection closed or
+    /// failed after it was sent, or what came back was not its answer. The
+    /// server may have run it.
+    #[error("server `{server}` gave no answer to {what}: {reason}")]
+    Lost {
+        /// The server.
+        server: String,
+        /// What was asked.
+        what: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The request failed before it could run: the server answered with an
+    /// error, or refused the client.
     #[error("server `{server}` failed {what}: {reason}")]
     Request {
         /// The server.
@@ -97,6 +110,65 @@ pub enum ClientError {
         reason: String,
     },
 }
+
+impl ClientError {
+    /// Whether the request may have reached the server and run there, its
+    /// answer lost: it was sent, and no answer of the server's came back
+    /// (too large to take, past its deadline, or the connection gone). A
+    /// request that failed before it was sent, or that the server answered
+    /// with an error, did not run.
+    pub fn reached_server(&self) -> bool {
+        match self {
+            Self::TooLarge { .. } | Self::Lost { .. } => true,
+            Self::Deadline { what, .. } => *what == CALL,
+            Self::Transport { .. } | Self::Connect { .. } | Self::Request { .. } => false,
+        }
+    }
+
+    /// How an answer was lost, in words, for [`ClientError::reached_server`].
+    fn how_lost(&self) -> String {
+        match self {
+            Self::TooLarge { limit, .. } => format!(
+                "it was over {} MiB in one message, the client's limit, and was dropped",
+                limit / (1024 * 1024)
+            ),
+            Self::Deadline { deadline, .. } => {
+                format!("none came within {} s", deadline.as_secs_f64())
+            }
+            Self::Lost { reason, .. } => reason.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Whether a failed request provably did not run: the server answered it
+/// with an error, or the request never reached it (no connection could be
+/// made, or the server's HTTP layer refused it: an authentication challenge,
+/// or 429 Too Many Requests). Anything else after a request was handed to
+/// the transport may have reached the server.
+fn answered_or_unsent(error: &rmcp::ServiceError) -> bool {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    if error.auth_challenge().is_some() {
+        return true;
+    }
+    match error {
+        rmcp::ServiceError::McpError(_) => true,
+        rmcp::ServiceError::TransportSend(sent) => {
+            match sent
+                .error
+                .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+            {
+                Some(StreamableHttpError::Client(client)) => client.is_connect(),
+                Some(StreamableHttpError::HttpStatus(status)) => status.status == 429,
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// What a call is, in errors.
+const CALL: &str = "tools/call";
 
 type Session = RunningService<RoleClient, ()>;
 
@@ -115,6 +187,24 @@ pub struct Connection {
     transport: Transport,
     deadlines: Deadlines,
     session: tokio::sync::Mutex<Option<Live>>,
+    /// Calls sent and not yet answered.
+    in_flight: AtomicUsize,
+}
+
+/// Counts a call in flight while it lives.
+struct InFlight<'c>(&'c AtomicUsize);
+
+impl<'c> InFlight<'c> {
+    fn new(count: &'c AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl std::fmt::Debug for Connection {
@@ -134,6 +224,7 @@ impl Connection {
             transport,
             deadlines,
             session: tokio::sync::Mutex::new(None),
+            in_flight: AtomicUsize::new(0),
         })
     }
 
@@ -279,11 +370,25 @@ impl Connection {
         }
     }
 
-    /// Calls a tool by its remote name. Every failure — `isError`, a transport
-    /// failure, a missed deadline — is an error result for the model.
+    /// Calls a tool by its remote name. A failure before the request was
+    /// sent, or an error the server answered with (`isError`, a JSON-RPC
+    /// error), is an error result for the model. A request that was sent and
+    /// whose answer never came — the connection closed, the deadline passed,
+    /// the answer too large to take — is [`ToolOutput::answer_lost`]: the
+    /// server may have run it. No failure of one call resets the connection
+    /// under others in flight; a connection that closed is made again by the
+    /// next call.
     pub async fn call(&self, remote_name: &str, arguments: Map<String, Value>) -> ToolOutput {
         match self.try_call(remote_name, arguments).await {
             Ok(output) => output,
+            Err(error) if error.reached_server() => {
+                tracing::warn!(server = %self.server, tool = remote_name, %error, "a remote call's answer was lost");
+                ToolOutput::answer_lost(sanitize(&format!(
+                    "server `{}`: the call reached the server; its answer was lost: {}",
+                    self.server,
+                    error.how_lost()
+                )))
+            }
             Err(error) => {
                 tracing::warn!(server = %self.server, tool = remote_name, %error, "remote call failed");
                 ToolOutput::error(sanitize(&error.to_string()))
@@ -298,15 +403,22 @@ impl Connection {
     ) -> Result<ToolOutput, ClientError> {
         let (peer, oversized) = self.peer().await?;
         let params = CallToolRequestParams::new(remote_name.to_owned()).with_arguments(arguments);
+        let in_flight = InFlight::new(&self.in_flight);
         let call = tokio::time::timeout(self.deadlines.call, peer.call_tool(params));
+        // A message too large to take is dropped unread, so whose answer it
+        // was is unknown: it is this call's only when no other call is in
+        // flight. Otherwise each call waits for its own answer or deadline.
         let too_large = async {
             match oversized {
-                Some(mut seen) => {
+                Some(mut seen) => loop {
                     seen.mark_unchanged();
                     if seen.changed().await.is_err() {
                         std::future::pending::<()>().await;
                     }
-                }
+                    if in_flight.0.load(Ordering::SeqCst) == 1 {
+                        break;
+                    }
+                },
                 None => std::future::pending::<()>().await,
             }
         };
@@ -314,10 +426,9 @@ impl Connection {
             biased;
             answered = call => answered,
             () = too_large => {
-                self.reset().await;
                 return Err(ClientError::TooLarge {
                     server: self.server.clone(),
-                    what: "tools/call",
+                    what: CALL,
                     limit: MAX_MESSAGE,
                 });
             }
@@ -325,22 +436,32 @@ impl Connection {
         let result = match answered {
             Ok(Ok(result)) => result,
             Ok(Err(error)) => {
-                self.reset().await;
-                return Err(ClientError::Request {
-                    server: self.server.clone(),
-                    what: "tools/call",
-                    reason: reason_of(&error),
+                let answered = answered_or_unsent(&error);
+                let reason = reason_of(&error);
+                let server = self.server.clone();
+                return Err(if answered {
+                    ClientError::Request {
+                        server,
+                        what: CALL,
+                        reason,
+                    }
+                } else {
+                    ClientError::Lost {
+                        server,
+                        what: CALL,
+                        reason,
+                    }
                 });
             }
             Err(_) => {
-                self.reset().await;
                 return Err(ClientError::Deadline {
                     server: self.server.clone(),
-                    what: "tools/call",
+                    what: CALL,
                     deadline: self.deadlines.call,
                 });
             }
         };
+        drop(in_flight);
         let text = result
             .content
             .iter()

@@ -106,14 +106,17 @@ pub enum Ended {
         /// The kind of pause.
         status: SuspendedStatus,
     },
-    /// A call started and never ended when a host stopped, and is not safe to
-    /// run again: the run waits for an operator to choose (`rerun` or
-    /// `skip`).
+    /// A call started and never ended — a host stopped while it ran, or its
+    /// answer was lost after it reached its server — and is not safe to run
+    /// again: the run waits for an operator to choose (`rerun` or `skip`).
     OutcomeUnknown {
         /// The call's id.
         call_id: String,
         /// Its tool.
         tool: String,
+        /// What happened, in words: "started and never ended when a host
+        /// stopped", or how its answer was lost.
+        why: String,
     },
     /// The recorded decision was refused at resume (before anything of the
     /// turn ran): it is voided, and the run waits for a fresh decision.

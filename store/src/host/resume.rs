@@ -63,14 +63,47 @@ impl Host {
                 }
             }
         };
-        let (ended, state) = match result {
-            Step::Outcome(outcome) => self.finish(suspension_id, &token, outcome).await?,
-            Step::Unknown(unknown) => (self.unknown(suspension_id, &token, &unknown).await?, None),
+        let (ended, state) = self
+            .conclude_step(suspension_id, &token, &run_id, registry, result)
+            .await?;
+        tracing::info!(run = %run_id, ?ended, "resume ended");
+        Ok(Resumed {
+            run_id,
+            ended,
+            state,
+        })
+    }
+
+    /// Stores where a resume came to, and concludes its claim.
+    async fn conclude_step(
+        &self,
+        suspension_id: i64,
+        token: &str,
+        run_id: &str,
+        registry: &Registry,
+        result: Step,
+    ) -> Result<(Ended, Option<RunState>), StoreError> {
+        Ok(match result {
+            Step::Outcome(outcome) => self.finish(suspension_id, token, outcome).await?,
+            Step::Unknown(unknown) => (
+                self.unknown(suspension_id, token, &unknown, None).await?,
+                None,
+            ),
+            Step::Error(RunError::OutcomeUnknown {
+                reason, unknown, ..
+            }) => {
+                let state = unknown.plan.run().clone();
+                (
+                    self.unknown(suspension_id, token, &unknown, Some(&reason))
+                        .await?,
+                    Some(state),
+                )
+            }
             Step::Refused(reason) => {
                 self.store
                     .release(
                         suspension_id,
-                        &token,
+                        token,
                         &format!("refused at resume: {reason}"),
                     )
                     .await?;
@@ -83,7 +116,7 @@ impl Host {
                     "voided at resume: {reason}; the turn was paused again for a fresh review"
                 );
                 let ended = if self
-                    .close_voided(suspension_id, &token, &why, &fresh)
+                    .close_voided(suspension_id, token, &why, &fresh)
                     .await?
                 {
                     Ended::Refused { reason }
@@ -101,7 +134,7 @@ impl Host {
             ),
             Step::Failed(message) => {
                 let closed = self
-                    .close(suspension_id, &token, &format!("failed: {message}"), None)
+                    .close(suspension_id, token, &format!("failed: {message}"), None)
                     .await?;
                 let ended = if closed {
                     Ended::Failed { error: message }
@@ -114,7 +147,7 @@ impl Host {
                 let message = error.to_string();
                 let state = failed_state(error);
                 let ended = if self
-                    .close(suspension_id, &token, &format!("failed: {message}"), None)
+                    .close(suspension_id, token, &format!("failed: {message}"), None)
                     .await?
                 {
                     Ended::Failed { error: message }
@@ -123,12 +156,6 @@ impl Host {
                 };
                 (ended, state)
             }
-        };
-        tracing::info!(run = %run_id, ?ended, "resume ended");
-        Ok(Resumed {
-            run_id,
-            ended,
-            state,
         })
     }
 
@@ -309,11 +336,16 @@ impl Host {
         suspension_id: i64,
         token: &str,
         unknown: &OutcomeUnknown,
+        lost: Option<&str>,
     ) -> Result<Ended, StoreError> {
         let (call_id, tool) = unknown
             .call()
             .map(|c| (c.id.clone(), c.name.clone()))
             .unwrap_or_default();
+        let why = match lost {
+            None => "started and never ended when a host stopped".to_owned(),
+            Some(reason) => format!("reached its tool and its answer was lost ({reason})"),
+        };
         let (_writer, mut tx) = self.store.write().await?;
         let marked = crate::suspension::conclude(
             &mut tx,
@@ -321,13 +353,13 @@ impl Host {
             token,
             Execution::OutcomeUnknown,
             &format!(
-                "outcome unknown: call `{call_id}` ({tool}) started and never ended; it is a non_idempotent_write, so it is not run again unless an operator chooses `rerun` (or `skip`)"
+                "outcome unknown: call `{call_id}` ({tool}) {why}; it is a non_idempotent_write, so it is not run again unless an operator chooses `rerun` (or `skip`)"
             ),
         )
         .await?;
         tx.commit().await?;
         Ok(if marked {
-            Ended::OutcomeUnknown { call_id, tool }
+            Ended::OutcomeUnknown { call_id, tool, why }
         } else {
             Ended::Lost
         })
