@@ -119,7 +119,11 @@ impl Fixture {
                     *run_id = json!(id);
                 }
                 let body = value["body"].to_string();
-                value["checksum"] = json!(toolgate::testing::rules::body_checksum(&body));
+                value["checksum"] = json!(toolgate::testing::rules::document_checksum(
+                    5,
+                    value["status"].as_str().unwrap_or_default(),
+                    &body
+                ));
                 let Ok(run) = SuspendedRun::decode(&value.to_string()) else {
                     panic!("decodes");
                 };

@@ -93,6 +93,10 @@ impl From<ImportError> for Failure {
     fn from(error: ImportError) -> Self {
         match error {
             ImportError::Store(error) => error.into(),
+            refused
+            @ (ImportError::TooManyTools { .. } | ImportError::CatalogueTooLarge { .. }) => {
+                Failure::Refused(refused.to_string())
+            }
             other => Failure::Error(other.to_string()),
         }
     }

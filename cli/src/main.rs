@@ -67,6 +67,15 @@ pub(crate) enum Command {
         /// Seconds allowed for each step (start, each page).
         #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
         timeout: u64,
+        /// The most tools the server may list; past it the import is refused
+        /// and the stored catalogue kept.
+        #[arg(long, default_value_t = toolgate_mcp::ImportLimits::DEFAULT_MAX_TOOLS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        max_tools: usize,
+        /// The most MiB the server's catalogue may take as stored (names,
+        /// descriptions, schemas, annotations); past it the import is refused
+        /// and the stored catalogue kept.
+        #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+        max_catalogue_mib: u64,
     },
     /// Every tool the host sees, with its gate and why.
     Tools,

@@ -2013,3 +2013,66 @@ fn a_remote_write_whose_answer_was_lost_waits_for_an_operator() {
     let written = std::fs::read_to_string(&ledger).unwrap_or_default();
     assert_eq!(written.lines().count(), 1, "never run again: {written}");
 }
+
+/// A server that lists past the import's bounds — too many tools, or too
+/// many bytes — is refused whole, as soon as a page crosses the bound, with
+/// what was seen; the catalogue stored before is kept, and the failure is the
+/// server's import status.
+#[test]
+fn a_catalogue_past_its_bounds_is_refused_whole_and_the_stored_one_kept() {
+    let dir = temp();
+    let dir = dir.path();
+    add_server(dir, "notes", &[]);
+    ok(dir, &["import", "notes"]);
+    let names = |dir: &Path| -> Vec<String> {
+        json(dir, &["tools"])["tools"]
+            .as_array()
+            .expect("a list of tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let before = names(dir);
+    assert_eq!(
+        before.len(),
+        14,
+        "three builtins and eleven remote tools: {before:?}"
+    );
+
+    let server: Vec<&str> = notes_server(&["--fillers", "40"]);
+    ok(
+        dir,
+        &[&["server", "set-transport", "notes"][..], &server].concat(),
+    );
+    let refused = toolgate(dir, &["import", "notes", "--max-tools", "30"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    let expected = "server `notes` lists more than 30 tools (32 seen in 8 pages); the import stopped and the previous catalogue is kept (raise the bound with `--max-tools`)";
+    assert!(stderr(&refused).contains(expected), "{}", stderr(&refused));
+    assert_eq!(names(dir), before, "the stored catalogue is kept");
+    let shown = json(dir, &["server", "show", "notes"]);
+    assert_eq!(shown["import"]["status"], "failed", "{shown}");
+    assert_eq!(shown["import"]["error"], expected);
+
+    // Eight tools of 300 KB each: 2.4 MB, past a bound of 1 MiB.
+    let server: Vec<&str> = notes_server(&["--fillers", "8", "--filler-bytes", "300000"]);
+    ok(
+        dir,
+        &[&["server", "set-transport", "notes"][..], &server].concat(),
+    );
+    let refused = toolgate(dir, &["import", "notes", "--max-catalogue-mib", "1"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("server `notes` lists a catalogue of more than 1 MiB ("),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        stderr(&refused).contains("the import stopped and the previous catalogue is kept (raise the bound with `--max-catalogue-mib`)"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(names(dir), before, "the stored catalogue is kept");
+    // Within the default bounds (5,000 tools, 32 MiB) the same server imports.
+    ok(dir, &["import", "notes"]);
+    assert_eq!(names(dir).len(), 16);
+}

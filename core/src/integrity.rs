@@ -77,8 +77,15 @@ impl IntegrityKey {
 
     /// The tag of `bytes`: `hmac-sha256:` and 64 hex digits.
     pub fn tag(&self, bytes: &[u8]) -> String {
+        self.tag_parts(&[bytes])
+    }
+
+    /// The tag of `parts`, one after the other, as of their concatenation.
+    pub(crate) fn tag_parts(&self, parts: &[&[u8]]) -> String {
         let mut mac = self.mac();
-        mac.update(bytes);
+        for part in parts {
+            mac.update(part);
+        }
         let code = mac.finalize().into_bytes();
         let mut text = String::with_capacity(MAC_PREFIX.len() + 64);
         text.push_str(MAC_PREFIX);
@@ -92,6 +99,11 @@ impl IntegrityKey {
     /// True when `tag` is the tag of `bytes` under this key, compared in
     /// constant time.
     pub fn verify(&self, bytes: &[u8], tag: &str) -> bool {
+        self.verify_parts(&[bytes], tag)
+    }
+
+    /// [`IntegrityKey::verify`] over `parts`, one after the other.
+    pub(crate) fn verify_parts(&self, parts: &[&[u8]], tag: &str) -> bool {
         let Some(hex) = tag.strip_prefix(MAC_PREFIX) else {
             return false;
         };
@@ -99,7 +111,9 @@ impl IntegrityKey {
             return false;
         };
         let mut mac = self.mac();
-        mac.update(bytes);
+        for part in parts {
+            mac.update(part);
+        }
         mac.verify_slice(&code).is_ok()
     }
 }

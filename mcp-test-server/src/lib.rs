@@ -11,7 +11,8 @@
 //! [--die-on-list] [--garbage] [--ledger FILE] [--describe NAME=TEXT]...`;
 //! `--delay NAME=SECONDS` makes a tool's calls wait first; `--drop-answer
 //! NAME` runs a tool's calls and then exits before answering (a server whose
-//! answer is lost after the call ran); `--huge
+//! answer is lost after the call ran); `--filler-bytes N` pads each filler's
+//! description to N bytes (a catalogue of a given size); `--huge
 //! NAME=BYTES` pads a tool's result to that many bytes (past a client's limit
 //! for one message, say); `--describe`
 //! gives a tool another description (a tool changed under its
@@ -57,6 +58,7 @@ pub struct Options {
     pub delay: Vec<(String, f64)>,
     pub huge: Vec<(String, usize)>,
     pub drop_answer: Vec<String>,
+    pub filler_bytes: usize,
 }
 
 /// Parses the command-line flags (without the program name).
@@ -83,6 +85,12 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
             }
             "--drop" => options.drop.push(value("--drop")?),
             "--drop-answer" => options.drop_answer.push(value("--drop-answer")?),
+            "--filler-bytes" => {
+                options.filler_bytes = value("--filler-bytes")?
+                    .parse::<usize>()
+                    .map_err(|e| format!("--filler-bytes: {e}"))?
+                    .min(16 * 1024 * 1024);
+            }
             "--odd-names" => options.odd_names = true,
             "--hang-on-list" => options.hang_on_list = true,
             "--die-on-list" => options.die_on_list = true,
@@ -200,7 +208,7 @@ impl NotesServer {
         for i in 0..self.options.fillers {
             tools.push(tool(
                 &format!("lookup_{i:02}"),
-                &format!("Looks up entry {i}."),
+                &padded(format!("Looks up entry {i}."), self.options.filler_bytes),
                 json!({"type": "object", "properties": {}}),
                 ToolAnnotations::new().read_only(true),
             ));
@@ -429,6 +437,13 @@ pub async fn run(args: impl IntoIterator<Item = String>) -> Result<(), String> {
         None => serve_stdio(server).await,
         Some(address) => serve_http(server, address).await,
     }
+}
+
+/// `text`, padded with `.` to `bytes` bytes when it is shorter.
+fn padded(mut text: String, bytes: usize) -> String {
+    let missing = bytes.saturating_sub(text.len());
+    text.extend(std::iter::repeat_n('.', missing));
+    text
 }
 
 /// Appends one line to a file, creating it.

@@ -70,6 +70,40 @@ pub enum ImportError {
         /// The limit.
         limit: usize,
     },
+    /// The server lists more tools than the import takes
+    /// ([`ImportLimits::max_tools`]).
+    #[error(
+        "server `{server}` lists more than {limit} tools ({seen} seen in {pages} pages); the import stopped and the previous catalogue is kept (raise the bound with `--max-tools`)"
+    )]
+    TooManyTools {
+        /// The server.
+        server: String,
+        /// The bound.
+        limit: usize,
+        /// Tools listed when the import stopped.
+        seen: usize,
+        /// Pages read.
+        pages: usize,
+    },
+    /// The server's catalogue is larger than the import takes
+    /// ([`ImportLimits::max_bytes`]).
+    #[error(
+        "server `{server}` lists a catalogue of more than {} MiB ({} bytes in {tools} tools over {pages} pages); the import stopped and the previous catalogue is kept (raise the bound with `--max-catalogue-mib`)",
+        limit / (1024 * 1024),
+        seen
+    )]
+    CatalogueTooLarge {
+        /// The server.
+        server: String,
+        /// The bound, in bytes.
+        limit: usize,
+        /// Bytes counted when the import stopped.
+        seen: usize,
+        /// Tools listed by then.
+        tools: usize,
+        /// Pages read.
+        pages: usize,
+    },
     /// The server sent a cursor it had sent before.
     #[error("server `{server}` repeated the cursor `{cursor}`; the import stopped")]
     CursorLoop {
@@ -83,6 +117,39 @@ pub enum ImportError {
 /// The most pages an import reads.
 pub const MAX_PAGES: usize = 10_000;
 
+/// How large a catalogue an import takes from one server. Past either bound
+/// the whole import is refused, as soon as a page crosses it, and the stored
+/// catalogue is kept as it was: a server cannot fill the operator's memory
+/// or database by listing without end.
+///
+/// The defaults are far above what real servers list (tens to a few hundred
+/// tools, each a few KiB): **5,000 tools** and **32 MiB**, counted as the
+/// catalogue is stored — each tool's name, description, input schema and
+/// annotations as JSON text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportLimits {
+    /// The most tools a server may list (skipped ones included).
+    pub max_tools: usize,
+    /// The most bytes its catalogue may take, as stored.
+    pub max_bytes: usize,
+}
+
+impl ImportLimits {
+    /// The default bound on tools: 5,000.
+    pub const DEFAULT_MAX_TOOLS: usize = 5_000;
+    /// The default bound on a catalogue's stored bytes: 32 MiB.
+    pub const DEFAULT_MAX_BYTES: usize = 32 * 1024 * 1024;
+}
+
+impl Default for ImportLimits {
+    fn default() -> Self {
+        Self {
+            max_tools: Self::DEFAULT_MAX_TOOLS,
+            max_bytes: Self::DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
 /// Imports a server's catalogue: lists every page, maps names (skipping those
 /// that do not fit, with the reason), and replaces the stored catalogue in
 /// one transaction — tools the server no longer lists are marked orphaned.
@@ -94,9 +161,27 @@ pub async fn import(
     deadlines: Deadlines,
     progress: &mut (dyn FnMut(ImportProgress) + Send),
 ) -> Result<ImportReport, ImportError> {
+    import_within(
+        store,
+        server_id,
+        deadlines,
+        ImportLimits::default(),
+        progress,
+    )
+    .await
+}
+
+/// [`import`], with bounds of the operator's own on the catalogue.
+pub async fn import_within(
+    store: &Store,
+    server_id: &str,
+    deadlines: Deadlines,
+    limits: ImportLimits,
+    progress: &mut (dyn FnMut(ImportProgress) + Send),
+) -> Result<ImportReport, ImportError> {
     let server = store.server(server_id).await?;
     let connection = Connection::new(&server.id, server.transport.clone(), deadlines);
-    let result = list_and_store(store, &connection, progress).await;
+    let result = list_and_store(store, &connection, limits, progress).await;
     connection.close().await;
     match &result {
         Ok(report) => {
@@ -115,22 +200,43 @@ pub async fn import(
 async fn list_and_store(
     store: &Store,
     connection: &Connection,
+    limits: ImportLimits,
     progress: &mut (dyn FnMut(ImportProgress) + Send),
 ) -> Result<ImportReport, ImportError> {
     let server = connection.server().to_owned();
     progress(ImportProgress::Connecting);
-    let mut listed = Vec::new();
+    let mut admitted = Admitted::default();
     let mut cursor: Option<String> = None;
     let mut seen_cursors = HashSet::new();
     let mut pages = 0;
     loop {
         let page = connection.list_page(cursor.clone()).await?;
         pages += 1;
-        listed.extend(page.tools);
+        // Each page is read into what is stored as it arrives, and dropped.
+        for tool in page.tools {
+            admitted.admit(&server, tool);
+        }
+        if admitted.listed > limits.max_tools {
+            return Err(ImportError::TooManyTools {
+                server,
+                limit: limits.max_tools,
+                seen: admitted.listed,
+                pages,
+            });
+        }
+        if admitted.bytes > limits.max_bytes {
+            return Err(ImportError::CatalogueTooLarge {
+                server,
+                limit: limits.max_bytes,
+                seen: admitted.bytes,
+                tools: admitted.listed,
+                pages,
+            });
+        }
         let more = page.next_cursor.is_some();
         progress(ImportProgress::Page {
             pages,
-            tools: listed.len(),
+            tools: admitted.listed,
             more,
         });
         match page.next_cursor {
@@ -152,51 +258,84 @@ async fn list_and_store(
             }
         }
     }
-    let mut tools = Vec::with_capacity(listed.len());
-    let mut skipped = Vec::new();
-    let mut names = HashSet::new();
-    for tool in &listed {
+    let Admitted {
+        tools,
+        skipped,
+        listed,
+        ..
+    } = admitted;
+    progress(ImportProgress::Storing { tools: tools.len() });
+    let change = store.replace_catalogue(&server, &tools).await?;
+    Ok(ImportReport {
+        server,
+        pages,
+        listed,
+        change,
+        skipped,
+    })
+}
+
+/// The catalogue as it is read, page by page: the tools to store, those
+/// left out, and what was listed.
+#[derive(Default)]
+struct Admitted {
+    tools: Vec<ImportedTool>,
+    skipped: Vec<SkippedTool>,
+    /// Local names taken so far.
+    names: HashSet<String>,
+    /// Tools listed, skipped ones included.
+    listed: usize,
+    /// The catalogue's bytes as stored: names, descriptions, schemas and
+    /// annotations as JSON text.
+    bytes: usize,
+}
+
+impl Admitted {
+    /// Reads one listed tool: kept to be stored, or skipped with the reason.
+    fn admit(&mut self, server: &str, tool: rmcp::model::Tool) {
+        self.listed += 1;
         let remote = tool.name.to_string();
-        let input_schema = serde_json::Value::Object((*tool.input_schema).clone());
+        let description = tool.description.as_deref().unwrap_or_default().to_owned();
+        let input_schema =
+            serde_json::Value::Object(std::sync::Arc::unwrap_or_clone(tool.input_schema));
+        let schema_text = input_schema.to_string();
+        let annotations = tool
+            .annotations
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok());
+        self.bytes = self.bytes.saturating_add(
+            remote.len()
+                + description.len()
+                + schema_text.len()
+                + annotations.as_ref().map_or(0, |a| a.to_string().len()),
+        );
         // The schema as it will be stored and read back at hydration, judged
         // by the same reading.
-        let object = crate::schema::is_object_schema_text(&input_schema.to_string());
+        let object = crate::schema::is_object_schema_text(&schema_text);
         let hidden = crate::output::hidden_in_names(&input_schema);
-        let mapped = local_name(&server, &remote).and_then(|local| {
+        let mapped = local_name(server, &remote).and_then(|local| {
             if !object {
                 Err(SkipReason::SchemaNotAnObject)
             } else if let Some(at) = hidden {
                 Err(SkipReason::HiddenInSchema(at))
-            } else if names.insert(local.clone()) {
+            } else if self.names.insert(local.clone()) {
                 Ok(local)
             } else {
                 Err(SkipReason::Duplicate)
             }
         });
         match mapped {
-            Ok(local_name) => tools.push(ImportedTool {
+            Ok(local_name) => self.tools.push(ImportedTool {
                 remote_name: remote,
                 local_name,
-                description: tool.description.as_deref().unwrap_or_default().to_owned(),
+                description,
                 input_schema,
-                annotations: tool
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| serde_json::to_value(a).ok()),
+                annotations,
             }),
-            Err(reason) => skipped.push(SkippedTool {
+            Err(reason) => self.skipped.push(SkippedTool {
                 remote_name: toolgate::visible::visible(&remote).into_owned(),
                 reason,
             }),
         }
     }
-    progress(ImportProgress::Storing { tools: tools.len() });
-    let change = store.replace_catalogue(&server, &tools).await?;
-    Ok(ImportReport {
-        server,
-        pages,
-        listed: listed.len(),
-        change,
-        skipped,
-    })
 }

@@ -35,7 +35,10 @@ mod schema;
 mod tool;
 
 pub use client::{ClientError, Connection, Deadlines};
-pub use import::{ImportError, ImportProgress, ImportReport, MAX_PAGES, SkippedTool, import};
+pub use import::{
+    ImportError, ImportLimits, ImportProgress, ImportReport, MAX_PAGES, SkippedTool, import,
+    import_within,
+};
 pub use names::{SEPARATOR, SkipReason, local_name};
 pub use output::{MAX_OUTPUT_CHARS, sanitize};
 pub use provider::{McpProvider, SkippedRow};

@@ -811,7 +811,11 @@ fn sixteen_concurrent_deciders_exactly_one_wins_a_thousand_times() {
                 .pointer_mut("/body/run/run_id")
                 .expect("the document names its run") = json!(run_id);
             let body = value["body"].to_string();
-            value["checksum"] = json!(toolgate::testing::rules::body_checksum(&body));
+            value["checksum"] = json!(toolgate::testing::rules::document_checksum(
+                5,
+                value["status"].as_str().unwrap_or_default(),
+                &body
+            ));
             let run = SuspendedRun::decode(&value.to_string()).unwrap();
             store.save_suspended(&run, "host").await.unwrap();
             // The digest names this run: each round's is its own.
@@ -885,7 +889,11 @@ async fn tamper(store: &Store, run_id: &str, pointer: &str, value: Value) {
     *doc.pointer_mut(pointer)
         .unwrap_or_else(|| panic!("no {pointer}")) = value;
     let body = doc["body"].to_string();
-    doc["checksum"] = json!(toolgate::testing::rules::body_checksum(&body));
+    doc["checksum"] = json!(toolgate::testing::rules::document_checksum(
+        5,
+        doc["status"].as_str().unwrap_or_default(),
+        &body
+    ));
     let requested_by = doc["body"]["run"]["requested_by"]
         .as_str()
         .expect("a requester")

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use toolgate::suspend::{
     AwaitingApproval, Suspended, SuspendedRun, SuspendedStatus, WaitingForInput,
 };
-use toolgate::testing::rules::body_checksum;
+use toolgate::testing::rules::{body_checksum, document_checksum};
 
 const AWAITING: &str = include_str!("../fixtures/v2-awaiting-approval.json");
 const WAITING: &str = include_str!("../fixtures/v2-waiting-for-input.json");
@@ -22,18 +22,22 @@ const AWAITING_V3: &str = include_str!("../fixtures/v3-awaiting-approval.json");
 const WAITING_V3: &str = include_str!("../fixtures/v3-waiting-for-input.json");
 const AWAITING_V4: &str = include_str!("../fixtures/v4-awaiting-approval.json");
 const WAITING_V4: &str = include_str!("../fixtures/v4-waiting-for-input.json");
+const AWAITING_V5: &str = include_str!("../fixtures/v5-awaiting-approval.json");
+const WAITING_V5: &str = include_str!("../fixtures/v5-waiting-for-input.json");
 
 /// A document of an earlier version as this build writes it back: the same
-/// body, as version 4, under the current plain checksum.
+/// body, as version 5, under the current plain checksum (which covers the
+/// header from version 5).
 fn as_current(document: &str) -> String {
     let fields: Map<String, Value> = serde_json::from_str(document).unwrap();
     let old_checksum = fields["checksum"].as_str().unwrap().to_owned();
     let version = fields["version"].as_u64().unwrap();
+    let status = fields["status"].as_str().unwrap();
     let at = document.find(",\"body\":").unwrap() + ",\"body\":".len();
     let body = document.trim_end().strip_suffix('}').unwrap()[at..].to_owned();
     document
-        .replacen(&format!("\"version\":{version}"), "\"version\":4", 1)
-        .replacen(&old_checksum, &body_checksum(&body), 1)
+        .replacen(&format!("\"version\":{version}"), "\"version\":5", 1)
+        .replacen(&old_checksum, &document_checksum(5, status, &body), 1)
 }
 const WAITING_V1: &str = include_str!("../fixtures/v1-waiting-for-input.json");
 /// What the first digest rule (SHA-256 over the calls alone) gave the pending
@@ -143,12 +147,13 @@ fn golden_v3_documents_decode_with_their_review() {
         Err(error) => panic!("{error}"),
     };
     assert_ne!(run.digest(), v2.digest());
-    // Written back as version 4: the same body, under the current checksum.
+    // Written back as version 5: the same body, under the current checksum.
     assert_eq!(
         run.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(AWAITING_V4)
+        Some(AWAITING_V5)
     );
-    assert_eq!(as_current(AWAITING_V3), AWAITING_V4);
+    assert_eq!(as_current(AWAITING_V3), AWAITING_V5);
+    assert_eq!(as_current(AWAITING_V4), AWAITING_V5);
     let waiting = match SuspendedRun::decode(WAITING_V3) {
         Ok(run) => run,
         Err(error) => panic!("{error}"),
@@ -157,9 +162,10 @@ fn golden_v3_documents_decode_with_their_review() {
     assert_eq!(waiting.review().tools.len(), 2);
     assert_eq!(
         waiting.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(WAITING_V4)
+        Some(WAITING_V5)
     );
-    assert_eq!(as_current(WAITING_V3), WAITING_V4);
+    assert_eq!(as_current(WAITING_V3), WAITING_V5);
+    assert_eq!(as_current(WAITING_V4), WAITING_V5);
     // A review that does not match the pending calls is refused.
     let mut body: Value = match serde_json::from_str::<Value>(AWAITING_V3) {
         Ok(value) => value["body"].clone(),
@@ -190,7 +196,7 @@ fn golden_v4_documents_decode_to_the_v3_run_and_round_trip() {
         };
         assert_eq!(old, new);
         assert!(v4.contains("\"checksum\":\"xxh3-128:"), "{v4}");
-        assert_eq!(new.encode().ok().map(|d| d + "\n").as_deref(), Some(v4));
+        assert_eq!(new.encode().ok().map(|d| d + "\n"), Some(as_current(v4)));
         let damaged = v4.replacen("\"iterations\":", "\"iterations\" :", 1);
         assert_ne!(damaged, v4);
         assert_eq!(
@@ -204,9 +210,9 @@ fn golden_v4_documents_decode_to_the_v3_run_and_round_trip() {
 }
 
 /// Version 1 (before `max_calls_per_turn`) still decodes, to the same run as
-/// version 2 with the cap at its default, and is written back as version 4.
+/// version 2 with the cap at its default, and is written back as version 5.
 #[test]
-fn version_1_documents_decode_and_are_written_back_as_version_4() {
+fn version_1_documents_decode_and_are_written_back_as_version_5() {
     for (v1, v2) in [(AWAITING_V1, AWAITING), (WAITING_V1, WAITING)] {
         let (Ok(old), Ok(new)) = (SuspendedRun::decode(v1), SuspendedRun::decode(v2)) else {
             panic!("both versions decode");
@@ -244,17 +250,27 @@ fn changed(text: &str, seal: bool, change: impl FnOnce(&mut Map<String, Value>))
         .collect();
     let body = Value::Object(body).to_string();
     if seal {
-        doc.insert("checksum".into(), Value::String(body_checksum(&body)));
+        doc.insert("checksum".into(), Value::String(resealed(&doc, &body)));
     }
     let header = Value::Object(doc).to_string();
     format!("{},\"body\":{body}}}", header.trim_end_matches('}'))
+}
+
+/// The plain checksum of `body` under the header `doc` declares: what its
+/// version seals (from version 5, the header too).
+fn resealed(doc: &Map<String, Value>, body: &str) -> String {
+    document_checksum(
+        doc.get("version").and_then(Value::as_u64).unwrap_or(0),
+        doc.get("status").and_then(Value::as_str).unwrap_or(""),
+        body,
+    )
 }
 
 /// The document with its body replaced by `body` (JSON text), sealed.
 fn with_body(text: &str, body: impl FnOnce(Value) -> Value) -> String {
     let mut doc = document(text);
     let new = body(doc.remove("body").expect("`remove` succeeds")).to_string();
-    doc.insert("checksum".into(), Value::String(body_checksum(&new)));
+    doc.insert("checksum".into(), Value::String(resealed(&doc, &new)));
     let header = Value::Object(doc).to_string();
     format!("{},\"body\":{new}}}", header.trim_end_matches('}'))
 }
@@ -345,9 +361,9 @@ fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
         (
             "future version",
             sealed(AWAITING, |d| {
-                d.insert("version".into(), json!(5));
+                d.insert("version".into(), json!(6));
             }),
-            "unknown version 5 (this build reads versions 1 to 4)",
+            "unknown version 6 (this build reads versions 1 to 5)",
         ),
         (
             "version as text",
@@ -944,4 +960,36 @@ fn a_field_is_read_only_under_the_versions_that_know_it() {
     };
     assert_eq!(run.state().options.approvals_required, 1);
     assert_eq!(run.state().options.decision_ttl_ms, None);
+}
+
+/// Version 5 seals the header with the body: the golden documents decode
+/// to the runs of version 4 and are written back byte for byte; relabelled
+/// as version 4 (whose seal covered the body alone) or declaring the other
+/// status over the same body, they no longer match their seal.
+#[test]
+fn golden_v5_documents_seal_their_header_too() {
+    for (v4, v5) in [(AWAITING_V4, AWAITING_V5), (WAITING_V4, WAITING_V5)] {
+        let (Ok(old), Ok(new)) = (SuspendedRun::decode(v4), SuspendedRun::decode(v5)) else {
+            panic!("both versions decode");
+        };
+        assert_eq!(old, new);
+        assert_eq!(new.encode().ok().map(|d| d + "\n").as_deref(), Some(v5));
+        let relabelled = v5.replacen("\"version\":5", "\"version\":4", 1);
+        assert_ne!(relabelled, v5);
+        let swapped = if v5.contains("awaiting_approval") {
+            v5.replacen("awaiting_approval", "waiting_for_input", 1)
+        } else {
+            v5.replacen("waiting_for_input", "awaiting_approval", 1)
+        };
+        for changed in [relabelled, swapped] {
+            assert_eq!(
+                SuspendedRun::decode(&changed).err().map(|e| e.reason),
+                Some(
+                    "the checksum does not match the body: the document was changed or damaged"
+                        .to_owned()
+                ),
+                "{changed}"
+            );
+        }
+    }
 }

@@ -63,7 +63,14 @@ pub(super) async fn demo(
         }
         Err(other) => return Err(other.into()),
     }
-    import(store, out, DEMO_SERVER, Deadlines::default()).await?;
+    import(
+        store,
+        out,
+        DEMO_SERVER,
+        Deadlines::default(),
+        toolgate_mcp::ImportLimits::default(),
+    )
+    .await?;
 
     let (registry, provider) = agent::registry(store, workspace).map_err(Failure::Error)?;
     let result = demo_run(store, &registry, out, &args).await;

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use serde_json::json;
-use toolgate_mcp::{Deadlines, ImportProgress, ImportReport};
+use toolgate_mcp::{Deadlines, ImportLimits, ImportProgress, ImportReport};
 use toolgate_store::Store;
 
 use crate::Failure;
@@ -15,6 +15,7 @@ pub(super) async fn import(
     out: Out,
     server: &str,
     deadlines: Deadlines,
+    limits: ImportLimits,
 ) -> Result<ImportReport, Failure> {
     let bar = if out.json || !std::io::stderr().is_terminal() {
         indicatif::ProgressBar::hidden()
@@ -35,7 +36,7 @@ pub(super) async fn import(
             bar.set_message(format!("{shown}: storing {tools} tools"));
         }
     };
-    let result = toolgate_mcp::import(store, server, deadlines, &mut progress).await;
+    let result = toolgate_mcp::import_within(store, server, deadlines, limits, &mut progress).await;
     bar.finish_and_clear();
     let report = result?;
     // What was imported is what an operator reviews before turning approval

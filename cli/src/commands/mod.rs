@@ -61,13 +61,23 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     let workspace = Workspace::new(&data_dir);
     let result = match cli.command {
         Command::Server(command) => servers::server(&store, out, command).await,
-        Command::Import { server, timeout } => {
+        Command::Import {
+            server,
+            timeout,
+            max_tools,
+            max_catalogue_mib,
+        } => {
             let deadlines = Deadlines {
                 connect: Duration::from_secs(timeout),
                 list_page: Duration::from_secs(timeout),
                 ..Deadlines::default()
             };
-            import::import(&store, out, &server, deadlines)
+            let limits = toolgate_mcp::ImportLimits {
+                max_tools,
+                max_bytes: usize::try_from(max_catalogue_mib.saturating_mul(1024 * 1024))
+                    .unwrap_or(usize::MAX),
+            };
+            import::import(&store, out, &server, deadlines, limits)
                 .await
                 .map(drop)
         }

@@ -3,7 +3,7 @@
 //! ```json
 //! {
 //!   "format": "toolgate/suspended-run",
-//!   "version": 4,
+//!   "version": 5,
 //!   "status": "awaiting_approval",
 //!   "checksum": "xxh3-128:…",
 //!   "body": {
@@ -43,6 +43,14 @@
 //! accepted on any version; a build that reads only up to version 3 refuses
 //! a version-4 document as of an unknown version, not as damaged.
 //!
+//! Version 5 seals the header too: its checksum or tag is taken over the
+//! lines `toolgate/suspended-run`, the version and the status, then the
+//! body's bytes. Before it, the seal covered the body alone, so a writer
+//! without the key could change a document's version label or status
+//! unnoticed; a version-5 document relabelled as an earlier version, or
+//! with its status changed, no longer matches its seal. Documents of
+//! versions 1 to 4 keep the body-only seal they were written with.
+//!
 //! A field is read only under the versions that know it. From version 2,
 //! `max_calls_per_turn` is required (every writer of that version writes
 //! it); a version-1 document that holds it is refused. The fields version 3
@@ -74,9 +82,22 @@ mod tests;
 use read::decode;
 
 const FORMAT: &str = "toolgate/suspended-run";
-const VERSION: u64 = 4;
+const VERSION: u64 = 5;
 /// The versions this build reads.
-const READS: [u64; 4] = [1, 2, 3, 4];
+const READS: [u64; 5] = [1, 2, 3, 4, 5];
+/// The first version whose seal covers the header's format, version and
+/// status as well as the body.
+const HEADER_SEALED: u64 = 5;
+
+/// What a document's seal covers before its body: nothing before version 5;
+/// from it, the format, the version and the status, a line each.
+fn sealed_header(version: u64, status: &str) -> String {
+    if version >= HEADER_SEALED {
+        format!("{FORMAT}\n{version}\n{status}\n")
+    } else {
+        String::new()
+    }
+}
 
 /// A stored run could not be read. The reason says what is wrong; the source,
 /// where there is one, is the parser's own error.
@@ -277,24 +298,39 @@ impl SuspendedRun {
 /// XXH3-128 over the body's JSON text, byte for byte, as `xxh3-128:<hex>`.
 /// Anyone can compute it, so it proves a document undamaged, never
 /// unchanged: configure an [`IntegrityKey`] for that.
+///
+/// This is the checksum of a document of version 4 or earlier; from version
+/// 5 the checksum covers the header too ([`document_checksum`]).
 #[cfg(feature = "test-util")]
 pub fn body_checksum(body: &str) -> String {
-    plain_checksum(body.as_bytes())
+    plain_checksum(&[body.as_bytes()])
+}
+
+/// The plain checksum of a document of `version` declaring `status`, over
+/// what that version seals: from version 5 the format, version and status
+/// before the body; before it the body alone.
+#[cfg(feature = "test-util")]
+pub fn document_checksum(version: u64, status: &str, body: &str) -> String {
+    plain_checksum(&[sealed_header(version, status).as_bytes(), body.as_bytes()])
 }
 
 const XXH3_PREFIX: &str = "xxh3-128:";
 
-fn plain_checksum(body: &[u8]) -> String {
-    format!("{XXH3_PREFIX}{:032x}", xxhash_rust::xxh3::xxh3_128(body))
+fn plain_checksum(parts: &[&[u8]]) -> String {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    format!("{XXH3_PREFIX}{:032x}", hasher.digest128())
 }
 
-/// True when `checksum` is a plain checksum of `body`: XXH3-128 (what this
+/// True when `checksum` is a plain checksum of `parts`: XXH3-128 (what this
 /// build writes) or SHA-256 (what versions 1 to 3 were written with).
-fn plain_checksum_holds(checksum: &str, body: &str) -> bool {
+fn plain_checksum_holds(checksum: &str, parts: &[&[u8]]) -> bool {
     if checksum.starts_with(XXH3_PREFIX) {
-        checksum == plain_checksum(body.as_bytes())
+        checksum == plain_checksum(parts)
     } else {
-        checksum == sha256_hex(body.as_bytes())
+        checksum == sha256_hex(&parts.concat())
     }
 }
 
@@ -331,7 +367,11 @@ fn seal(
 ) -> Result<String, EncodeError> {
     // The body is written once, in place, after a header whose checksum is
     // filled in when the body is known: no second copy of a large body.
-    let seal_of = |body: &[u8]| key.map_or_else(|| plain_checksum(body), |key| key.tag(body));
+    let header = sealed_header(VERSION, status.as_str());
+    let seal_of = |body: &[u8]| {
+        let parts = [header.as_bytes(), body];
+        key.map_or_else(|| plain_checksum(&parts), |key| key.tag_parts(&parts))
+    };
     let width = seal_of(b"").len();
     let mut document = Vec::with_capacity(4096);
     document.extend_from_slice(

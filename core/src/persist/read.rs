@@ -247,10 +247,19 @@ impl Header<'_> {
                 None => return corrupt(format!("`version` is {}, not a whole number", kind(&v))),
             },
         };
+        // From version 5 the seal covers the declared status too.
+        let header = match (&self.status, version >= super::HEADER_SEALED) {
+            (_, false) => String::new(),
+            (Some(Value::String(status)), true) => super::sealed_header(version, status),
+            (None, true) => return corrupt("missing `status`"),
+            (Some(other), true) => {
+                return corrupt(format!("`status` is {}, not a string", kind(other)));
+            }
+        };
         match (self.checksum, !body.is_empty()) {
             (None, _) => return corrupt("missing `checksum`"),
             (Some(_), false) => return corrupt("missing `body`"),
-            (Some(Value::String(checksum)), true) => check_seal(&checksum, body, key)?,
+            (Some(Value::String(checksum)), true) => check_seal(&checksum, &header, body, key)?,
             (Some(other), true) => {
                 return corrupt(format!("`checksum` is {}, not a string", kind(&other)));
             }
@@ -444,11 +453,17 @@ fn suspension(
 }
 
 /// The document's checksum or tag against its body, under the key if any.
-fn check_seal(checksum: &str, body: &str, key: Option<&IntegrityKey>) -> Result<(), CorruptState> {
+fn check_seal(
+    checksum: &str,
+    header: &str,
+    body: &str,
+    key: Option<&IntegrityKey>,
+) -> Result<(), CorruptState> {
     let tagged = checksum.starts_with(MAC_PREFIX);
+    let parts = [header.as_bytes(), body.as_bytes()];
     match key {
         Some(key) if tagged => {
-            if key.verify(body.as_bytes(), checksum) {
+            if key.verify_parts(&parts, checksum) {
                 Ok(())
             } else {
                 corrupt(
@@ -463,7 +478,7 @@ fn check_seal(checksum: &str, body: &str, key: Option<&IntegrityKey>) -> Result<
             "the document is authenticated with an integrity key, and none is configured: it cannot be verified (set the store's key)",
         ),
         None => {
-            if super::plain_checksum_holds(checksum, body) {
+            if super::plain_checksum_holds(checksum, &parts) {
                 Ok(())
             } else {
                 corrupt("the checksum does not match the body: the document was changed or damaged")

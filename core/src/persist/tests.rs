@@ -230,9 +230,18 @@ fn layout_edits(text: &str) -> (Vec<String>, Vec<String>) {
             None => text.to_owned(),
         },
     ];
+    let version = format!("\"version\":{VERSION}");
     let mut other = vec![
-        text.replacen("\"version\":4", "\"version\":04", 1),
-        text.replacen("\"version\":4", "\"version\":4.0", 1),
+        text.replacen(&version, &format!("\"version\":0{VERSION}"), 1),
+        text.replacen(&version, &format!("\"version\":{VERSION}.0"), 1),
+        // Relabelled as the version before, whose seal covered the body only.
+        text.replacen(&version, &format!("\"version\":{}", VERSION - 1), 1),
+        // The other kind of pause, declared over the same sealed body.
+        if text.contains("\"status\":\"awaiting_approval\"") {
+            text.replacen("awaiting_approval", "waiting_for_input", 1)
+        } else {
+            text.replacen("waiting_for_input", "awaiting_approval", 1)
+        },
         format!("{}}},\"body\":{{}}}}", &text[..text.len() - 1]),
         format!("{text}{{}}"),
         text.replacen("\"status\":\"", "\"status\":\"\\u0061", 1),
