@@ -32,6 +32,7 @@
 //! ```
 
 mod catalogue;
+mod chain;
 mod class;
 mod db;
 mod error;

@@ -549,7 +549,8 @@ async fn stopped_mid_call(store: &Store, registry: &Registry, paid: &AtomicUsize
 }
 
 /// Under a key, an operator choice written into the database without it is
-/// not a choice: the call stays "outcome unknown", and nothing runs again.
+/// not a choice: it is not in the run's chain, so the run is set aside and
+/// nothing runs again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_choice_written_without_the_key_is_ignored() {
     let db = TestDb::new().await;
@@ -590,17 +591,33 @@ async fn a_choice_written_without_the_key_is_ignored() {
     .execute_on(&store)
     .await
     .unwrap();
+    // The forged row is not in the run's chain: the run is set aside, and
+    // nothing of it runs.
     let resumed = second.resume_all(&registry, &model).await.unwrap();
+    assert!(resumed.is_empty(), "{resumed:?}");
+    let aside = second.set_aside();
     assert!(
-        matches!(resumed[0].ended, Ended::OutcomeUnknown { .. }),
-        "{resumed:?}"
+        aside.len() == 1 && aside[0].reason.contains("is not in its chain"),
+        "{aside:?}"
     );
     assert_eq!(
         paid.load(Ordering::SeqCst),
         1,
         "the forged choice ran nothing"
     );
-    // The operator's own choice, written with the key, is obeyed.
+    // Once the forged row is gone, the operator's own choice, written with
+    // the key, is obeyed.
+    Query::new("DELETE FROM execution_choice WHERE mac IS NULL")
+        .execute_on(&store)
+        .await
+        .unwrap();
+    Query::new(
+        "UPDATE suspended_run SET execution = 'outcome_unknown' WHERE execution = 'resuming'",
+    )
+    .execute_on(&store)
+    .await
+    .unwrap();
+    let second = Host::new(store.clone(), "payments").unwrap();
     let [unknown] = store
         .unknown_calls(run.run_id())
         .await
@@ -1044,4 +1061,92 @@ async fn a_choice_whose_reason_was_changed_is_ignored() {
         2,
         "the choice as made is obeyed"
     );
+}
+
+/// Under a key a suspension's record is one chain: a row of it deleted (the
+/// newest included), or its links reordered, is refused when a host next
+/// loads the run, before anything of it runs. Here a payment whose outcome
+/// is unknown was skipped by `bob`; each edit below is one a database writer
+/// without the key could make, and without the chain the first would have
+/// made the host pay again (the journal would say the call never started).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_row_deleted_or_reordered_is_refused_at_the_next_load() {
+    let key = || IntegrityKey::new(b"the store's own sixteen-plus byte key").unwrap();
+    let attacks: [(&str, &[&str], &str); 7] = [
+        ("nothing", &[], ""),
+        (
+            "the call's start deleted",
+            &["DELETE FROM call_execution"],
+            "the journal of call 0 of turn 1 is not what its chain recorded",
+        ),
+        (
+            "the choice deleted",
+            &["DELETE FROM execution_choice"],
+            "the choice row 1 its chain names is missing or changed",
+        ),
+        (
+            "the choice and its link, the newest, deleted",
+            &[
+                "DELETE FROM execution_choice",
+                "DELETE FROM record_link WHERE seq = (SELECT MAX(seq) FROM record_link)",
+            ],
+            "the chain holds 3 links, and its head does not verify over them",
+        ),
+        (
+            "the plan and the journal deleted",
+            &[
+                "DELETE FROM execution_choice",
+                "DELETE FROM call_execution",
+                "DELETE FROM turn_plan",
+            ],
+            "the plan row 1 its chain names is missing or changed",
+        ),
+        (
+            "the decision deleted",
+            &["DELETE FROM decision"],
+            "the decision row 1 its chain names is missing or changed",
+        ),
+        (
+            "two links swapped",
+            &[
+                "UPDATE record_link SET seq = 100 WHERE seq = 1",
+                "UPDATE record_link SET seq = 1 WHERE seq = 2",
+                "UPDATE record_link SET seq = 2 WHERE seq = 100",
+            ],
+            "link 1 of the chain does not verify over the one before it",
+        ),
+    ];
+    for (attack, edits, refused) in attacks {
+        let (_db, store, host, registry, paid, run) =
+            unknown_outcome_keyed(RunOptions::default(), Some(key())).await;
+        let chosen = choose(&store, run.run_id(), "bob", Choice::Skip).await;
+        assert!(chosen.is_ok_and(|c| c.stands), "{attack}");
+        let links: i64 = Query::new("SELECT COUNT(*) FROM record_link")
+            .scalar_on(&store)
+            .await
+            .unwrap();
+        assert_eq!(links, 4, "a decision, a plan, a start and a choice");
+        for edit in edits {
+            Query::new(*edit).execute_on(&store).await.unwrap();
+        }
+        let model = ScriptedModel::new([Reply::Text("done".into())]);
+        let resumed = host.resume_all(&registry, &model).await.unwrap();
+        assert_eq!(paid.load(Ordering::SeqCst), 1, "{attack}: never paid twice");
+        if refused.is_empty() {
+            assert!(
+                matches!(resumed.as_slice(), [one] if matches!(one.ended, Ended::Finished { .. })),
+                "{attack}: {resumed:?}"
+            );
+            continue;
+        }
+        assert!(resumed.is_empty(), "{attack}: {resumed:?}");
+        let aside = host.set_aside();
+        assert_eq!(aside.len(), 1, "{attack}: {aside:?}");
+        assert!(
+            aside[0].reason.contains(refused)
+                && aside[0].reason.contains("nothing of the run runs"),
+            "{attack}: {}",
+            aside[0].reason
+        );
+    }
 }

@@ -552,9 +552,10 @@ impl Store {
         let mac = self
             .key()
             .map(|key| key.tag(&row.tagged(found.suspension_id, i64::from(call.turn))));
-        Query::new(
+        let id = Query::new(
             "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at, call_id, digest, reason, mac)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+             RETURNING id",
         )
         .bind(found.plan_id)
         .bind(row.index)
@@ -566,9 +567,18 @@ impl Store {
         .bind(row.call_id.clone())
         .bind(row.digest.clone())
         .bind(row.choice.reason.clone())
-        .bind(mac)
-        .execute(&mut tx)
+        .bind(mac.clone())
+        .scalar::<i64>(&mut tx)
         .await?;
+        if let Some(mac) = &mac {
+            crate::chain::append(
+                &mut tx,
+                self.key(),
+                found.suspension_id,
+                crate::chain::Event::Choice { id, mac },
+            )
+            .await?;
+        }
         let mut choices = call.choices.clone();
         choices.push(row.choice);
         let stands = standing(&choices, run).is_some();

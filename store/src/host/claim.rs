@@ -108,6 +108,9 @@ impl Host {
     /// What resuming a claimed run means: the last planned turn and what the
     /// journal knows of it, or — when nothing was planned — the decision.
     pub(super) async fn work(&self, suspension_id: i64) -> Result<Work, Unresumable> {
+        // Nothing of the run is read for running before its record is known
+        // complete.
+        self.store.verify_record(suspension_id).await?;
         if let Some((plan_id, plan)) = self.store.last_plan(suspension_id).await? {
             let known = self
                 .store

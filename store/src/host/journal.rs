@@ -103,6 +103,7 @@ impl Journal for StoreJournal {
                 .store
                 .key()
                 .map(|key| key.tag(&crate::tags::plan(suspension_id, turn, &text)));
+            let key = self.store.key().cloned();
             self.entry(move |tx| {
                 Box::pin(async move {
                     Query::new(
@@ -112,10 +113,19 @@ impl Journal for StoreJournal {
                     .bind(suspension_id)
                     .bind(turn)
                     .bind(text)
-                    .bind(mac)
+                    .bind(mac.clone())
                     .bind(now_ms())
                     .execute(&mut *tx)
                     .await?;
+                    if let Some(mac) = &mac {
+                        crate::chain::append(
+                            tx,
+                            key.as_ref(),
+                            suspension_id,
+                            crate::chain::Event::Plan { turn, mac },
+                        )
+                        .await?;
+                    }
                     Ok(())
                 })
             })
@@ -133,14 +143,16 @@ impl Journal for StoreJournal {
             let suspension_id = self.suspension_id;
             let turn = i64::from(plan.turn());
             let index = i64::try_from(index).unwrap_or(i64::MAX);
+            let key = self.store.key().cloned();
             self.entry(move |tx| {
                 Box::pin(async move {
-                    Query::new(
+                    let attempt: i64 = Query::new(
                         "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, started_at)
                          SELECT id, $1, $2, $3, $4, 'started', $5 FROM turn_plan WHERE suspension_id = $6 AND turn = $7
                          ON CONFLICT (plan_id, call_index) DO UPDATE SET
                              state = 'started', attempts = call_execution.attempts + 1, output = NULL,
-                             started_at = excluded.started_at, ended_at = NULL",
+                             started_at = excluded.started_at, ended_at = NULL
+                         RETURNING attempts",
                     )
                     .bind(index)
                     .bind(call_id)
@@ -149,7 +161,18 @@ impl Journal for StoreJournal {
                     .bind(now_ms())
                     .bind(suspension_id)
                     .bind(turn)
-                    .execute(&mut *tx)
+                    .scalar(&mut *tx)
+                    .await?;
+                    crate::chain::append(
+                        tx,
+                        key.as_ref(),
+                        suspension_id,
+                        crate::chain::Event::Started {
+                            turn,
+                            index,
+                            attempt,
+                        },
+                    )
                     .await?;
                     Ok(())
                 })
@@ -175,15 +198,17 @@ impl Journal for StoreJournal {
                 .store
                 .key()
                 .map(|key| key.tag(&crate::tags::result(suspension_id, turn, index, &text)));
+            let key = self.store.key().cloned();
             self.entry(move |tx| {
                 Box::pin(async move {
                     let now = now_ms();
-                    Query::new(
+                    let attempt: i64 = Query::new(
                         "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, output, started_at, ended_at, mac)
                          SELECT id, $1, $2, $3, $4, 'ended', $5, $6, $7, $8 FROM turn_plan WHERE suspension_id = $9 AND turn = $10
                          ON CONFLICT (plan_id, call_index) DO UPDATE SET
                              state = 'ended', output = excluded.output, ended_at = excluded.ended_at,
-                             mac = excluded.mac",
+                             mac = excluded.mac
+                         RETURNING attempts",
                     )
                     .bind(index)
                     .bind(call_id)
@@ -192,11 +217,25 @@ impl Journal for StoreJournal {
                     .bind(text)
                     .bind(now)
                     .bind(now)
-                    .bind(mac)
+                    .bind(mac.clone())
                     .bind(suspension_id)
                     .bind(turn)
-                    .execute(&mut *tx)
+                    .scalar(&mut *tx)
                     .await?;
+                    if let Some(mac) = &mac {
+                        crate::chain::append(
+                            tx,
+                            key.as_ref(),
+                            suspension_id,
+                            crate::chain::Event::Ended {
+                                turn,
+                                index,
+                                attempt,
+                                mac,
+                            },
+                        )
+                        .await?;
+                    }
                     Ok(())
                 })
             })

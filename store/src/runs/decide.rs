@@ -158,9 +158,10 @@ impl Store {
         let revision: i64 = Query::new("SELECT value FROM operator_revision WHERE id = 1")
             .scalar(&mut *tx)
             .await?;
-        Query::new(
+        let id = Query::new(
             "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac, input, calls, policy_revision, partial)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+             RETURNING id",
         )
         .bind(suspension_id)
         .bind(run_id)
@@ -172,13 +173,22 @@ impl Store {
         .bind(record.digest.as_str())
         .bind(tools)
         .bind(now)
-        .bind(mac)
+        .bind(mac.clone())
         .bind(input)
         .bind(calls_text)
         .bind(revision)
         .bind(i64::from(partial))
-        .execute(&mut *tx)
+        .scalar::<i64>(&mut *tx)
         .await?;
+        if let Some(mac) = &mac {
+            crate::chain::append(
+                tx,
+                self.key(),
+                suspension_id,
+                crate::chain::Event::Decision { id, mac },
+            )
+            .await?;
+        }
         Ok(())
     }
 

@@ -306,6 +306,7 @@ impl Store {
         .bind(now)
         .scalar(&mut *tx)
         .await?;
+        crate::chain::start(tx, self.key(), id).await?;
         Ok(id)
     }
 
