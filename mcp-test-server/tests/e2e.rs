@@ -540,22 +540,15 @@ async fn over_http_import_calls_and_a_killed_server() {
     provider.close().await;
 }
 
-/// A result larger than the client takes in one message (rmcp drops such a
-/// line unseen) is reported as too large as soon as it arrives — not as a
-/// server that "did not answer" when the call's deadline, here ten minutes,
-/// runs out — and the connection comes back for the next call.
-#[tokio::test]
-async fn a_result_too_large_is_reported_at_once_not_at_the_deadline() {
-    let dir = temp();
-    let store = store(&dir).await;
-    let huge = format!("read_note={}", 17 * 1024 * 1024);
-    add(
-        &store,
-        "notes",
-        stdio(&["--huge", &huge]),
-        Some(DataClass::EditorContent),
-    )
-    .await;
+/// The notes server over stdio with `args`, imported, its approval turned
+/// off; a registry over it whose calls have `call` to answer.
+async fn notes_unattended(
+    dir: &tempfile::TempDir,
+    args: &[&str],
+    call: Duration,
+) -> (Store, Registry, std::sync::Arc<McpProvider>) {
+    let store = store(dir).await;
+    add(&store, "notes", stdio(args), Some(DataClass::EditorContent)).await;
     run_import(&store, "notes")
         .await
         .expect("`run_import` succeeds");
@@ -569,15 +562,25 @@ async fn a_result_too_large_is_reported_at_once_not_at_the_deadline() {
             .await
             .is_ok()
     );
-    let patient = Deadlines {
-        call: Duration::from_mins(10),
-        ..quick()
-    };
+    let patient = Deadlines { call, ..quick() };
     let provider = std::sync::Arc::new(McpProvider::new(store.clone(), patient));
     let registry = Registry::builder()
         .provider(std::sync::Arc::clone(&provider))
         .build()
         .expect("the registry builds");
+    (store, registry, provider)
+}
+
+/// A result larger than the client takes in one message (rmcp drops such a
+/// line unseen) is reported as too large as soon as it arrives — not as a
+/// server that "did not answer" when the call's deadline, here ten minutes,
+/// runs out — and the connection comes back for the next call.
+#[tokio::test]
+async fn a_result_too_large_is_reported_at_once_not_at_the_deadline() {
+    let dir = temp();
+    let huge = format!("read_note={}", 17 * 1024 * 1024);
+    let (_store, registry, provider) =
+        notes_unattended(&dir, &["--huge", &huge], Duration::from_mins(10)).await;
     let read = execute(&registry, "notes.read_note", json!({"id": 0})).await;
     assert!(read.is_answer_lost(), "{:?}", &read.content.get(..200));
     assert_eq!(
@@ -608,37 +611,13 @@ async fn reviewed(store: &Store, server: &str) -> String {
 #[tokio::test]
 async fn a_failed_call_does_not_reset_the_connection_under_another() {
     let dir = temp();
-    let store = store(&dir).await;
     let huge = format!("read_note={}", 17 * 1024 * 1024);
-    add(
-        &store,
-        "notes",
-        stdio(&["--huge", &huge, "--delay", "write_note=2"]),
-        Some(DataClass::EditorContent),
+    let (_store, registry, provider) = notes_unattended(
+        &dir,
+        &["--huge", &huge, "--delay", "write_note=2"],
+        Duration::from_secs(6),
     )
     .await;
-    run_import(&store, "notes")
-        .await
-        .expect("`run_import` succeeds");
-    assert!(
-        store
-            .set_approval(
-                "notes",
-                OperatorDeclaration::NoApproval,
-                Some(&reviewed(&store, "notes").await)
-            )
-            .await
-            .is_ok()
-    );
-    let patient = Deadlines {
-        call: Duration::from_secs(6),
-        ..quick()
-    };
-    let provider = std::sync::Arc::new(McpProvider::new(store.clone(), patient));
-    let registry = Registry::builder()
-        .provider(std::sync::Arc::clone(&provider))
-        .build()
-        .expect("the registry builds");
     // The connection is made first, so both calls share it.
     let first = execute(&registry, "notes.lookup_00", json!({})).await;
     assert!(!first.is_error, "{first:?}");
