@@ -45,7 +45,8 @@ impl From<StoreError> for Failure {
             StoreError::ServerExists(_)
             | StoreError::NotUnknown(_)
             | StoreError::CatalogueChanged { .. }
-            | StoreError::ReviewRequired { .. } => Failure::Refused(error.to_string()),
+            | StoreError::ReviewRequired { .. }
+            | StoreError::CatalogueOverBounds { .. } => Failure::Refused(error.to_string()),
             other => Failure::Error(other.to_string()),
         }
     }

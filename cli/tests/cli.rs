@@ -1923,15 +1923,29 @@ fn notes_over_http(extra: &[&str]) -> (std::process::Child, String) {
     (server, url)
 }
 
-/// A remote write whose answer is lost after the server ran it — here a
-/// real HTTP server that exits once the call has run, before answering — is
-/// not a failure the model is told of (it might ask again, and a second
-/// approval would run the write twice): its outcome is unknown, and the run
-/// waits for an operator's `rerun` or `skip`, as after a host that died
-/// mid-call. The write ran once; skipped, it never runs again, and the model
-/// reads that its outcome is unknown.
+/// A remote write whose answer is lost after the server ran it is not a
+/// failure the model is told of (it might ask again, and a second approval
+/// would run the write twice): its outcome is unknown, and the run waits for
+/// an operator's `rerun` or `skip`, as after a host that died mid-call. The
+/// servers here are real HTTP servers that run the write and then lose its
+/// answer: one exits before answering; fronts answer 404 (as for an expired
+/// session, after which the client must not send the call again), 401 with a
+/// challenge, or 429. The write ran once; skipped, it never runs again, and
+/// the model reads that its outcome is unknown.
 #[test]
 fn a_remote_write_whose_answer_was_lost_waits_for_an_operator() {
+    for (flag, value) in [
+        ("--drop-answer", "write_note"),
+        ("--answer-status", "write_note=404"),
+        ("--answer-status", "write_note=401"),
+        ("--answer-status", "write_note=429"),
+    ] {
+        a_lost_answer_waits(flag, value);
+    }
+}
+
+fn a_lost_answer_waits(flag: &str, value: &str) {
+    let case = format!("{flag} {value}");
     let dir = temp();
     let dir = dir.path();
     let ledger = dir.join("ledger");
@@ -1942,8 +1956,7 @@ fn a_remote_write_whose_answer_was_lost_waits_for_an_operator() {
         dir,
         &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
     );
-    let (mut server, url) =
-        notes_over_http(&["--drop-answer", "write_note", "--ledger", ledger_path]);
+    let (mut server, url) = notes_over_http(&[flag, value, "--ledger", ledger_path]);
     ok(dir, &["server", "set-transport", "notes", "--url", &url]);
     ok(dir, &["import", "notes"]);
     ok(dir, &["host", "--once"]);
@@ -1957,15 +1970,25 @@ fn a_remote_write_whose_answer_was_lost_waits_for_an_operator() {
     let resumed = ok(dir, &["host", "--once"]);
     assert!(
         resumed.contains("call call_3 (notes.write_note) reached its tool and its answer was lost (server `notes`: the call reached the server; its answer was lost: "),
-        "{resumed}"
+        "{case}: {resumed}"
     );
-    let status = server.wait().expect("the server ends");
-    assert_eq!(status.code(), Some(7), "the server ran the call and exited");
+    if flag == "--drop-answer" {
+        let status = server.wait().expect("the server ends");
+        assert_eq!(status.code(), Some(7), "the server ran the call and exited");
+    } else {
+        let _ = server.kill();
+        let _ = server.wait();
+    }
     let written = std::fs::read_to_string(&ledger).unwrap_or_default();
-    assert_eq!(written.lines().count(), 1, "the write ran once: {written}");
+    assert_eq!(
+        written.lines().count(),
+        1,
+        "{case}: the write ran once: {written}"
+    );
     assert_eq!(
         json(dir, &["runs", "list"])[0]["standing"],
-        "outcome unknown"
+        "outcome unknown",
+        "{case}"
     );
     let shown = json(dir, &["runs", "show", &run]);
     let [unknown] = shown["unknown"]
@@ -1973,17 +1996,20 @@ fn a_remote_write_whose_answer_was_lost_waits_for_an_operator() {
         .expect("unknown calls")
         .as_slice()
     else {
-        panic!("one unknown call: {shown}");
+        panic!("{case}: one unknown call: {shown}");
     };
     assert_eq!(unknown["call"], "call_3");
     let call = shown["calls"]
         .as_array()
         .and_then(|calls| calls.iter().find(|c| c["call"] == "call_3"))
         .expect("the call is journaled");
-    assert_eq!(call["state"], "started", "no result was recorded: {call}");
+    assert_eq!(
+        call["state"], "started",
+        "{case}: no result was recorded: {call}"
+    );
     // A host that runs again does not run it.
     let again = ok(dir, &["host", "--once"]);
-    assert!(!again.contains("notes.write_note →"), "{again}");
+    assert!(!again.contains("notes.write_note →"), "{case}: {again}");
     let digest = unknown["digest"].as_str().expect("a digest").to_owned();
     ok(
         dir,
@@ -2004,14 +2030,18 @@ fn a_remote_write_whose_answer_was_lost_waits_for_an_operator() {
     let ended = ok(dir, &["host", "--once"]);
     assert!(
         ended.contains("notes.write_note → error: the call `call_3` (notes.write_note) was started and never ended — the host stopped, or its answer was lost; its outcome is unknown, and bob chose not to run it again"),
-        "the model reads that the outcome is unknown: {ended}"
+        "{case}: the model reads that the outcome is unknown: {ended}"
     );
     assert!(
         ended.contains("waiting for input"),
-        "the run goes on: {ended}"
+        "{case}: the run goes on: {ended}"
     );
     let written = std::fs::read_to_string(&ledger).unwrap_or_default();
-    assert_eq!(written.lines().count(), 1, "never run again: {written}");
+    assert_eq!(
+        written.lines().count(),
+        1,
+        "{case}: never run again: {written}"
+    );
 }
 
 /// A server that lists past the import's bounds — too many tools, or too
@@ -2075,4 +2105,27 @@ fn a_catalogue_past_its_bounds_is_refused_whole_and_the_stored_one_kept() {
     // Within the default bounds (5,000 tools, 32 MiB) the same server imports.
     ok(dir, &["import", "notes"]);
     assert_eq!(names(dir).len(), 16);
+
+    // A server that renames its tools at each import: what it listed before
+    // is kept as orphaned, and counts toward the bounds of what is stored.
+    let server: Vec<&str> = notes_server(&["--fillers", "20", "--filler-prefix", "a"]);
+    ok(
+        dir,
+        &[&["server", "set-transport", "notes"][..], &server].concat(),
+    );
+    ok(dir, &["import", "notes", "--max-tools", "40"]);
+    let before = names(dir);
+    let server: Vec<&str> = notes_server(&["--fillers", "20", "--filler-prefix", "b"]);
+    ok(
+        dir,
+        &[&["server", "set-transport", "notes"][..], &server].concat(),
+    );
+    let refused = toolgate(dir, &["import", "notes", "--max-tools", "40"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("server `notes`'s stored catalogue would hold 53 tools (28 of them no longer listed, kept as orphaned)"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(names(dir), before, "the stored catalogue is kept");
 }

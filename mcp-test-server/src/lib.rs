@@ -11,7 +11,11 @@
 //! [--die-on-list] [--garbage] [--ledger FILE] [--describe NAME=TEXT]...`;
 //! `--delay NAME=SECONDS` makes a tool's calls wait first; `--drop-answer
 //! NAME` runs a tool's calls and then exits before answering (a server whose
-//! answer is lost after the call ran); `--filler-bytes N` pads each filler's
+//! answer is lost after the call ran); over HTTP, `--answer-status
+//! NAME=CODE` lets a tool's calls run and answers them with that HTTP status
+//! instead (a front that says 401, 404 or 429 after passing the call on);
+//! `--filler-prefix P` names the fillers `P_00`… instead of `lookup_00`… (a
+//! server that renames its tools); `--filler-bytes N` pads each filler's
 //! description to N bytes (a catalogue of a given size); `--huge
 //! NAME=BYTES` pads a tool's result to that many bytes (past a client's limit
 //! for one message, say); `--describe`
@@ -59,6 +63,8 @@ pub struct Options {
     pub huge: Vec<(String, usize)>,
     pub drop_answer: Vec<String>,
     pub filler_bytes: usize,
+    pub answer_status: Vec<(String, u16)>,
+    pub filler_prefix: Option<String>,
 }
 
 /// Parses the command-line flags (without the program name).
@@ -85,6 +91,17 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
             }
             "--drop" => options.drop.push(value("--drop")?),
             "--drop-answer" => options.drop_answer.push(value("--drop-answer")?),
+            "--answer-status" => {
+                let given = value("--answer-status")?;
+                let (name, code) = given
+                    .split_once('=')
+                    .ok_or("--answer-status takes NAME=CODE")?;
+                let code: u16 = code
+                    .parse()
+                    .map_err(|e| format!("--answer-status {given}: {e}"))?;
+                options.answer_status.push((name.to_owned(), code));
+            }
+            "--filler-prefix" => options.filler_prefix = Some(value("--filler-prefix")?),
             "--filler-bytes" => {
                 options.filler_bytes = value("--filler-bytes")?
                     .parse::<usize>()
@@ -207,7 +224,10 @@ impl NotesServer {
         ];
         for i in 0..self.options.fillers {
             tools.push(tool(
-                &format!("lookup_{i:02}"),
+                &format!(
+                    "{}_{i:02}",
+                    self.options.filler_prefix.as_deref().unwrap_or("lookup")
+                ),
                 &padded(format!("Looks up entry {i}."), self.options.filler_bytes),
                 json!({"type": "object", "properties": {}}),
                 ToolAnnotations::new().read_only(true),
@@ -403,12 +423,19 @@ async fn serve_http(server: NotesServer, address: &str) -> Result<(), String> {
         StreamableHttpServerConfig, StreamableHttpService,
     };
 
+    let fronted = server.options.answer_status.clone();
+
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let router =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(move |request, next| {
+                answer_with_status(fronted.clone(), request, next)
+            }));
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|e| format!("cannot bind {address}: {e}"))?;
@@ -417,6 +444,49 @@ async fn serve_http(server: NotesServer, address: &str) -> Result<(), String> {
     axum::serve(listener, router)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// A front before the HTTP server: a `tools/call` of a tool named in
+/// `--answer-status` is passed on — it runs — and its answer replaced by that
+/// status (a 401 with a challenge, a 404 as for an expired session, a 429).
+async fn answer_with_status(
+    fronted: Vec<(String, u16)>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    if fronted.is_empty() {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024 * 1024).await else {
+        return axum::http::StatusCode::BAD_REQUEST.into_response();
+    };
+    let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let called = (message["method"] == "tools/call")
+        .then(|| message["params"]["name"].as_str())
+        .flatten();
+    let status = fronted
+        .iter()
+        .find(|(name, _)| Some(name.as_str()) == called)
+        .map(|(_, code)| *code);
+    let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+    let answer = next.run(request).await;
+    match status.and_then(|code| axum::http::StatusCode::from_u16(code).ok()) {
+        None => answer,
+        Some(code) => {
+            // The call ran; its answer is read to the end and dropped.
+            let _ = axum::body::to_bytes(answer.into_body(), usize::MAX).await;
+            let mut replaced = code.into_response();
+            if code == axum::http::StatusCode::UNAUTHORIZED {
+                replaced.headers_mut().insert(
+                    axum::http::header::WWW_AUTHENTICATE,
+                    axum::http::HeaderValue::from_static("Bearer realm=\"notes\""),
+                );
+            }
+            replaced
+        }
+    }
 }
 
 /// Runs the server with `args` (the flags, without the program name) until

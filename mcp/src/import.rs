@@ -120,7 +120,10 @@ pub const MAX_PAGES: usize = 10_000;
 /// How large a catalogue an import takes from one server. Past either bound
 /// the whole import is refused, as soon as a page crosses it, and the stored
 /// catalogue is kept as it was: a server cannot fill the operator's memory
-/// or database by listing without end.
+/// or database by listing without end. The same bounds hold for what the
+/// store would keep after the import, the tools a server listed before and
+/// no longer lists (kept as orphaned) included, so a server that renames its
+/// tools at each import cannot grow its stored catalogue without end.
 ///
 /// The defaults are far above what real servers list (tens to a few hundred
 /// tools, each a few KiB): **5,000 tools** and **32 MiB**, counted as the
@@ -265,7 +268,13 @@ async fn list_and_store(
         ..
     } = admitted;
     progress(ImportProgress::Storing { tools: tools.len() });
-    let change = store.replace_catalogue(&server, &tools).await?;
+    let bounds = toolgate_store::CatalogueBounds {
+        max_tools: limits.max_tools,
+        max_bytes: limits.max_bytes,
+    };
+    let change = store
+        .replace_catalogue_within(&server, &tools, Some(bounds))
+        .await?;
     Ok(ImportReport {
         server,
         pages,

@@ -236,18 +236,29 @@ struct CallFold {
 }
 
 impl Store {
-    /// Reads a suspension's record back against its chain (see the
-    /// [module](self)); an error names what is missing or out of place.
-    /// Nothing is checked without a key, or for a run paused before the
-    /// chain.
+    /// Reads a suspension's document (verified, under the key if there is
+    /// one) and its record back against its chain (see the [module](self));
+    /// an error names what is missing or out of place. The chain is checked
+    /// only under a key, and not for a run paused before it.
     pub(crate) async fn verify_record(&self, suspension_id: i64) -> Result<(), StoreError> {
+        let row = Query::new(
+            "SELECT run_id, status, document, digest, requested_by, chain_mac FROM suspended_run
+             WHERE id = $1",
+        )
+        .bind(suspension_id)
+        .fetch_one(&self.pool)
+        .await?;
+        // The document is read under the key first: whether it keeps a chain
+        // is its version, which only a verified seal vouches for.
+        if let Err(corrupt) = self.read_document(&row)? {
+            return Err(StoreError::Unreadable {
+                what: "suspended run",
+                reason: corrupt.reason,
+            });
+        }
         let Some(key) = self.key() else {
             return Ok(());
         };
-        let row = Query::new("SELECT document, chain_mac FROM suspended_run WHERE id = $1")
-            .bind(suspension_id)
-            .fetch_one(&self.pool)
-            .await?;
         let document: String = row.try_get("document")?;
         if !chained(&document) {
             return Ok(());

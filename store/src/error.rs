@@ -68,6 +68,26 @@ pub enum StoreError {
     /// No server has that identifier.
     #[error("no server `{0}`")]
     NoSuchServer(String),
+    /// An import would leave a server's stored catalogue — the tools it
+    /// lists now and those it listed before, kept as orphaned — past its
+    /// bounds; nothing was written.
+    #[error(
+        "server `{server}`'s stored catalogue would hold {tools} tools ({orphaned} of them no longer listed, kept as orphaned) and {bytes} bytes, past the bounds of {max_tools} tools and {max_bytes} bytes; the import was refused and the stored catalogue kept"
+    )]
+    CatalogueOverBounds {
+        /// The server.
+        server: String,
+        /// Rows the catalogue would hold.
+        tools: u64,
+        /// How many of them are orphaned.
+        orphaned: u64,
+        /// Their bytes as stored.
+        bytes: u64,
+        /// The bound on rows.
+        max_tools: usize,
+        /// The bound on bytes.
+        max_bytes: usize,
+    },
     /// The server's tools are not the ones whose digest the operator was
     /// shown: its catalogue changed in between. Nothing was changed.
     #[error(

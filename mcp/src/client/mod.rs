@@ -8,6 +8,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolRequestParams, ContentBlock, ListToolsResult, PaginatedRequestParams};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::process::Child;
@@ -141,28 +142,20 @@ impl ClientError {
     }
 }
 
-/// Whether a failed request provably did not run: the server answered it
-/// with an error, or the request never reached it (no connection could be
-/// made, or the server's HTTP layer refused it: an authentication challenge,
-/// or 429 Too Many Requests). Anything else after a request was handed to
-/// the transport may have reached the server.
+/// Whether a failed request provably did not run there: the server
+/// answered it with a JSON-RPC error (an answer, like `isError`), or no
+/// connection to the server could be made, so nothing was sent. An HTTP
+/// status (a 401, a 404 for an expired session, a 429) is not proof: a front
+/// may have passed the request on before it answered so. Anything else after
+/// a request was handed to the transport may have reached the server.
 fn answered_or_unsent(error: &rmcp::ServiceError) -> bool {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
-    if error.auth_challenge().is_some() {
-        return true;
-    }
     match error {
         rmcp::ServiceError::McpError(_) => true,
-        rmcp::ServiceError::TransportSend(sent) => {
-            match sent
-                .error
-                .downcast_ref::<StreamableHttpError<reqwest::Error>>()
-            {
-                Some(StreamableHttpError::Client(client)) => client.is_connect(),
-                Some(StreamableHttpError::HttpStatus(status)) => status.status == 429,
-                _ => false,
-            }
-        }
+        rmcp::ServiceError::TransportSend(sent) => matches!(
+            sent.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+            Some(StreamableHttpError::Client(client)) if client.is_connect()
+        ),
         _ => false,
     }
 }
@@ -274,7 +267,14 @@ impl Connection {
                     }
                 }
                 Transport::Http { url } => {
-                    let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                    // A session the server calls expired is not made again
+                    // behind the caller's back: rmcp would send the request
+                    // that met the expiry a second time, and a call may
+                    // already have run.
+                    let transport = StreamableHttpClientTransport::from_config(
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                            .reinit_on_expired_session(false),
+                    );
                     match ().serve(transport).await {
                         Ok(service) => Ok(Live {
                             service,

@@ -282,6 +282,41 @@ fn json(value: &Value, what: &'static str) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
 }
 
+/// Refuses a catalogue, as written so far in `tx`, past `bounds`: its rows,
+/// orphaned ones included, and their characters as stored.
+async fn within_bounds(
+    tx: &mut Tx,
+    server_id: &str,
+    bounds: CatalogueBounds,
+) -> Result<(), StoreError> {
+    let stored = Query::new(
+        "SELECT COUNT(*) AS tools, COALESCE(SUM(CASE WHEN orphaned = 1 THEN 1 ELSE 0 END), 0) AS orphaned,
+                    COALESCE(SUM(LENGTH(remote_name) + LENGTH(description) + LENGTH(input_schema)
+                                 + COALESCE(LENGTH(annotations), 0)), 0) AS bytes
+             FROM mcp_tool WHERE server_id = $1",
+    )
+    .bind(server_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let count = |column: &str| -> Result<u64, StoreError> {
+        Ok(u64::try_from(stored.try_get::<i64, _>(column)?).unwrap_or(0))
+    };
+    let (tools, orphaned, bytes) = (count("tools")?, count("orphaned")?, count("bytes")?);
+    let over = |value: u64, bound: usize| usize::try_from(value).map_or(true, |v| v > bound);
+    if over(tools, bounds.max_tools) || over(bytes, bounds.max_bytes) {
+        // Dropped unfinished, the transaction writes nothing.
+        return Err(StoreError::CatalogueOverBounds {
+            server: server_id.to_owned(),
+            tools,
+            orphaned,
+            bytes,
+            max_tools: bounds.max_tools,
+            max_bytes: bounds.max_bytes,
+        });
+    }
+    Ok(())
+}
+
 /// Writes imported tools — `(tool, schema, annotations, definition)` —
 /// many rows per statement: an import of a large catalogue is a few hundred
 /// round trips, not one per tool.
@@ -335,6 +370,17 @@ async fn write_rows(
 /// SQLite's 32,766 and PostgreSQL's 65,535).
 const ROWS_PER_INSERT: usize = 500;
 
+/// The most a server's stored catalogue may hold — the tools it lists and
+/// those it listed before, kept as orphaned — counted as stored: rows, and
+/// the characters of their names, descriptions, schemas and annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogueBounds {
+    /// The most rows.
+    pub max_tools: usize,
+    /// The most bytes.
+    pub max_bytes: usize,
+}
+
 /// # Catalogues
 ///
 /// A server's tools as its last import found them (`toolgate servers
@@ -347,6 +393,18 @@ impl Store {
         &self,
         server_id: &str,
         tools: &[ImportedTool],
+    ) -> Result<CatalogueChange, StoreError> {
+        self.replace_catalogue_within(server_id, tools, None).await
+    }
+
+    /// [`Store::replace_catalogue`], refused with
+    /// [`StoreError::CatalogueOverBounds`] — nothing written — when the
+    /// catalogue it would leave, orphaned rows included, is past `bounds`.
+    pub async fn replace_catalogue_within(
+        &self,
+        server_id: &str,
+        tools: &[ImportedTool],
+        bounds: Option<CatalogueBounds>,
     ) -> Result<CatalogueChange, StoreError> {
         let now = now_ms();
         let (_writer, mut tx) = self.write().await?;
@@ -437,6 +495,9 @@ impl Store {
             if let Some(why) = row.quarantine(approval) {
                 change.quarantined.push((row.local_name.clone(), why));
             }
+        }
+        if let Some(bounds) = bounds {
+            within_bounds(&mut tx, server_id, bounds).await?;
         }
         tx.commit().await?;
         Ok(change)
