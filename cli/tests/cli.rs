@@ -1930,7 +1930,8 @@ fn notes_over_http(extra: &[&str]) -> (std::process::Child, String) {
 /// servers here are real HTTP servers that run the write and then lose its
 /// answer: one exits before answering; fronts answer 404 (as for an expired
 /// session, after which the client must not send the call again), 401 with a
-/// challenge, or 429. The write ran once; skipped, it never runs again, and
+/// challenge, 429, or a redirect back to the same address (which the client
+/// must not follow: it would post the call again). The write ran once; skipped, it never runs again, and
 /// the model reads that its outcome is unknown.
 #[test]
 fn a_remote_write_whose_answer_was_lost_waits_for_an_operator() {
@@ -1939,6 +1940,8 @@ fn a_remote_write_whose_answer_was_lost_waits_for_an_operator() {
         ("--answer-status", "write_note=404"),
         ("--answer-status", "write_note=401"),
         ("--answer-status", "write_note=429"),
+        ("--answer-status", "write_note=307"),
+        ("--answer-status", "write_note=308"),
     ] {
         a_lost_answer_waits(flag, value);
     }
@@ -2124,6 +2127,23 @@ fn a_catalogue_past_its_bounds_is_refused_whole_and_the_stored_one_kept() {
     assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
     assert!(
         stderr(&refused).contains("server `notes`'s stored catalogue would hold 53 tools (28 of them no longer listed, kept as orphaned)"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(names(dir), before, "the stored catalogue is kept");
+
+    // What is stored is counted in bytes of every text a row keeps, the
+    // definition written from the tool included: eight tools of 90 KB list
+    // 0.7 MiB and store twice that, past a bound of 1 MiB.
+    let server: Vec<&str> = notes_server(&["--fillers", "8", "--filler-bytes", "90000"]);
+    ok(
+        dir,
+        &[&["server", "set-transport", "notes"][..], &server].concat(),
+    );
+    let refused = toolgate(dir, &["import", "notes", "--max-catalogue-mib", "1"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("server `notes`'s stored catalogue would hold"),
         "{}",
         stderr(&refused)
     );

@@ -448,7 +448,8 @@ async fn serve_http(server: NotesServer, address: &str) -> Result<(), String> {
 
 /// A front before the HTTP server: a `tools/call` of a tool named in
 /// `--answer-status` is passed on — it runs — and its answer replaced by that
-/// status (a 401 with a challenge, a 404 as for an expired session, a 429).
+/// status (a 401 with a challenge, a 404 as for an expired session, a 429,
+/// or a 307 or 308 back to the same address).
 async fn answer_with_status(
     fronted: Vec<(String, u16)>,
     request: axum::extract::Request,
@@ -470,6 +471,7 @@ async fn answer_with_status(
         .iter()
         .find(|(name, _)| Some(name.as_str()) == called)
         .map(|(_, code)| *code);
+    let path = parts.uri.path().to_owned();
     let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
     let answer = next.run(request).await;
     match status.and_then(|code| axum::http::StatusCode::from_u16(code).ok()) {
@@ -478,6 +480,15 @@ async fn answer_with_status(
             // The call ran; its answer is read to the end and dropped.
             let _ = axum::body::to_bytes(answer.into_body(), usize::MAX).await;
             let mut replaced = code.into_response();
+            if code.is_redirection()
+                && let Ok(location) = axum::http::HeaderValue::from_str(&path)
+            {
+                // Back to where it came from: a client that follows it
+                // sends the call again.
+                replaced
+                    .headers_mut()
+                    .insert(axum::http::header::LOCATION, location);
+            }
             if code == axum::http::StatusCode::UNAUTHORIZED {
                 replaced.headers_mut().insert(
                     axum::http::header::WWW_AUTHENTICATE,

@@ -123,7 +123,11 @@ pub const MAX_PAGES: usize = 10_000;
 /// or database by listing without end. The same bounds hold for what the
 /// store would keep after the import, the tools a server listed before and
 /// no longer lists (kept as orphaned) included, so a server that renames its
-/// tools at each import cannot grow its stored catalogue without end.
+/// tools at each import cannot grow its stored catalogue without end. What
+/// is stored is counted in bytes of every text a row keeps, the definition
+/// written from the tool's texts included: about twice what the listing
+/// counts, so a catalogue stores at most about half the bound's worth of
+/// listed text.
 ///
 /// The defaults are far above what real servers list (tens to a few hundred
 /// tools, each a few KiB): **5,000 tools** and **32 MiB**, counted as the

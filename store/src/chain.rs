@@ -268,32 +268,35 @@ impl Store {
         let named = Named::of(&events)?;
         let plans = self
             .tagged_rows(
+                "plan",
                 "SELECT turn AS n, mac FROM turn_plan WHERE suspension_id = $1",
                 suspension_id,
             )
             .await?;
         same("plan", &named.plans, &plans)?;
-        let stored: BTreeMap<(i64, i64), CallFold> = Query::new(
+        let mut stored: BTreeMap<(i64, i64), CallFold> = BTreeMap::new();
+        let rows = Query::new(
             "SELECT p.turn, e.call_index, e.attempts, e.state, e.mac
              FROM call_execution e JOIN turn_plan p ON p.id = e.plan_id
              WHERE p.suspension_id = $1",
         )
         .bind(suspension_id)
         .fetch_all(&self.pool)
-        .await?
-        .iter()
-        .map(|r| {
+        .await?;
+        for r in &rows {
             let state: String = r.try_get("state")?;
             let mac: Option<String> = r.try_get("mac")?;
-            Ok((
-                (r.try_get("turn")?, r.try_get("call_index")?),
-                CallFold {
-                    attempt: r.try_get("attempts")?,
-                    ended: (state == "ended").then(|| mac.unwrap_or_default()),
-                },
-            ))
-        })
-        .collect::<Result<_, StoreError>>()?;
+            let (turn, index): (i64, i64) = (r.try_get("turn")?, r.try_get("call_index")?);
+            let fold = CallFold {
+                attempt: r.try_get("attempts")?,
+                ended: (state == "ended").then(|| mac.unwrap_or_default()),
+            };
+            if stored.insert((turn, index), fold).is_some() {
+                return Err(incomplete(format!(
+                    "the journal of call {index} of turn {turn} is stored twice"
+                )));
+            }
+        }
         if let Some((turn, index)) = named
             .calls
             .keys()
@@ -306,6 +309,7 @@ impl Store {
         }
         let choices = self
             .tagged_rows(
+                "choice",
                 "SELECT c.id AS n, c.mac FROM execution_choice c JOIN turn_plan p ON p.id = c.plan_id
                  WHERE p.suspension_id = $1",
                 suspension_id,
@@ -314,6 +318,7 @@ impl Store {
         same("choice", &named.choices, &choices)?;
         let decisions = self
             .tagged_rows(
+                "decision",
                 "SELECT id AS n, mac FROM decision WHERE suspension_id = $1",
                 suspension_id,
             )
@@ -323,23 +328,30 @@ impl Store {
     }
 
     /// A suspension's rows of one kind as `(n, mac)`: what `sql` selects.
+    /// Two rows of one `n` are refused: a copy must not pass for the row.
     async fn tagged_rows(
         &self,
+        kind: &str,
         sql: &'static str,
         suspension_id: i64,
     ) -> Result<BTreeSet<(i64, String)>, StoreError> {
-        Query::new(sql)
+        let mut rows = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        for row in Query::new(sql)
             .bind(suspension_id)
             .fetch_all(&self.pool)
             .await?
-            .iter()
-            .map(|r| {
-                Ok((
-                    r.try_get("n")?,
-                    r.try_get::<Option<String>, _>("mac")?.unwrap_or_default(),
-                ))
-            })
-            .collect()
+        {
+            let n: i64 = row.try_get("n")?;
+            if !seen.insert(n) {
+                return Err(incomplete(format!("the {kind} row {n} is stored twice")));
+            }
+            rows.insert((
+                n,
+                row.try_get::<Option<String>, _>("mac")?.unwrap_or_default(),
+            ));
+        }
+        Ok(rows)
     }
 }
 

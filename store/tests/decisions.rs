@@ -1070,6 +1070,10 @@ async fn a_choice_whose_reason_was_changed_is_ignored() {
 /// without the key could make, and without the chain the first would have
 /// made the host pay again (the journal would say the call never started).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one case per edit a writer without the key could make"
+)]
 async fn a_record_row_deleted_or_reordered_is_refused_at_the_next_load() {
     let key = || IntegrityKey::new(b"the store's own sixteen-plus byte key").unwrap();
     let attacks: [(&str, &[&str], &str); 8] = [
@@ -1124,6 +1128,33 @@ async fn a_record_row_deleted_or_reordered_is_refused_at_the_next_load() {
             "link 1 of the chain does not verify over the one before it",
         ),
     ];
+    let backend = Store::open(TestDb::new().await.location())
+        .await
+        .unwrap()
+        .backend();
+    // A copy of the plan under another id, its table's uniqueness dropped
+    // first: a copy with no journal must not pass for the plan (recovery
+    // would read every call as never started).
+    let copied: &[&str] = if backend == toolgate_store::Backend::Postgres {
+        &[
+            "ALTER TABLE turn_plan DROP CONSTRAINT turn_plan_suspension_id_turn_key",
+            "INSERT INTO turn_plan (id, suspension_id, turn, plan, mac, created_at)
+             SELECT -1, suspension_id, turn, plan, mac, created_at FROM turn_plan",
+        ]
+    } else {
+        &[
+            "ALTER TABLE turn_plan RENAME TO turn_plan_kept",
+            "CREATE TABLE turn_plan (id INTEGER PRIMARY KEY, suspension_id INTEGER NOT NULL,
+                 turn INTEGER NOT NULL, plan TEXT NOT NULL, mac TEXT, created_at BIGINT NOT NULL)",
+            "INSERT INTO turn_plan SELECT * FROM turn_plan_kept",
+            "INSERT INTO turn_plan (id, suspension_id, turn, plan, mac, created_at)
+             SELECT -1, suspension_id, turn, plan, mac, created_at FROM turn_plan_kept",
+        ]
+    };
+    let attacks =
+        attacks
+            .into_iter()
+            .chain([("the plan copied", copied, "the plan row 1 is stored twice")]);
     for (attack, edits, refused) in attacks {
         let (_db, store, host, registry, paid, run) =
             unknown_outcome_keyed(RunOptions::default(), Some(key())).await;

@@ -271,7 +271,15 @@ impl Connection {
                     // behind the caller's back: rmcp would send the request
                     // that met the expiry a second time, and a call may
                     // already have run.
-                    let transport = StreamableHttpClientTransport::from_config(
+                    // Nor is a redirect followed: it would post the call
+                    // again, and the call may have run before the answer
+                    // that redirects.
+                    let client = reqwest::Client::builder()
+                        .redirect(reqwest::redirect::Policy::none())
+                        .build()
+                        .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+                    let transport = StreamableHttpClientTransport::with_client(
+                        client,
                         StreamableHttpClientTransportConfig::with_uri(url.as_str())
                             .reinit_on_expired_session(false),
                     );

@@ -283,18 +283,34 @@ fn json(value: &Value, what: &'static str) -> Result<String, StoreError> {
 }
 
 /// Refuses a catalogue, as written so far in `tx`, past `bounds`: its rows,
-/// orphaned ones included, and their characters as stored.
+/// orphaned ones included, and the bytes of every text they store.
 async fn within_bounds(
     tx: &mut Tx,
     server_id: &str,
     bounds: CatalogueBounds,
 ) -> Result<(), StoreError> {
-    let stored = Query::new(
+    // Bytes, not characters, of every text a row stores — its definition,
+    // the server's texts written again as JSON, included.
+    let bytes = match tx.backend() {
+        crate::Backend::Sqlite => |column: &str| format!("LENGTH(CAST({column} AS BLOB))"),
+        crate::Backend::Postgres => |column: &str| format!("OCTET_LENGTH({column})"),
+    };
+    let texts = [
+        "remote_name",
+        "local_name",
+        "description",
+        "input_schema",
+        "annotations",
+        "definition",
+        "pinned_definition",
+    ]
+    .map(|column| format!("COALESCE({}, 0)", bytes(column)))
+    .join(" + ");
+    let stored = Query::new(format!(
         "SELECT COUNT(*) AS tools, COALESCE(SUM(CASE WHEN orphaned = 1 THEN 1 ELSE 0 END), 0) AS orphaned,
-                    COALESCE(SUM(LENGTH(remote_name) + LENGTH(description) + LENGTH(input_schema)
-                                 + COALESCE(LENGTH(annotations), 0)), 0) AS bytes
-             FROM mcp_tool WHERE server_id = $1",
-    )
+                COALESCE(SUM({texts}), 0) AS bytes
+         FROM mcp_tool WHERE server_id = $1"
+    ))
     .bind(server_id)
     .fetch_one(&mut *tx)
     .await?;
@@ -372,7 +388,8 @@ const ROWS_PER_INSERT: usize = 500;
 
 /// The most a server's stored catalogue may hold — the tools it lists and
 /// those it listed before, kept as orphaned — counted as stored: rows, and
-/// the characters of their names, descriptions, schemas and annotations.
+/// the bytes of every text they store (names, description, schema,
+/// annotations, and the definitions written from them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CatalogueBounds {
     /// The most rows.
