@@ -2072,80 +2072,64 @@ fn a_catalogue_past_its_bounds_is_refused_whole_and_the_stored_one_kept() {
         "three builtins and eleven remote tools: {before:?}"
     );
 
-    let server: Vec<&str> = notes_server(&["--fillers", "40"]);
-    ok(
-        dir,
-        &[&["server", "set-transport", "notes"][..], &server].concat(),
-    );
-    let refused = toolgate(dir, &["import", "notes", "--max-tools", "30"]);
-    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    // The notes server with `server_flags`, imported with `import_flags`:
+    // refused (exit 3) with a message holding each of `says`, and the
+    // stored catalogue as it was.
+    let refused = |server_flags: &[&str], import_flags: &[&str], says: &[&str]| {
+        let before = names(dir);
+        let server = notes_server(server_flags);
+        ok(
+            dir,
+            &[&["server", "set-transport", "notes"][..], &server].concat(),
+        );
+        let refused = toolgate(dir, &[&["import", "notes"][..], import_flags].concat());
+        assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+        for said in says {
+            assert!(stderr(&refused).contains(said), "{}", stderr(&refused));
+        }
+        assert_eq!(names(dir), before, "the stored catalogue is kept");
+    };
     let expected = "server `notes` lists more than 30 tools (32 seen in 8 pages); the import stopped and the previous catalogue is kept (raise the bound with `--max-tools`)";
-    assert!(stderr(&refused).contains(expected), "{}", stderr(&refused));
-    assert_eq!(names(dir), before, "the stored catalogue is kept");
+    refused(&["--fillers", "40"], &["--max-tools", "30"], &[expected]);
     let shown = json(dir, &["server", "show", "notes"]);
     assert_eq!(shown["import"]["status"], "failed", "{shown}");
     assert_eq!(shown["import"]["error"], expected);
 
     // Eight tools of 300 KB each: 2.4 MB, past a bound of 1 MiB.
-    let server: Vec<&str> = notes_server(&["--fillers", "8", "--filler-bytes", "300000"]);
-    ok(
-        dir,
-        &[&["server", "set-transport", "notes"][..], &server].concat(),
+    refused(
+        &["--fillers", "8", "--filler-bytes", "300000"],
+        &["--max-catalogue-mib", "1"],
+        &[
+            "server `notes` lists a catalogue of more than 1 MiB (",
+            "the import stopped and the previous catalogue is kept (raise the bound with `--max-catalogue-mib`)",
+        ],
     );
-    let refused = toolgate(dir, &["import", "notes", "--max-catalogue-mib", "1"]);
-    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
-    assert!(
-        stderr(&refused).contains("server `notes` lists a catalogue of more than 1 MiB ("),
-        "{}",
-        stderr(&refused)
-    );
-    assert!(
-        stderr(&refused).contains("the import stopped and the previous catalogue is kept (raise the bound with `--max-catalogue-mib`)"),
-        "{}",
-        stderr(&refused)
-    );
-    assert_eq!(names(dir), before, "the stored catalogue is kept");
     // Within the default bounds (5,000 tools, 32 MiB) the same server imports.
     ok(dir, &["import", "notes"]);
     assert_eq!(names(dir).len(), 16);
 
     // A server that renames its tools at each import: what it listed before
     // is kept as orphaned, and counts toward the bounds of what is stored.
-    let server: Vec<&str> = notes_server(&["--fillers", "20", "--filler-prefix", "a"]);
+    let server = notes_server(&["--fillers", "20", "--filler-prefix", "a"]);
     ok(
         dir,
         &[&["server", "set-transport", "notes"][..], &server].concat(),
     );
     ok(dir, &["import", "notes", "--max-tools", "40"]);
-    let before = names(dir);
-    let server: Vec<&str> = notes_server(&["--fillers", "20", "--filler-prefix", "b"]);
-    ok(
-        dir,
-        &[&["server", "set-transport", "notes"][..], &server].concat(),
+    refused(
+        &["--fillers", "20", "--filler-prefix", "b"],
+        &["--max-tools", "40"],
+        &[
+            "server `notes`'s stored catalogue would hold 53 tools (28 of them no longer listed, kept as orphaned)",
+        ],
     );
-    let refused = toolgate(dir, &["import", "notes", "--max-tools", "40"]);
-    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
-    assert!(
-        stderr(&refused).contains("server `notes`'s stored catalogue would hold 53 tools (28 of them no longer listed, kept as orphaned)"),
-        "{}",
-        stderr(&refused)
-    );
-    assert_eq!(names(dir), before, "the stored catalogue is kept");
 
     // What is stored is counted in bytes of every text a row keeps, the
     // definition written from the tool included: eight tools of 90 KB list
     // 0.7 MiB and store twice that, past a bound of 1 MiB.
-    let server: Vec<&str> = notes_server(&["--fillers", "8", "--filler-bytes", "90000"]);
-    ok(
-        dir,
-        &[&["server", "set-transport", "notes"][..], &server].concat(),
+    refused(
+        &["--fillers", "8", "--filler-bytes", "90000"],
+        &["--max-catalogue-mib", "1"],
+        &["server `notes`'s stored catalogue would hold"],
     );
-    let refused = toolgate(dir, &["import", "notes", "--max-catalogue-mib", "1"]);
-    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
-    assert!(
-        stderr(&refused).contains("server `notes`'s stored catalogue would hold"),
-        "{}",
-        stderr(&refused)
-    );
-    assert_eq!(names(dir), before, "the stored catalogue is kept");
 }
