@@ -79,14 +79,6 @@ impl Event<'_> {
     }
 }
 
-fn link_tag(key: &IntegrityKey, suspension_id: i64, seq: i64, prev: &str, event: &str) -> String {
-    key.tag(format!("toolgate.link.v1\n{suspension_id}\n{seq}\n{prev}\n{event}").as_bytes())
-}
-
-fn head_tag(key: &IntegrityKey, suspension_id: i64, links: i64, last: &str) -> String {
-    key.tag(format!("toolgate.chain.v1\n{suspension_id}\n{links}\n{last}").as_bytes())
-}
-
 fn incomplete(reason: impl Into<String>) -> StoreError {
     StoreError::Unreadable {
         what: "run's record",
@@ -98,13 +90,14 @@ fn incomplete(reason: impl Into<String>) -> StoreError {
 }
 
 /// The links of a suspension, checked in order against each other and the
-/// head: their events, by sequence.
+/// head: their events, by sequence, and the last link's tag (empty when
+/// there is none).
 async fn links(
     tx_or_pool: impl Into<crate::db::On<'_>>,
     key: &IntegrityKey,
     suspension_id: i64,
     head: Option<&str>,
-) -> Result<Vec<String>, StoreError> {
+) -> Result<(Vec<String>, String), StoreError> {
     let Some(head) = head else {
         return Err(incomplete("the run's chain head is missing"));
     };
@@ -125,10 +118,7 @@ async fn links(
                 at + 1
             )));
         }
-        if !key.verify(
-            format!("toolgate.link.v1\n{suspension_id}\n{seq}\n{prev}\n{event}").as_bytes(),
-            &mac,
-        ) {
+        if !key.verify(&crate::tags::link(suspension_id, seq, &prev, &event), &mac) {
             return Err(incomplete(format!(
                 "link {seq} of the chain does not verify over the one before it"
             )));
@@ -137,15 +127,12 @@ async fn links(
         prev = mac;
     }
     let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
-    if !key.verify(
-        format!("toolgate.chain.v1\n{suspension_id}\n{count}\n{prev}").as_bytes(),
-        head,
-    ) {
+    if !key.verify(&crate::tags::chain_head(suspension_id, count, &prev), head) {
         return Err(incomplete(format!(
             "the chain holds {count} links, and its head does not verify over them"
         )));
     }
-    Ok(events)
+    Ok((events, prev))
 }
 
 /// Appends `event` to the chain of `suspension_id`, inside the transaction
@@ -171,24 +158,12 @@ pub(crate) async fn append(
     }
     // The chain is checked before it grows: a link built on a truncated
     // chain would otherwise launder what was taken from it.
-    let events = links(&mut *tx, key, suspension_id, head.as_deref()).await?;
-    let last: Option<String> = Query::new(
-        "SELECT mac FROM record_link WHERE suspension_id = $1 ORDER BY seq DESC LIMIT 1",
-    )
-    .bind(suspension_id)
-    .scalar_optional(&mut *tx)
-    .await?;
+    let (events, last) = links(&mut *tx, key, suspension_id, head.as_deref()).await?;
     let seq = i64::try_from(events.len())
         .unwrap_or(i64::MAX)
         .saturating_add(1);
     let text = event.text();
-    let mac = link_tag(
-        key,
-        suspension_id,
-        seq,
-        last.as_deref().unwrap_or(""),
-        &text,
-    );
+    let mac = key.tag(&crate::tags::link(suspension_id, seq, &last, &text));
     Query::new("INSERT INTO record_link (suspension_id, seq, event, mac) VALUES ($1, $2, $3, $4)")
         .bind(suspension_id)
         .bind(seq)
@@ -197,7 +172,7 @@ pub(crate) async fn append(
         .execute(&mut *tx)
         .await?;
     Query::new("UPDATE suspended_run SET chain_mac = $1 WHERE id = $2")
-        .bind(head_tag(key, suspension_id, seq, &mac))
+        .bind(key.tag(&crate::tags::chain_head(suspension_id, seq, &mac)))
         .bind(suspension_id)
         .execute(&mut *tx)
         .await?;
@@ -215,7 +190,7 @@ pub(crate) async fn start(
         return Ok(());
     };
     Query::new("UPDATE suspended_run SET chain_mac = $1 WHERE id = $2")
-        .bind(head_tag(key, suspension_id, 0, ""))
+        .bind(key.tag(&crate::tags::chain_head(suspension_id, 0, "")))
         .bind(suspension_id)
         .execute(&mut *tx)
         .await?;
@@ -264,7 +239,7 @@ impl Store {
             return Ok(());
         }
         let head: Option<String> = row.try_get("chain_mac")?;
-        let events = links(&self.pool, key, suspension_id, head.as_deref()).await?;
+        let (events, _) = links(&self.pool, key, suspension_id, head.as_deref()).await?;
         let named = Named::of(&events)?;
         let plans = self
             .tagged_rows(

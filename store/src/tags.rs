@@ -12,6 +12,8 @@
 //! | `turn_plan` | [`plan`] | the suspension, the turn's number, and the plan as stored |
 //! | `call_execution` (ended) | [`result`] | the suspension, the turn, the call's place, and its result as stored |
 //! | `execution_choice` | [`choice`] | the suspension, the turn, the call's place, the attempt, the choice, who chose and where the name came from, the call's id and the digest it was shown, why, and when |
+//! | `record_link` | [`link`] | the suspension, the link's place in its chain, the tag of the link before it, and the event it records |
+//! | `suspended_run.chain_mac` | [`chain_head`] | the suspension, how many links its chain holds, and the last one's tag |
 //!
 //! The suspended run's own document is sealed by the core
 //! ([`toolgate::suspend::SuspendedRun::encode_with`] and its checksum), not
@@ -42,6 +44,16 @@ pub(crate) fn decision(
         bytes.extend_from_slice(input.as_bytes());
     }
     bytes
+}
+
+/// What a link of a suspension's record chain covers (`crate::chain`).
+pub(crate) fn link(suspension_id: i64, seq: i64, prev: &str, event: &str) -> Vec<u8> {
+    format!("toolgate.link.v1\n{suspension_id}\n{seq}\n{prev}\n{event}").into_bytes()
+}
+
+/// What a suspension's chain head covers (`crate::chain`).
+pub(crate) fn chain_head(suspension_id: i64, links: i64, last: &str) -> Vec<u8> {
+    format!("toolgate.chain.v1\n{suspension_id}\n{links}\n{last}").into_bytes()
 }
 
 /// What a plan row's tag covers.
