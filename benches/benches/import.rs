@@ -32,7 +32,12 @@ fn main() {
         "| tools | bytes a tool | catalogue as stored | peak heap | peak / catalogue | time |"
     );
     println!("|---|---|---|---|---|---|");
-    for (tools, bytes) in [(250, 10_000), (1_000, 10_000), (3_000, 10_000)] {
+    for (tools, bytes) in [
+        (250, 10_000),
+        (1_000, 10_000),
+        (3_000, 10_000),
+        (10_000, 10_000),
+    ] {
         measure(tools, bytes);
     }
 }

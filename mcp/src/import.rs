@@ -212,6 +212,60 @@ async fn list_and_store(
 ) -> Result<ImportReport, ImportError> {
     let server = connection.server().to_owned();
     progress(ImportProgress::Connecting);
+    // Each page is staged in the store as it arrives and dropped: the import
+    // holds one page, and the names it has seen, whatever the server lists.
+    let mut stage = store.stage_catalogue(&server).await?;
+    let listed = list_into(store, connection, &mut stage, limits, progress).await;
+    let finished = match listed {
+        Ok(listing) => {
+            progress(ImportProgress::Storing {
+                tools: usize::try_from(stage.staged()).unwrap_or(usize::MAX),
+            });
+            let bounds = toolgate_store::CatalogueBounds {
+                max_tools: limits.max_tools,
+                max_bytes: limits.max_bytes,
+            };
+            store
+                .replace_catalogue_staged(&stage, Some(bounds))
+                .await
+                .map(|change| ImportReport {
+                    server: server.clone(),
+                    pages: listing.pages,
+                    listed: listing.listed,
+                    change,
+                    skipped: listing.skipped,
+                })
+                .map_err(ImportError::from)
+        }
+        Err(error) => Err(error),
+    };
+    if finished.is_err() {
+        // A replaced stage is deleted with the replacement; one that was not
+        // is deleted here, or cleared by a later import should this fail.
+        if let Err(error) = store.drop_stage(stage).await {
+            tracing::warn!(server = %server, error = %error, "an import's staged pages could not be deleted; a later import clears them");
+        }
+    }
+    finished
+}
+
+/// What the listing found, once every page is staged.
+struct Listing {
+    pages: usize,
+    listed: usize,
+    skipped: Vec<SkippedTool>,
+}
+
+/// Reads every page into `stage`, refusing the import as soon as a page
+/// crosses `limits`.
+async fn list_into(
+    store: &Store,
+    connection: &Connection,
+    stage: &mut toolgate_store::CatalogueStage,
+    limits: ImportLimits,
+    progress: &mut (dyn FnMut(ImportProgress) + Send),
+) -> Result<Listing, ImportError> {
+    let server = connection.server().to_owned();
     let mut admitted = Admitted::default();
     let mut cursor: Option<String> = None;
     let mut seen_cursors = HashSet::new();
@@ -219,9 +273,12 @@ async fn list_and_store(
     loop {
         let page = connection.list_page(cursor.clone()).await?;
         pages += 1;
-        // Each page is read into what is stored as it arrives, and dropped.
+        let more = page.next_cursor.clone();
+        let mut kept = Vec::with_capacity(page.tools.len());
         for tool in page.tools {
-            admitted.admit(&server, tool);
+            if let Some(tool) = admitted.admit(&server, tool) {
+                kept.push(tool);
+            }
         }
         if admitted.listed > limits.max_tools {
             return Err(ImportError::TooManyTools {
@@ -240,13 +297,14 @@ async fn list_and_store(
                 pages,
             });
         }
-        let more = page.next_cursor.is_some();
+        store.stage_tools(stage, &kept).await?;
+        drop(kept);
         progress(ImportProgress::Page {
             pages,
             tools: admitted.listed,
-            more,
+            more: more.is_some(),
         });
-        match page.next_cursor {
+        match more {
             None => break,
             Some(next) => {
                 if pages >= MAX_PAGES {
@@ -265,34 +323,18 @@ async fn list_and_store(
             }
         }
     }
-    let Admitted {
-        tools,
-        skipped,
-        listed,
-        ..
-    } = admitted;
-    progress(ImportProgress::Storing { tools: tools.len() });
-    let bounds = toolgate_store::CatalogueBounds {
-        max_tools: limits.max_tools,
-        max_bytes: limits.max_bytes,
-    };
-    let change = store
-        .replace_catalogue_within(&server, &tools, Some(bounds))
-        .await?;
-    Ok(ImportReport {
-        server,
+    Ok(Listing {
         pages,
-        listed,
-        change,
-        skipped,
+        listed: admitted.listed,
+        skipped: admitted.skipped,
     })
 }
 
-/// The catalogue as it is read, page by page: the tools to store, those
-/// left out, and what was listed.
+/// The catalogue as it is read, page by page: the names taken, the tools
+/// left out, and what was listed — never the tools kept, which are staged
+/// page by page.
 #[derive(Default)]
 struct Admitted {
-    tools: Vec<ImportedTool>,
     skipped: Vec<SkippedTool>,
     /// Local names taken so far.
     names: HashSet<String>,
@@ -304,8 +346,9 @@ struct Admitted {
 }
 
 impl Admitted {
-    /// Reads one listed tool: kept to be stored, or skipped with the reason.
-    fn admit(&mut self, server: &str, tool: rmcp::model::Tool) {
+    /// Reads one listed tool: the row to store, or `None` when it is
+    /// skipped (kept with the reason).
+    fn admit(&mut self, server: &str, tool: rmcp::model::Tool) -> Option<ImportedTool> {
         self.listed += 1;
         let remote = tool.name.to_string();
         let description = tool.description.as_deref().unwrap_or_default().to_owned();
@@ -338,17 +381,35 @@ impl Admitted {
             }
         });
         match mapped {
-            Ok(local_name) => self.tools.push(ImportedTool {
+            Ok(local_name) => Some(ImportedTool {
                 remote_name: remote,
                 local_name,
                 description,
                 input_schema,
                 annotations,
             }),
-            Err(reason) => self.skipped.push(SkippedTool {
-                remote_name: toolgate::visible::visible(&remote).into_owned(),
-                reason,
-            }),
+            Err(reason) => {
+                self.skipped.push(SkippedTool {
+                    remote_name: shown_name(&remote),
+                    reason,
+                });
+                None
+            }
         }
+    }
+}
+
+/// The most characters of a skipped name a report keeps: a name too long
+/// to be taken is shown by its start and its length, so what a report holds
+/// does not grow with what a server lists.
+const SHOWN_NAME_CHARS: usize = 200;
+
+/// A skipped remote name, escaped for display, cut after
+/// [`SHOWN_NAME_CHARS`] characters.
+fn shown_name(remote: &str) -> String {
+    let visible = toolgate::visible::visible(remote);
+    match visible.char_indices().nth(SHOWN_NAME_CHARS) {
+        None => visible.into_owned(),
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &visible[..cut], remote.len()),
     }
 }

@@ -88,6 +88,16 @@ pub enum StoreError {
         /// The bound on bytes.
         max_bytes: usize,
     },
+    /// An import's staged pages were deleted before it finished: it stood
+    /// untouched past [`crate::CatalogueStage::KEPT_FOR_MS`] and a later import cleared
+    /// it. Nothing was replaced; the stored catalogue is kept.
+    #[error(
+        "the pages staged by this import of server `{server}` were cleared before it finished (a stage untouched for a day is taken for a killed import's); the stored catalogue is kept: import again"
+    )]
+    StageCleared {
+        /// The server.
+        server: String,
+    },
     /// The server's tools are not the ones whose digest the operator was
     /// shown: its catalogue changed in between. Nothing was changed.
     #[error(

@@ -86,8 +86,8 @@ pub use open::{MigrateTo, latest_version};
 use open::{migration_lock, open_postgres, open_sqlite, run_migrations};
 
 pub use catalogue::{
-    Acceptance, Accepted, CatalogueBounds, CatalogueChange, CatalogueRow, ImportedTool, LiveTool,
-    Quarantine,
+    Acceptance, Accepted, CatalogueBounds, CatalogueChange, CatalogueRow, CatalogueStage,
+    ImportedTool, LiveTool, Quarantine,
 };
 pub use class::{DataClass, UnknownDataClass};
 pub use flag::StoredFlag;

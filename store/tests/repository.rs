@@ -274,3 +274,164 @@ async fn a_large_catalogue_is_imported_and_reimported_with_every_tool_accounted_
     let twice = rows.iter().find(|r| r.remote_name == "t00150").unwrap();
     assert_eq!(twice.description, "listed twice: the last wins");
 }
+
+/// Rows of the staging tables, of every import.
+async fn staged_rows(store: &Store) -> (i64, i64) {
+    let stages = Query::new("SELECT COUNT(*) FROM catalogue_stage")
+        .scalar_on(store)
+        .await
+        .unwrap();
+    let tools = Query::new("SELECT COUNT(*) FROM catalogue_stage_tool")
+        .scalar_on(store)
+        .await
+        .unwrap();
+    (stages, tools)
+}
+
+/// An import stages its pages as they arrive and swaps them in at the end:
+/// until then the stored catalogue is the one before; a stage is the
+/// import's own (two imports of one server stage apart); the last listing
+/// of a name wins across pages; a replaced or dropped stage leaves no row; a
+/// stage left by a killed import is cleared a day later, and the import it
+/// belonged to is then refused rather than replacing the catalogue with
+/// part of a listing.
+#[tokio::test]
+async fn an_import_staged_page_by_page_replaces_the_catalogue_once_and_leaves_nothing_behind() {
+    let dir = TestDb::new().await;
+    let store = open(&dir).await;
+    store
+        .add_server(server("gh", Some(DataClass::SourceCode)))
+        .await
+        .unwrap();
+    store
+        .replace_catalogue("gh", &[tool("a", "a"), tool("b", "b"), tool("c", "c")])
+        .await
+        .unwrap();
+    let before = store.catalogue("gh").await.unwrap();
+
+    let mut first = store.stage_catalogue("gh").await.unwrap();
+    let mut second = store.stage_catalogue("gh").await.unwrap();
+    store
+        .stage_tools(&mut first, &[tool("a", "changed"), tool("d", "d")])
+        .await
+        .unwrap();
+    store
+        .stage_tools(&mut second, &[tool("a", "a")])
+        .await
+        .unwrap();
+    store
+        .stage_tools(&mut first, &[tool("e", "e"), tool("a", "changed again")])
+        .await
+        .unwrap();
+    assert_eq!(first.staged(), 4, "a name listed again is staged again");
+    assert_eq!(
+        store.catalogue("gh").await.unwrap(),
+        before,
+        "staged pages are not the catalogue"
+    );
+    assert_eq!(staged_rows(&store).await, (2, 4), "a stage per import");
+
+    let change = store.replace_catalogue_staged(&first, None).await.unwrap();
+    assert_eq!(change.added, ["gh.d", "gh.e"]);
+    assert_eq!(change.changed, ["gh.a"]);
+    assert_eq!(change.orphaned, ["gh.b", "gh.c"]);
+    assert_eq!(change.unchanged, 0);
+    let rows = store.catalogue("gh").await.unwrap();
+    let a = rows.iter().find(|r| r.remote_name == "a").unwrap();
+    assert_eq!(a.description, "changed again", "the last listing wins");
+    assert_eq!(rows.iter().filter(|r| r.orphaned).count(), 2);
+    assert_eq!(
+        staged_rows(&store).await,
+        (1, 1),
+        "the replaced stage is gone"
+    );
+
+    // The other import is dropped: nothing changes, nothing is left.
+    let after_first = store.catalogue("gh").await.unwrap();
+    store.drop_stage(second).await.unwrap();
+    assert_eq!(store.catalogue("gh").await.unwrap(), after_first);
+    assert_eq!(staged_rows(&store).await, (0, 0));
+
+    // No stage opens for a server that is not registered.
+    assert!(matches!(
+        store.stage_catalogue("nobody").await,
+        Err(StoreError::NoSuchServer(_))
+    ));
+}
+
+/// A staged catalogue past its bounds is refused whole, and a stage left by
+/// a killed import is cleared a day later, the import it belonged to then
+/// refused: neither changes the stored catalogue, and a dropped stage
+/// leaves no row.
+#[tokio::test]
+async fn a_refused_or_stale_stage_changes_nothing() {
+    let dir = TestDb::new().await;
+    let store = open(&dir).await;
+    store
+        .add_server(server("gh", Some(DataClass::SourceCode)))
+        .await
+        .unwrap();
+    let listed: Vec<_> = ["a", "b", "c", "d", "e"].map(|n| tool(n, n)).into();
+    store.replace_catalogue("gh", &listed).await.unwrap();
+    let after_first = store.catalogue("gh").await.unwrap();
+
+    // Past its bounds a staged catalogue is refused whole; the stage is kept
+    // until dropped.
+    let mut bounded = store.stage_catalogue("gh").await.unwrap();
+    store
+        .stage_tools(&mut bounded, &[tool("f", "f"), tool("g", "g")])
+        .await
+        .unwrap();
+    let refused = store
+        .replace_catalogue_staged(
+            &bounded,
+            Some(toolgate_store::CatalogueBounds {
+                max_tools: 6,
+                max_bytes: usize::MAX,
+            }),
+        )
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(StoreError::CatalogueOverBounds { tools: 7, .. })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(store.catalogue("gh").await.unwrap(), after_first);
+    store.drop_stage(bounded).await.unwrap();
+    assert_eq!(staged_rows(&store).await, (0, 0));
+
+    // A stage untouched for a day is taken for a killed import's: the next
+    // import clears it, and the import it was is refused, the catalogue kept.
+    let mut killed = store.stage_catalogue("gh").await.unwrap();
+    store
+        .stage_tools(&mut killed, &[tool("a", "a")])
+        .await
+        .unwrap();
+    Query::new("UPDATE catalogue_stage SET touched_at = touched_at - $1")
+        .bind(toolgate_store::CatalogueStage::KEPT_FOR_MS + 1)
+        .execute_on(&store)
+        .await
+        .unwrap();
+    let next = store.stage_catalogue("gh").await.unwrap();
+    assert_eq!(
+        staged_rows(&store).await,
+        (1, 0),
+        "the stale stage is cleared"
+    );
+    let late = store.replace_catalogue_staged(&killed, None).await;
+    assert!(
+        matches!(late, Err(StoreError::StageCleared { ref server }) if server == "gh"),
+        "{late:?}"
+    );
+    let late = store.stage_tools(&mut killed, &[tool("b", "b")]).await;
+    assert!(
+        matches!(late, Err(StoreError::StageCleared { .. })),
+        "{late:?}"
+    );
+    assert_eq!(store.catalogue("gh").await.unwrap(), after_first);
+    store.drop_stage(killed).await.unwrap();
+    store.drop_stage(next).await.unwrap();
+    assert_eq!(staged_rows(&store).await, (0, 0));
+}

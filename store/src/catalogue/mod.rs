@@ -1,19 +1,18 @@
 //! The tool catalogue imported from each server.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
 
-use crate::db::{Query, Row, Tx, placeholders};
+use crate::db::{Query, Row};
 use crate::{Store, StoreError, now_ms};
 
 mod accept;
 mod bounds;
+mod stage;
 
 pub(crate) use accept::pin_in;
 pub use accept::{Acceptance, Accepted};
 pub use bounds::CatalogueBounds;
-use bounds::within_bounds;
+pub use stage::CatalogueStage;
 
 /// One tool as an import found it.
 #[derive(Debug, Clone, PartialEq)]
@@ -285,59 +284,6 @@ fn json(value: &Value, what: &'static str) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
 }
 
-/// Writes imported tools — `(tool, schema, annotations, definition)` —
-/// many rows per statement: an import of a large catalogue is a few hundred
-/// round trips, not one per tool.
-async fn write_rows(
-    tx: &mut Tx,
-    server_id: &str,
-    rows: &[(&ImportedTool, String, Option<String>, String)],
-    now: i64,
-) -> Result<(), StoreError> {
-    for chunk in rows.chunks(ROWS_PER_INSERT) {
-        // Nine placeholders a row, numbered on from one row to the next;
-        // `orphaned` is written as 0.
-        let values = (0..chunk.len())
-            .map(|row| {
-                let n = row * 9;
-                format!(
-                    "({}, 0, {})",
-                    placeholders(n + 1, 6),
-                    placeholders(n + 7, 3)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut insert = Query::new(format!(
-            "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, annotations, orphaned, first_seen_at, last_seen_at, definition)
-             VALUES {values}
-             ON CONFLICT (server_id, remote_name) DO UPDATE SET
-               local_name = excluded.local_name, description = excluded.description,
-               input_schema = excluded.input_schema, annotations = excluded.annotations,
-               orphaned = 0, last_seen_at = excluded.last_seen_at,
-               definition = excluded.definition"
-        ));
-        for (tool, schema, annotations, definition) in chunk {
-            insert = insert
-                .bind(server_id)
-                .bind(&tool.remote_name)
-                .bind(&tool.local_name)
-                .bind(&tool.description)
-                .bind(schema.as_str())
-                .bind(annotations.as_deref())
-                .bind(now)
-                .bind(now)
-                .bind(definition.as_str());
-        }
-        insert.execute(&mut *tx).await?;
-    }
-    Ok(())
-}
-
-/// Catalogue rows written by one statement (nine arguments each: well under
-/// SQLite's 32,766 and PostgreSQL's 65,535).
-const ROWS_PER_INSERT: usize = 500;
-
 /// # Catalogues
 ///
 /// A server's tools as its last import found them (`toolgate servers
@@ -365,97 +311,11 @@ impl Store {
     ) -> Result<CatalogueChange, StoreError> {
         let now = now_ms();
         let (_writer, mut tx) = self.write().await?;
-        tx.lock_server(server_id).await?;
-        let known: Option<String> = Query::new("SELECT id FROM mcp_server WHERE id = $1")
-            .bind(server_id)
-            .scalar_optional(&mut tx)
-            .await?;
-        if known.is_none() {
-            return Err(StoreError::NoSuchServer(server_id.to_owned()));
-        }
-        let existing = Query::new("SELECT * FROM mcp_tool WHERE server_id = $1")
-            .bind(server_id)
-            .fetch_all(&mut tx)
-            .await?
-            .iter()
-            .map(CatalogueRow::from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut change = CatalogueChange::default();
-        let known: HashMap<&str, &CatalogueRow> = existing
-            .iter()
-            .map(|row| (row.remote_name.as_str(), row))
-            .collect();
-        // A name listed twice counts once, as its last listing: what a
-        // statement per tool, one after the other, would have left.
-        let mut last: HashMap<&str, usize> = HashMap::with_capacity(tools.len());
-        for (i, tool) in tools.iter().enumerate() {
-            last.insert(tool.remote_name.as_str(), i);
-        }
-        let mut rows = Vec::with_capacity(last.len());
-        for (i, tool) in tools.iter().enumerate() {
-            if last.get(tool.remote_name.as_str()) != Some(&i) {
-                continue;
-            }
-            let schema = json(&tool.input_schema, "an input schema")?;
-            let annotations = tool
-                .annotations
-                .as_ref()
-                .map(|a| json(a, "an annotations block"))
-                .transpose()?;
-            match known.get(tool.remote_name.as_str()) {
-                None => change.added.push(tool.local_name.clone()),
-                Some(row) if row.orphaned => change.restored.push(tool.local_name.clone()),
-                Some(row)
-                    if row.description != tool.description
-                        || row.input_schema != schema
-                        || row.annotations != annotations
-                        || row.local_name != tool.local_name =>
-                {
-                    change.changed.push(tool.local_name.clone());
-                }
-                Some(_) => change.unchanged += 1,
-            }
-            let definition = tool_definition(
-                &tool.remote_name,
-                &tool.description,
-                &schema,
-                annotations.as_deref(),
-            );
-            rows.push((tool, schema, annotations, definition));
-        }
-        write_rows(&mut tx, server_id, &rows, now).await?;
-        for row in existing.iter().filter(|r| !r.orphaned) {
-            if !last.contains_key(row.remote_name.as_str()) {
-                Query::new(
-                    "UPDATE mcp_tool SET orphaned = 1 WHERE server_id = $1 AND remote_name = $2",
-                )
-                .bind(server_id)
-                .bind(&row.remote_name)
-                .execute(&mut tx)
-                .await?;
-                change.orphaned.push(row.local_name.clone());
-            }
-        }
-        let server = Query::new("SELECT * FROM mcp_server WHERE id = $1")
-            .bind(server_id)
-            .fetch_one(&mut tx)
-            .await?;
-        let (_, approval) = crate::flag::approval_of(&server);
-        let rows = Query::new(
-            "SELECT * FROM mcp_tool WHERE server_id = $1 AND orphaned = 0 ORDER BY local_name",
-        )
-        .bind(server_id)
-        .fetch_all(&mut tx)
-        .await?;
-        for row in rows.iter().map(CatalogueRow::from_row) {
-            let row = row?;
-            if let Some(why) = row.quarantine(approval) {
-                change.quarantined.push((row.local_name.clone(), why));
-            }
-        }
-        if let Some(bounds) = bounds {
-            within_bounds(&mut tx, server_id, bounds).await?;
-        }
+        // Staged and replaced in one transaction: what an import does page
+        // by page, at once.
+        let mut stage = stage::open_in(&mut tx, server_id, now).await?;
+        stage::write_in(&mut tx, &mut stage, tools).await?;
+        let change = stage::replace_in(&mut tx, &stage, bounds, now).await?;
         tx.commit().await?;
         Ok(change)
     }

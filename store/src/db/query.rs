@@ -149,18 +149,25 @@ impl Query {
     /// Every row, handed to `each` as it arrives rather than gathered
     /// first: a large result is never held twice. The one [`Row`] handed
     /// over is refilled for each row; take what you keep out of it.
-    pub(crate) async fn fetch_each<E>(
+    pub(crate) async fn fetch_each<'e, E>(
         self,
-        pool: &Pool,
+        on: impl Into<On<'e>>,
         mut each: impl FnMut(&mut Row) -> Result<(), E>,
     ) -> Result<(), E>
     where
         E: From<StoreError>,
     {
-        match pool {
-            Pool::Sqlite(pool) => each_row(self.sqlite()?.fetch(pool), &mut each).await,
+        match on.into() {
+            On::Pool(Pool::Sqlite(pool)) => each_row(self.sqlite()?.fetch(pool), &mut each).await,
+            On::Tx(Tx::Sqlite(tx)) => each_row(self.sqlite()?.fetch(&mut **tx), &mut each).await,
             #[cfg(feature = "postgres")]
-            Pool::Postgres(pool) => each_row(self.postgres()?.fetch(pool), &mut each).await,
+            On::Pool(Pool::Postgres(pool)) => {
+                each_row(self.postgres()?.fetch(pool), &mut each).await
+            }
+            #[cfg(feature = "postgres")]
+            On::Tx(Tx::Postgres(tx)) => {
+                each_row(self.postgres()?.fetch(&mut **tx), &mut each).await
+            }
         }
     }
 
