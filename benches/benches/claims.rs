@@ -120,7 +120,7 @@ impl Fixture {
                 }
                 let body = value["body"].to_string();
                 value["checksum"] = json!(toolgate::testing::rules::document_checksum(
-                    5,
+                    value["version"].as_u64().unwrap_or_default(),
                     value["status"].as_str().unwrap_or_default(),
                     &body
                 ));

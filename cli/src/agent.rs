@@ -190,7 +190,7 @@ impl Model for DemoModel {
     fn respond<'a>(
         &'a self,
         transcript: &'a [Message],
-        _: &'a [ToolSpec],
+        tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Reply, ModelError>> {
         let answered = transcript
             .iter()
@@ -238,6 +238,16 @@ impl Model for DemoModel {
                     last.unwrap_or_default()
                 ))
             }
+        };
+        // As a model does, it calls each tool by the wire name it was sent.
+        let reply = match reply {
+            Reply::Calls { content, mut calls } => {
+                for call in &mut calls {
+                    call.name = ToolSpec::wire_name(tools, &call.name).to_owned();
+                }
+                Reply::Calls { content, calls }
+            }
+            text @ Reply::Text(_) => text,
         };
         Box::pin(async move { Ok(reply) })
     }

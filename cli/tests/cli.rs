@@ -508,6 +508,26 @@ fn identities_are_normalised_and_their_source_recorded() {
     );
 }
 
+/// The gateway's host names are kept for its runs of one call: the demo's
+/// host, which resumes runs with the demo's model and tools, refuses them
+/// in any case, so it can never resume a gateway's run with the wrong tools.
+#[test]
+fn the_gateways_host_names_are_refused_to_any_other_host() {
+    let dir = temp();
+    let dir = dir.path();
+    for name in ["gateway", "gateway.zed", "Gateway.Zed"] {
+        let refused = toolgate(dir, &["host", "--name", name, "--once"]);
+        assert_eq!(refused.status.code(), Some(2), "{name}");
+        assert_eq!(
+            stderr(&refused).trim_end(),
+            format!(
+                "error: unusable host name `{name}`: `gateway` and names beginning `gateway.` are kept for the gateway's runs of one call, which only the process that started them resumes"
+            )
+        );
+    }
+    ok(dir, &["host", "--name", "gateways", "--once"]);
+}
+
 /// Without a key, `runs list` says the store is unauthenticated. With one, a
 /// run stored under it cannot be read without it.
 #[test]

@@ -134,6 +134,7 @@ mod tool;
 mod transcript;
 mod unique;
 pub mod visible;
+pub mod wire;
 
 // The root holds what a tool author writes and a host's two entry points;
 // everything else is grouped in the modules above by who uses it.

@@ -21,6 +21,11 @@ pub mod rules {
 }
 
 /// A model that plays back canned replies in order, for tests and examples.
+///
+/// Its replies are written with local names (`notes.write_note`), and it
+/// sends each call as a model does: under the tool's wire name, as the
+/// tools it is handed say ([`ToolSpec::wire_name`]). A call to a name no
+/// tool has keeps the name written.
 #[derive(Debug, Default)]
 pub struct ScriptedModel {
     replies: Mutex<VecDeque<Reply>>,
@@ -44,7 +49,7 @@ impl Model for ScriptedModel {
     fn respond<'a>(
         &'a self,
         _: &'a [Message],
-        _: &'a [ToolSpec],
+        tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Reply, ModelError>> {
         let next = match self.replies.lock() {
             Ok(mut replies) => replies
@@ -52,6 +57,15 @@ impl Model for ScriptedModel {
                 .ok_or_else(|| ModelError::new("the script has no more replies")),
             Err(_) => Err(ModelError::new("the script's lock was poisoned")),
         };
+        let next = next.map(|reply| match reply {
+            Reply::Calls { content, mut calls } => {
+                for call in &mut calls {
+                    call.name = ToolSpec::wire_name(tools, &call.name).to_owned();
+                }
+                Reply::Calls { content, calls }
+            }
+            text @ Reply::Text(_) => text,
+        });
         Box::pin(async move { next })
     }
 }

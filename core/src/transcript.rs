@@ -108,6 +108,21 @@ pub struct RunOptions {
         skip_serializing_if = "is_default_denied_repeats"
     )]
     pub denied_repeats: u32,
+    /// True for a run of one call ([`Agent::call`](crate::Agent::call)):
+    /// its one turn is the call it was started with, and once that turn has
+    /// run — or been denied — the run finishes with the call's result,
+    /// asking no model. Set by `Agent::call`; stored from document version 6
+    /// when true. Default: `false`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub one_call: bool,
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 fn one() -> u32 {
@@ -154,6 +169,7 @@ impl Default for RunOptions {
             approvals_required: 1,
             decision_ttl_ms: None,
             denied_repeats: DEFAULT_DENIED_REPEATS,
+            one_call: false,
         }
     }
 }

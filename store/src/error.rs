@@ -138,6 +138,35 @@ pub enum StoreError {
     /// The run does not wait for a choice on a call whose outcome is unknown.
     #[error("run `{0}` has no call whose outcome is unknown: nothing to rerun or skip")]
     NotUnknown(String),
+    /// A run of one call was to be saved under the name of a host that is
+    /// not a host of runs of one call: only the [`crate::CallHost`] of the
+    /// process that holds the call saves and resumes it.
+    #[error(
+        "run `{run_id}` is a run of one call: it is saved by the gateway's host of the process that holds the call (`CallHost`), never by a host that resumes runs with a model"
+    )]
+    OneCallRun {
+        /// The run.
+        run_id: String,
+    },
+    /// A run with a model was to be saved under a name kept for hosts of
+    /// runs of one call.
+    #[error(
+        "run `{run_id}` is not a run of one call: a host of runs of one call saves only those (`Agent::call`)"
+    )]
+    NotOneCall {
+        /// The run, with hidden characters made visible.
+        run_id: String,
+    },
+    /// A run that was claimed by its id could not be read for resuming (no
+    /// key, the wrong key, a record changed outside the store); it is given
+    /// back, still decided.
+    #[error("run `{run_id}` cannot be resumed by this host: {reason}")]
+    Unresumable {
+        /// The run, with hidden characters made visible.
+        run_id: String,
+        /// Why.
+        reason: String,
+    },
     /// A host name is unusable.
     #[error("unusable host name `{name}`: {problem}")]
     InvalidHostName {

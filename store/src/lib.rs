@@ -97,12 +97,12 @@ pub use flag::StoredFlag;
 #[doc(hidden)]
 pub use flag::approval_from_stored;
 pub use host::choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
-pub use host::{Ended, Host, Resumable, Resumed, SetAside};
+pub use host::{CallHost, Ended, Host, Resumable, Resumed, SetAside};
 /// Not public API: the rule for a host's name, for tests (`test-util`);
 /// [`Host::new`] applies it.
 #[cfg(feature = "test-util")]
 #[doc(hidden)]
-pub use names::host_name_problem;
+pub use names::{host_name_problem, is_reserved_host_name};
 pub use runs::{
     Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory, StoredDecision,
 };

@@ -18,3 +18,13 @@ pub fn host_name_problem(name: &str) -> Option<&'static str> {
         None
     }
 }
+
+/// Whether `name` is kept for hosts of runs of one call
+/// ([`crate::CallHost`]): `gateway`, and every name that begins `gateway.`,
+/// in any case. A [`crate::Host`] of such a name is refused, so no host
+/// that resumes runs with a model — the demo's, say — can ever claim a
+/// gateway's run and resume it with the wrong tools.
+pub fn is_reserved_host_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name == "gateway" || name.starts_with("gateway.")
+}

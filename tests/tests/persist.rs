@@ -24,6 +24,9 @@ const AWAITING_V4: &str = include_str!("../fixtures/v4-awaiting-approval.json");
 const WAITING_V4: &str = include_str!("../fixtures/v4-waiting-for-input.json");
 const AWAITING_V5: &str = include_str!("../fixtures/v5-awaiting-approval.json");
 const WAITING_V5: &str = include_str!("../fixtures/v5-waiting-for-input.json");
+const AWAITING_V6: &str = include_str!("../fixtures/v6-awaiting-approval.json");
+const WAITING_V6: &str = include_str!("../fixtures/v6-waiting-for-input.json");
+const ONE_CALL_V6: &str = include_str!("../fixtures/v6-one-call.json");
 
 /// A document of an earlier version as this build writes it back: the same
 /// body, as version 5, under the current plain checksum (which covers the
@@ -36,8 +39,8 @@ fn as_current(document: &str) -> String {
     let at = document.find(",\"body\":").unwrap() + ",\"body\":".len();
     let body = document.trim_end().strip_suffix('}').unwrap()[at..].to_owned();
     document
-        .replacen(&format!("\"version\":{version}"), "\"version\":5", 1)
-        .replacen(&old_checksum, &document_checksum(5, status, &body), 1)
+        .replacen(&format!("\"version\":{version}"), "\"version\":6", 1)
+        .replacen(&old_checksum, &document_checksum(6, status, &body), 1)
 }
 const WAITING_V1: &str = include_str!("../fixtures/v1-waiting-for-input.json");
 /// What the first digest rule (SHA-256 over the calls alone) gave the pending
@@ -147,13 +150,13 @@ fn golden_v3_documents_decode_with_their_review() {
         Err(error) => panic!("{error}"),
     };
     assert_ne!(run.digest(), v2.digest());
-    // Written back as version 5: the same body, under the current checksum.
+    // Written back as version 6: the same body, under the current checksum.
     assert_eq!(
         run.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(AWAITING_V5)
+        Some(AWAITING_V6)
     );
-    assert_eq!(as_current(AWAITING_V3), AWAITING_V5);
-    assert_eq!(as_current(AWAITING_V4), AWAITING_V5);
+    assert_eq!(as_current(AWAITING_V3), AWAITING_V6);
+    assert_eq!(as_current(AWAITING_V4), AWAITING_V6);
     let waiting = match SuspendedRun::decode(WAITING_V3) {
         Ok(run) => run,
         Err(error) => panic!("{error}"),
@@ -162,10 +165,10 @@ fn golden_v3_documents_decode_with_their_review() {
     assert_eq!(waiting.review().tools.len(), 2);
     assert_eq!(
         waiting.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(WAITING_V5)
+        Some(WAITING_V6)
     );
-    assert_eq!(as_current(WAITING_V3), WAITING_V5);
-    assert_eq!(as_current(WAITING_V4), WAITING_V5);
+    assert_eq!(as_current(WAITING_V3), WAITING_V6);
+    assert_eq!(as_current(WAITING_V4), WAITING_V6);
     // A review that does not match the pending calls is refused.
     let mut body: Value = match serde_json::from_str::<Value>(AWAITING_V3) {
         Ok(value) => value["body"].clone(),
@@ -210,9 +213,9 @@ fn golden_v4_documents_decode_to_the_v3_run_and_round_trip() {
 }
 
 /// Version 1 (before `max_calls_per_turn`) still decodes, to the same run as
-/// version 2 with the cap at its default, and is written back as version 5.
+/// version 2 with the cap at its default, and is written back as version 6.
 #[test]
-fn version_1_documents_decode_and_are_written_back_as_version_5() {
+fn version_1_documents_decode_and_are_written_back_as_version_6() {
     for (v1, v2) in [(AWAITING_V1, AWAITING), (WAITING_V1, WAITING)] {
         let (Ok(old), Ok(new)) = (SuspendedRun::decode(v1), SuspendedRun::decode(v2)) else {
             panic!("both versions decode");
@@ -361,9 +364,9 @@ fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
         (
             "future version",
             sealed(AWAITING, |d| {
-                d.insert("version".into(), json!(6));
+                d.insert("version".into(), json!(7));
             }),
-            "unknown version 6 (this build reads versions 1 to 5)",
+            "unknown version 7 (this build reads versions 1 to 6)",
         ),
         (
             "version as text",
@@ -963,7 +966,7 @@ fn a_field_is_read_only_under_the_versions_that_know_it() {
 }
 
 /// Version 5 seals the header with the body: the golden documents decode
-/// to the runs of version 4 and are written back byte for byte; relabelled
+/// to the runs of version 4 and are written back as version 6; relabelled
 /// as version 4 (whose seal covered the body alone) or declaring the other
 /// status over the same body, they no longer match their seal.
 #[test]
@@ -973,7 +976,7 @@ fn golden_v5_documents_seal_their_header_too() {
             panic!("both versions decode");
         };
         assert_eq!(old, new);
-        assert_eq!(new.encode().ok().map(|d| d + "\n").as_deref(), Some(v5));
+        assert_eq!(new.encode().ok().map(|d| d + "\n"), Some(as_current(v5)));
         let relabelled = v5.replacen("\"version\":5", "\"version\":4", 1);
         assert_ne!(relabelled, v5);
         let swapped = if v5.contains("awaiting_approval") {
@@ -992,4 +995,60 @@ fn golden_v5_documents_seal_their_header_too() {
             );
         }
     }
+}
+
+/// Version 6 adds runs of one call: the golden documents of version 5
+/// decode to the same runs as version 6 and are written back byte for byte;
+/// a run of one call keeps its option, and a version-5 document that holds
+/// it — sealed as a writer of version 5 would — is refused, as is a
+/// version-6 document relabelled as version 5.
+#[test]
+fn golden_v6_documents_keep_runs_of_one_call() {
+    for (v5, v6) in [(AWAITING_V5, AWAITING_V6), (WAITING_V5, WAITING_V6)] {
+        let (Ok(old), Ok(new)) = (SuspendedRun::decode(v5), SuspendedRun::decode(v6)) else {
+            panic!("both versions decode");
+        };
+        assert_eq!(old, new);
+        assert!(!new.state().options.one_call);
+        assert_eq!(new.encode().ok().map(|d| d + "\n").as_deref(), Some(v6));
+    }
+    let one_call = match SuspendedRun::decode(ONE_CALL_V6) {
+        Ok(SuspendedRun::AwaitingApproval(run)) => run,
+        other => panic!("{other:?}"),
+    };
+    assert!(one_call.state().options.one_call);
+    assert_eq!(one_call.state().options.max_iterations, 1);
+    assert_eq!(one_call.pending().len(), 1);
+    assert_eq!(
+        SuspendedRun::AwaitingApproval(one_call)
+            .encode()
+            .ok()
+            .map(|d| d + "\n")
+            .as_deref(),
+        Some(ONE_CALL_V6)
+    );
+    let relabelled = ONE_CALL_V6.replacen("\"version\":6", "\"version\":5", 1);
+    assert_eq!(
+        SuspendedRun::decode(&relabelled).err().map(|e| e.reason),
+        Some(
+            "the checksum does not match the body: the document was changed or damaged".to_owned()
+        )
+    );
+    // Resealed as version 5, as a writer without the field's version would.
+    let fields: Map<String, Value> = serde_json::from_str(ONE_CALL_V6).unwrap();
+    let old_checksum = fields["checksum"].as_str().unwrap().to_owned();
+    let at = ONE_CALL_V6.find(",\"body\":").unwrap() + ",\"body\":".len();
+    let body = &ONE_CALL_V6.trim_end().strip_suffix('}').unwrap()[at..];
+    let as_v5 = relabelled.replacen(
+        &old_checksum,
+        &document_checksum(5, "awaiting_approval", body),
+        1,
+    );
+    assert_eq!(
+        SuspendedRun::decode(&as_v5).err().map(|e| e.reason),
+        Some(
+            "`run.options.one_call` was added in version 6; a version-5 document cannot hold it"
+                .to_owned()
+        )
+    );
 }

@@ -24,6 +24,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
             .map(|e| {
                 json!({
                     "name": e.name,
+                    "wire_name": e.wire_name,
                     "origin": e.server.clone().unwrap_or_else(|| "demo builtin".into()),
                     "effect": e.effect.as_str(),
                     "gate": e.ruling.pause.as_str(),
@@ -42,6 +43,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
     }
     let mut table = out.table(&[
         "TOOL",
+        "WIRE NAME",
         "ORIGIN",
         "EFFECT",
         "GATE",
@@ -52,6 +54,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
         let claims = claims(&e.name).as_deref().map(stored_json);
         table.row([
             Col::from(&e.name),
+            Col::from(&e.wire_name),
             Col::from(
                 e.server
                     .as_deref()
@@ -66,6 +69,9 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
     table.print();
     say!(
         "A server's claims are shown as it sent them; no decision reads them. A remote tool's effect is assumed, not claimed."
+    );
+    say!(
+        "A model or an MCP client calls each tool by its wire name; runs and decisions keep the tool's name."
     );
     say!(
         "The builtin tools listed are the demo host's (`toolgate demo`, `toolgate host`); a host of your own lists its own builtins with `Registry::explain_all`."

@@ -51,6 +51,13 @@
 //! with its status changed, no longer matches its seal. Documents of
 //! versions 1 to 4 keep the body-only seal they were written with.
 //!
+//! Version 6 adds the run option `one_call`, written only when true: a run
+//! of one call ([`Agent::call`](crate::Agent::call)), which finishes with
+//! its call's result and asks no model. A document of version 5 or earlier
+//! that holds it is refused; a build that reads only up to version 5 refuses
+//! a version-6 document as of an unknown version, so no such build resumes a
+//! run of one call as a run with a model.
+//!
 //! A field is read only under the versions that know it. From version 2,
 //! `max_calls_per_turn` is required (every writer of that version writes
 //! it); a version-1 document that holds it is refused. The fields version 3
@@ -82,9 +89,9 @@ mod tests;
 use read::decode;
 
 const FORMAT: &str = "toolgate/suspended-run";
-const VERSION: u64 = 5;
+const VERSION: u64 = 6;
 /// The versions this build reads.
-const READS: [u64; 5] = [1, 2, 3, 4, 5];
+const READS: [u64; 6] = [1, 2, 3, 4, 5, 6];
 /// The first version whose seal covers the header's format, version and
 /// status as well as the body.
 const HEADER_SEALED: u64 = 5;

@@ -12,6 +12,7 @@
 //! | `run.options.denied_repeats` | 3 | refused | optional (absent: 2) |
 //! | `run.denied` | 3 | refused | optional (absent: none) |
 //! | `body.review` | 3 | refused | optional (absent: a turn paused before reviews were kept) |
+//! | `run.options.one_call` | 6 | refused | optional (absent: a run with a model) |
 //!
 //! A field a version always writes is required from that version on; a
 //! field stored by its absence when it holds its default stays optional,
@@ -31,6 +32,8 @@ const CALL_CAP: u64 = 2;
 /// The version that added reviews, several approvers, decision expiry and
 /// the denied calls.
 const REVIEWS: u64 = 3;
+/// The version that added runs of one call.
+const ONE_CALL: u64 = 6;
 
 /// A run as a document stores it, each later field kept as present or not.
 #[derive(Deserialize)]
@@ -54,6 +57,7 @@ struct StoredOptions {
     approvals_required: Option<u32>,
     decision_ttl_ms: Option<u64>,
     denied_repeats: Option<u32>,
+    one_call: Option<bool>,
 }
 
 /// Refuses `field` in a document older than the version that added it.
@@ -108,6 +112,12 @@ impl StoredRun {
             options.denied_repeats.is_some(),
         )?;
         known("run.denied", REVIEWS, version, denied.is_some())?;
+        known(
+            "run.options.one_call",
+            ONE_CALL,
+            version,
+            options.one_call.is_some(),
+        )?;
         Ok(RunState {
             run_id,
             requested_by,
@@ -123,6 +133,7 @@ impl StoredRun {
                 approvals_required: options.approvals_required.unwrap_or(1),
                 decision_ttl_ms: options.decision_ttl_ms,
                 denied_repeats: options.denied_repeats.unwrap_or(DEFAULT_DENIED_REPEATS),
+                one_call: options.one_call.unwrap_or(false),
             },
             denied: denied.unwrap_or_default(),
         })

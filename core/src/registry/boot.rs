@@ -32,6 +32,19 @@ pub enum BootProblem {
         /// The tool.
         name: String,
     },
+    /// Two builtins that could not both keep a wire name
+    /// ([`crate::wire`]): the hashed wire name of one — which it takes as
+    /// soon as its plain one clashes with any tool's — would be the other's,
+    /// or the other's name.
+    #[error(
+        "builtins `{first}` and `{second}` could not both keep a wire name: the hashed wire name of one would be the other's, or the other's name; rename one"
+    )]
+    WireNameClash {
+        /// One builtin.
+        first: String,
+        /// The other.
+        second: String,
+    },
     /// A tool's declared facts break a rule: the combination the
     /// type system refuses for a typed tool, declared by a hand-erased one.
     #[error("tool `{name}` breaks {rule}")]
@@ -73,6 +86,9 @@ pub enum DropReason {
     /// A remote tool that names no server: no operator's record can stand
     /// behind its declaration.
     NoServer,
+    /// Every wire name its name could take is another tool's
+    /// ([`crate::wire`]); builtins keep theirs.
+    WireNameTaken,
 }
 
 impl fmt::Display for DropReason {
@@ -81,6 +97,9 @@ impl fmt::Display for DropReason {
             DropReason::NameTaken => f.write_str("the name is taken (builtins win)"),
             DropReason::InvalidName(problem) => write!(f, "unusable name: {problem}"),
             DropReason::BrokenRule(rule) => write!(f, "it breaks {rule}"),
+            DropReason::WireNameTaken => f.write_str(
+                "every wire name its name could take is another tool's (builtins keep theirs)",
+            ),
             DropReason::NoServer => f.write_str(
                 "it declares a remote origin but names no server, so no operator's record stands behind its declaration",
             ),

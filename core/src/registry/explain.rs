@@ -11,6 +11,8 @@ use crate::gate::{Cause, OperatorDeclaration, Ruling};
 pub struct Explanation {
     /// The tool.
     pub name: String,
+    /// What a model or an MCP client calls it ([`crate::wire`]).
+    pub wire_name: String,
     /// Where its body lives.
     pub origin: Origin,
     /// Its declared effect.

@@ -15,8 +15,10 @@ mod explain;
 pub use boot::{BootError, BootProblem, DropReason, DroppedTool, ProviderFailure};
 pub use explain::Explanation;
 
-/// Why a tool name is unusable, if it is: a name must be 1–64 characters of
-/// ASCII letters, digits, `_`, `-` and `.` (the rule model APIs and MCP share).
+/// Why a tool name is unusable, if it is: a local name must be 1–64
+/// characters of ASCII letters, digits, `_`, `-` and `.`. What a model or an
+/// MCP client is sent is the tool's wire name ([`crate::wire`]), which holds
+/// no dot and fits in 48 characters.
 pub fn tool_name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         Some("the name is empty")
@@ -130,6 +132,8 @@ pub enum ToolSource {
 struct Entry {
     tool: ErasedTool,
     source: ToolSource,
+    /// Its wire name ([`crate::wire`]).
+    wire: Box<str>,
 }
 
 /// Where a tool sits in the catalogue, with its gate, decided once when the
@@ -153,11 +157,23 @@ pub(crate) struct Gated<'a> {
 pub struct Catalogue {
     entries: Vec<Entry>,
     index: HashMap<Box<str>, Slot>,
+    /// Each wire name's entry.
+    by_wire: HashMap<Box<str>, usize>,
     dropped: Vec<DroppedTool>,
     failures: Vec<ProviderFailure>,
 }
 
 impl Catalogue {
+    fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            by_wire: HashMap::new(),
+            dropped: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+
     fn insert(&mut self, tool: ErasedTool, source: ToolSource) -> bool {
         if self.index.contains_key(tool.name()) {
             return false;
@@ -168,15 +184,90 @@ impl Catalogue {
             requires_input: tool.requires_input(),
         };
         self.index.insert(tool.name().into(), slot);
-        self.entries.push(Entry { tool, source });
+        self.entries.push(Entry {
+            tool,
+            source,
+            wire: Box::from(""),
+        });
         true
     }
 
-    /// The tool of that name.
+    /// Gives every tool its wire name ([`crate::wire`]), once every tool is
+    /// in; a provided tool none is free for is left out.
+    fn name_for_the_wire(&mut self) {
+        let wires = {
+            let locals: Vec<&str> = self.entries.iter().map(|e| e.tool.name()).collect();
+            let kept: Vec<bool> = self
+                .entries
+                .iter()
+                .map(|e| e.source == ToolSource::Builtin)
+                .collect();
+            crate::wire::assign(&locals, &kept)
+        };
+        let entries = std::mem::take(&mut self.entries);
+        self.index.clear();
+        for (entry, wire) in entries.into_iter().zip(wires) {
+            match (wire, &entry.source) {
+                (Some(wire), _) => {
+                    let index = self.entries.len();
+                    self.index.insert(
+                        entry.tool.name().into(),
+                        Slot {
+                            index,
+                            requires_approval: entry.tool.ruling().requires_approval(),
+                            requires_input: entry.tool.requires_input(),
+                        },
+                    );
+                    self.by_wire.insert(wire.as_str().into(), index);
+                    self.entries.push(Entry {
+                        wire: wire.into(),
+                        ..entry
+                    });
+                }
+                (None, source) => {
+                    let provider = match source {
+                        ToolSource::Provider(name) => name.clone(),
+                        ToolSource::Builtin => String::new(),
+                    };
+                    tracing::warn!(%provider, tool = entry.tool.name(), "provided tool left out: no wire name is free for it");
+                    self.dropped.push(DroppedTool {
+                        name: entry.tool.name().to_owned(),
+                        provider,
+                        reason: DropReason::WireNameTaken,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The tool of that local name.
     pub fn get(&self, name: &str) -> Option<&ErasedTool> {
         self.index
             .get(name)
             .map(|slot| &self.entries[slot.index].tool)
+    }
+
+    /// The tool whose wire name is `wire` — and only that: what an MCP
+    /// client's `tools/call` names is looked up here.
+    pub fn by_wire(&self, wire: &str) -> Option<&ErasedTool> {
+        self.by_wire.get(wire).map(|&i| &self.entries[i].tool)
+    }
+
+    /// The wire name of the tool of that local name.
+    pub fn wire_name(&self, name: &str) -> Option<&str> {
+        self.index
+            .get(name)
+            .map(|slot| &*self.entries[slot.index].wire)
+    }
+
+    /// The local name a name read back from a model stands for: a wire name
+    /// first, else a local name (the name a transcript keeps). No wire name
+    /// is another tool's local name, so the two never disagree. `None` for
+    /// a name that is neither.
+    pub fn resolve(&self, name: &str) -> Option<&str> {
+        self.by_wire(name)
+            .or_else(|| self.get(name))
+            .map(ErasedTool::name)
     }
 
     /// Every tool, builtins first, in registration order.
@@ -205,9 +296,10 @@ impl Catalogue {
     }
 
     fn explanation(&self, index: usize) -> Explanation {
-        let Entry { tool, source } = &self.entries[index];
+        let Entry { tool, source, wire } = &self.entries[index];
         Explanation {
             name: tool.name().to_owned(),
+            wire_name: wire.to_string(),
             origin: tool.origin(),
             effect: tool.effect(),
             server: tool.server().map(str::to_owned),
@@ -245,6 +337,23 @@ impl Offered {
             requires_approval: slot.requires_approval,
             requires_input: slot.requires_input,
         })
+    }
+
+    /// What the model is told of every offered tool: its wire name, its
+    /// local name, its description and its schema.
+    pub fn specs(&self) -> Vec<crate::run::ToolSpec> {
+        self.catalogue
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.mask.as_ref().is_none_or(|m| m[*i]))
+            .map(|(_, e)| crate::run::ToolSpec {
+                name: e.wire.to_string(),
+                local_name: e.tool.name().to_owned(),
+                description: e.tool.description().to_owned(),
+                parameters: e.tool.parameters().as_value().clone(),
+            })
+            .collect()
     }
 
     /// Every offered tool.
@@ -324,6 +433,13 @@ impl RegistryBuilder {
                     rule,
                 });
             }
+        }
+        let names: Vec<&str> = self.tools.iter().map(ErasedTool::name).collect();
+        if let Some((first, second)) = crate::wire::builtin_clash(&names) {
+            problems.push(BootProblem::WireNameClash {
+                first: first.to_owned(),
+                second: second.to_owned(),
+            });
         }
         if !problems.is_empty() {
             return Err(BootError { problems });
@@ -405,12 +521,7 @@ impl Registry {
     }
 
     async fn resolve(&self) -> Catalogue {
-        let mut catalogue = Catalogue {
-            entries: Vec::new(),
-            index: HashMap::new(),
-            dropped: Vec::new(),
-            failures: Vec::new(),
-        };
+        let mut catalogue = Catalogue::new();
         for tool in &self.builtins {
             catalogue.insert(tool.clone(), ToolSource::Builtin);
         }
@@ -453,6 +564,7 @@ impl Registry {
                 }
             }
         }
+        catalogue.name_for_the_wire();
         catalogue
     }
 

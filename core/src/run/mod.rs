@@ -27,10 +27,12 @@ use crate::registry::{Offered, Registry};
 use crate::tool::ToolOutput;
 
 mod model;
+mod one_call;
 mod outcome;
 mod scan;
 
 pub use model::{Model, ModelError, Reply, ToolSpec};
+pub use one_call::{CallRequest, NoModel};
 pub use outcome::{Outcome, OutcomeUnknown, Recovered, RunError, TurnOutcome};
 
 pub use crate::transcript::{
@@ -378,12 +380,16 @@ impl<'a> Agent<'a> {
     /// Drives a run from its current state.
     pub async fn drive(&self, mut state: RunState) -> Result<Outcome, RunError> {
         loop {
+            if state.options.one_call && state.iterations >= 1 {
+                // A run of one call asks no model once its turn is over.
+                return Ok(one_call::finished(state));
+            }
             if state.iterations >= state.options.max_iterations {
                 tracing::warn!(run = %state.run_id, limit = state.options.max_iterations, "iteration cap reached");
                 return Ok(Outcome::LimitReached(state));
             }
             let offered = self.registry.offer(state.options.allow.as_deref()).await;
-            let specs: Vec<ToolSpec> = offered.tools().map(ToolSpec::of).collect();
+            let specs = offered.specs();
             let reply = match self.model.respond(&state.transcript, &specs).await {
                 Ok(reply) => reply,
                 Err(error) => {
@@ -403,7 +409,8 @@ impl<'a> Agent<'a> {
                     tracing::info!(run = %state.run_id, "run finished");
                     return Ok(Outcome::Finished { answer, state });
                 }
-                Reply::Calls { content, calls } => {
+                Reply::Calls { content, mut calls } => {
+                    resolve_names(&offered, &mut calls);
                     state.transcript.push(Message::Assistant {
                         content,
                         calls: calls.clone(),
@@ -439,6 +446,8 @@ impl<'a> Agent<'a> {
         }
         state.iterations += 1;
         let offered = self.registry.offer(state.options.allow.as_deref()).await;
+        let mut calls = calls;
+        resolve_names(&offered, &mut calls);
         self.turn(&offered, state, calls).await
     }
 
@@ -514,6 +523,20 @@ impl<'a> Agent<'a> {
                 let plan = TurnPlan { run: state, steps };
                 Ok(TurnOutcome::Ran(self.run_plan(offered, plan).await?))
             }
+        }
+    }
+}
+
+/// Writes each call under the local name its name resolves to (a wire name,
+/// or a local name already): the transcript, the digest and the decisions
+/// keep local names. A name that resolves to no tool is kept as the model
+/// wrote it, and the call is answered as a call to an unknown tool.
+fn resolve_names(offered: &Offered, calls: &mut [ToolCall]) {
+    for call in calls {
+        if let Some(local) = offered.catalogue().resolve(&call.name)
+            && local != call.name
+        {
+            call.name = local.to_owned();
         }
     }
 }

@@ -23,16 +23,25 @@ impl Host {
     }
 
     pub(super) async fn claim(&self) -> Result<Option<(i64, String, String)>, StoreError> {
+        self.claim_of(None).await
+    }
+
+    /// [`Host::claim`], of any decided run of this host's or only of the
+    /// run `run_id`.
+    pub(super) async fn claim_of(
+        &self,
+        run_id: Option<&str>,
+    ) -> Result<Option<(i64, String, String)>, StoreError> {
         self.store.check_keyed()?;
         // A candidate can be out of reach for a moment — another host of the
         // name is claiming it, or a decider's transaction that lost is still
         // rolling back on PostgreSQL — while the poll still sees it waiting:
         // look again, briefly, rather than report nothing to do.
         for attempt in 0..CLAIM_ATTEMPTS {
-            if !self.anything_waiting().await? {
+            if !self.anything_waiting_of(run_id).await? {
                 return Ok(None);
             }
-            if let Some(claimed) = self.try_claim().await? {
+            if let Some(claimed) = self.try_claim(run_id).await? {
                 return Ok(Some(claimed));
             }
             tokio::time::sleep(Duration::from_millis(2 * (attempt + 1).min(10))).await;
@@ -40,17 +49,22 @@ impl Host {
         Ok(None)
     }
 
-    /// The poll: one indexed read, no write lock, while nothing is decided.
-    pub(super) async fn anything_waiting(&self) -> Result<bool, StoreError> {
-        let (passed_over, ids) = self.passed_over(3);
+    /// The poll — of any run, or only of `run_id`: one indexed read, no
+    /// write lock, while nothing is decided.
+    async fn anything_waiting_of(&self, run_id: Option<&str>) -> Result<bool, StoreError> {
+        let (only, next) = one_run(run_id, 3);
+        let (passed_over, ids) = self.passed_over(next);
         let mut query = Query::new(format!(
             "SELECT id FROM suspended_run
-             WHERE owner = $1 AND {claimable}{passed_over}
+             WHERE owner = $1 AND {claimable}{only}{passed_over}
              LIMIT 1",
             claimable = crate::suspension::when::claimable("$2")
         ))
         .bind(&self.name)
         .bind(now_ms());
+        if let Some(run_id) = run_id {
+            query = query.bind(run_id);
+        }
         for id in ids {
             query = query.bind(id);
         }
@@ -59,7 +73,10 @@ impl Host {
     }
 
     /// One attempt: the oldest waiting run, claimed by a conditional update.
-    async fn try_claim(&self) -> Result<Option<(i64, String, String)>, StoreError> {
+    async fn try_claim(
+        &self,
+        run_id: Option<&str>,
+    ) -> Result<Option<(i64, String, String)>, StoreError> {
         let (_writer, mut tx) = self.store.write().await?;
         let now = now_ms();
         // On PostgreSQL, hosts of one name on several machines each take a
@@ -69,15 +86,19 @@ impl Host {
             Backend::Sqlite => "",
             Backend::Postgres => " FOR UPDATE SKIP LOCKED",
         };
-        let (passed_over, ids) = self.passed_over(3);
+        let (only, next) = one_run(run_id, 3);
+        let (passed_over, ids) = self.passed_over(next);
         let mut query = Query::new(format!(
             "SELECT id, run_id FROM suspended_run
-             WHERE owner = $1 AND {claimable}{passed_over}
+             WHERE owner = $1 AND {claimable}{only}{passed_over}
              ORDER BY decided_at, id LIMIT 1{pick}",
             claimable = crate::suspension::when::claimable("$2")
         ))
         .bind(&self.name)
         .bind(now);
+        if let Some(run_id) = run_id {
+            query = query.bind(run_id);
+        }
         for id in ids {
             query = query.bind(id);
         }
@@ -167,4 +188,13 @@ pub(super) fn claim_token() -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// ` AND run_id = $n` when only `run_id` is looked for, and the number of
+/// the next placeholder.
+fn one_run(run_id: Option<&str>, first: usize) -> (String, usize) {
+    match run_id {
+        Some(_) => (format!(" AND run_id = ${first}"), first + 1),
+        None => (String::new(), first),
+    }
 }

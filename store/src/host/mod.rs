@@ -21,6 +21,9 @@ use toolgate::suspend::{Refusal, SuspendedRun, SuspendedStatus};
 
 use crate::{Store, StoreError};
 
+pub use calls::CallHost;
+
+mod calls;
 pub(crate) mod choose;
 mod claim;
 mod journal;
@@ -155,7 +158,21 @@ pub struct Resumed {
 impl Host {
     /// A host of this name over `store`, holding what it claims for 30
     /// seconds at a time (renewed while it works).
+    ///
+    /// The names of hosts of runs of one call (`gateway`, `gateway.…`,
+    /// [`CallHost`]) are refused here.
     pub fn new(store: Store, name: &str) -> Result<Self, StoreError> {
+        if crate::names::is_reserved_host_name(name) {
+            return Err(StoreError::InvalidHostName {
+                name: toolgate::visible::visible(name).into_owned(),
+                problem: "`gateway` and names beginning `gateway.` are kept for the gateway's runs of one call, which only the process that started them resumes",
+            });
+        }
+        Self::named(store, name)
+    }
+
+    /// A host of any usable name, reserved ones included.
+    fn named(store: Store, name: &str) -> Result<Self, StoreError> {
         if let Some(problem) = crate::names::host_name_problem(name) {
             return Err(StoreError::InvalidHostName {
                 name: toolgate::visible::visible(name).into_owned(),
@@ -194,9 +211,38 @@ impl Host {
         i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX)
     }
 
-    /// Saves a run's pause, owned by this host.
+    /// Saves a run's pause, owned by this host. A run of one call
+    /// ([`toolgate::Agent::call`]) is refused: it is saved by the
+    /// [`CallHost`] of the process that holds the call, which alone resumes
+    /// it.
     pub async fn save(&self, run: &SuspendedRun) -> Result<i64, StoreError> {
         self.store.save_suspended(run, &self.name).await
+    }
+
+    /// Claims the run `run_id`, if this host owns it and it is decided (or
+    /// its host stopped and its lease ran out), for this process alone —
+    /// the same conditional claim as [`Host::next`], of one run. `None` when
+    /// it is not this host's, or not ready to resume.
+    pub async fn claim_run(&self, run_id: &str) -> Result<Option<Resumable>, StoreError> {
+        let Some((suspension_id, run_id, token)) = self.claim_of(Some(run_id)).await? else {
+            return Ok(None);
+        };
+        match self.work(suspension_id).await {
+            Ok(work) => Ok(Some(Resumable {
+                suspension_id,
+                run_id,
+                token,
+                work,
+            })),
+            Err(reason) => {
+                tracing::error!(run = %run_id, %reason, "a decided run cannot be read by this host; it is given back");
+                self.unclaim(suspension_id, &token).await?;
+                Err(StoreError::Unresumable {
+                    run_id: toolgate::visible::visible(&run_id).into_owned(),
+                    reason: reason.to_string(),
+                })
+            }
+        }
     }
 
     /// Claims the next decided run this host owns — or one whose host

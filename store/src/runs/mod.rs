@@ -283,6 +283,18 @@ impl Store {
         owner: &str,
     ) -> Result<i64, StoreError> {
         self.check_keyed()?;
+        // A run of one call is owned by a host of runs of one call, and only
+        // such a run is: no host that resumes runs with a model ever claims
+        // one, nor the gateway's host another's.
+        let one_call = run.state().options.one_call;
+        if one_call != crate::names::is_reserved_host_name(owner) {
+            let run_id = toolgate::visible::visible(run.run_id()).into_owned();
+            return Err(if one_call {
+                StoreError::OneCallRun { run_id }
+            } else {
+                StoreError::NotOneCall { run_id }
+            });
+        }
         let document = run.encode_with(self.key())?;
         if self.key().is_some() {
             Query::new("INSERT INTO integrity (id, since) VALUES (1, $1) ON CONFLICT DO NOTHING")

@@ -1,0 +1,93 @@
+//! The host of runs of one call: the process that holds an MCP client's
+//! call saves the run it became, waits for its decision, and resumes it —
+//! and no other host ever does.
+
+use std::time::Duration;
+
+use toolgate::Registry;
+use toolgate::run::NoModel;
+use toolgate::suspend::SuspendedRun;
+
+use super::{Host, Resumable, Resumed};
+use crate::{Store, StoreError};
+
+/// A host of runs of one call ([`toolgate::Agent::call`]), named `gateway`
+/// or `gateway.…` — names a [`Host`] is refused. It saves only runs of one
+/// call, claims only the run it is asked for, by id — never "the next
+/// decided run" — and resumes them with no model, so a run of one call is
+/// resumed by the process that started it (or, by id, the one that serves
+/// the client's retry), never by a host that does not know the call.
+#[derive(Debug, Clone)]
+pub struct CallHost {
+    host: Host,
+}
+
+impl CallHost {
+    /// A host of runs of one call named `name`: `gateway`, or a name that
+    /// begins `gateway.`.
+    pub fn new(store: Store, name: &str) -> Result<Self, StoreError> {
+        if !crate::names::is_reserved_host_name(name) {
+            return Err(StoreError::InvalidHostName {
+                name: toolgate::visible::visible(name).into_owned(),
+                problem: "a host of runs of one call is named `gateway` or `gateway.` and more, names no other host may take",
+            });
+        }
+        Ok(Self {
+            host: Host::named(store, name)?,
+        })
+    }
+
+    /// The same host with another lease (see [`Host::with_lease`]).
+    #[must_use]
+    pub fn with_lease(self, lease: Duration) -> Self {
+        Self {
+            host: self.host.with_lease(lease),
+        }
+    }
+
+    /// The host's name.
+    pub fn name(&self) -> &str {
+        self.host.name()
+    }
+
+    /// Saves the pause of a run of one call, owned by this host; any other
+    /// run is refused, nothing saved.
+    pub async fn save(&self, run: &SuspendedRun) -> Result<i64, StoreError> {
+        self.host.store.save_suspended(run, self.host.name()).await
+    }
+
+    /// Claims the run `run_id` once it is decided ([`Host::claim_run`]);
+    /// `None` while it waits, or when it is not this host's.
+    pub async fn claim(&self, run_id: &str) -> Result<Option<Resumable>, StoreError> {
+        self.host.claim_run(run_id).await
+    }
+
+    /// Waits for the run `run_id` to be decided and claims it: polls every
+    /// `poll`, and wakes at once when a decision is recorded through a
+    /// handle of this process's store (or, on PostgreSQL, by anyone).
+    pub async fn wait_for(&self, run_id: &str, poll: Duration) -> Result<Resumable, StoreError> {
+        self.host.store.listen();
+        loop {
+            let notified = self.host.store.inbox.notified();
+            if let Some(claimed) = self.claim(run_id).await? {
+                return Ok(claimed);
+            }
+            tokio::select! {
+                () = notified => {}
+                () = tokio::time::sleep(poll) => {}
+            }
+        }
+    }
+
+    /// Resumes a claimed run of one call: the turn runs as decided, through
+    /// the journal, and the run finishes with the call's result
+    /// ([`crate::Ended::Finished`]) — or waits again, for input say — asking
+    /// no model.
+    pub async fn resume(
+        &self,
+        task: Resumable,
+        registry: &Registry,
+    ) -> Result<Resumed, StoreError> {
+        self.host.resume(task, registry, &NoModel).await
+    }
+}
