@@ -38,7 +38,15 @@ fn main() {
         (3_000, 10_000),
         (10_000, 10_000),
     ] {
-        measure(tools, bytes);
+        measure(tools, bytes, 100, 0);
+    }
+    // A server whose cursors are large: one tiny tool a page, each page's
+    // cursor 1 MiB, every cursor the import was sent counted.
+    println!();
+    println!("| pages | cursor bytes | cursors sent | peak heap | time |");
+    println!("|---|---|---|---|---|");
+    for pages in [50, 200] {
+        measure(pages, 10, 1, 1024 * 1024);
     }
 }
 
@@ -58,7 +66,10 @@ fn mib(bytes: usize) -> String {
     format!("{mib:.1} MiB")
 }
 
-fn measure(tools: usize, bytes: usize) {
+/// Imports `tools` tools of `bytes` bytes, `page` to a page, each page's
+/// cursor padded to `cursor` bytes, and prints a row: of the catalogue
+/// table, or — with large cursors — of the cursor table.
+fn measure(tools: usize, bytes: usize, page: usize, cursor: usize) {
     let runtime = runtime();
     let dir = match tempfile::tempdir() {
         Ok(dir) => dir,
@@ -86,7 +97,9 @@ fn measure(tools: usize, bytes: usize) {
                         "--filler-bytes".into(),
                         bytes.to_string(),
                         "--page-size".into(),
-                        "100".into(),
+                        page.to_string(),
+                        "--cursor-bytes".into(),
+                        cursor.to_string(),
                     ],
                 },
                 data_class: Some(DataClass::PublicContent),
@@ -114,6 +127,16 @@ fn measure(tools: usize, bytes: usize) {
         Ok(report) => report,
         Err(error) => panic!("{error}"),
     };
+    if cursor > 0 {
+        println!(
+            "| {} | {cursor} | {} | {} | {:.2} s |",
+            report.pages,
+            mib(report.pages.saturating_sub(1) * cursor),
+            mib(peak),
+            elapsed.as_secs_f64()
+        );
+        return;
+    }
     let stored: usize = runtime.block_on(async {
         match store.catalogue("big").await {
             Ok(rows) => rows

@@ -63,6 +63,7 @@ fn transcript() -> Vec<Message> {
 fn state() -> RunState {
     RunState {
         denied: Vec::new(),
+        client: None,
         run_id: "8f0c2d3e-bench".into(),
         requested_by: "alice".into(),
         transcript: transcript(),

@@ -146,6 +146,16 @@ pub(crate) enum ServerCommand {
         #[arg(value_parser = parse_class)]
         class: toolgate_store::DataClass,
     },
+    /// Let a requester answer this server's calls through their own MCP
+    /// client (elicitation), or stop it. Off unless turned on: some clients
+    /// answer without asking anyone.
+    Elicitation {
+        /// The server.
+        id: String,
+        /// `on` or `off`.
+        #[arg(value_parser = ["on", "off"])]
+        setting: String,
+    },
     /// Let the server supply tools.
     Enable {
         /// The server.

@@ -975,6 +975,18 @@ fn the_server_verbs_check_at_the_door_and_speak_json() {
     );
     assert_eq!(json(dir, &["server", "disable", "docs"])["enabled"], false);
     assert_eq!(json(dir, &["server", "enable", "docs"])["enabled"], true);
+    // Answers through a requester's own client: off until turned on.
+    assert_eq!(json(dir, &["server", "show", "docs"])["elicitation"], false);
+    assert!(ok(dir, &["server", "show", "docs"]).contains("off: operators answer"));
+    assert_eq!(
+        json(dir, &["server", "elicitation", "docs", "on"])["elicitation"],
+        true
+    );
+    assert_eq!(json(dir, &["server", "show", "docs"])["elicitation"], true);
+    let said = ok(dir, &["server", "elicitation", "docs", "off"]);
+    assert!(said.contains("answered by operators only"), "{said}");
+    let wrong = toolgate(dir, &["server", "elicitation", "docs", "yes"]);
+    assert_eq!(wrong.status.code(), Some(2), "{}", stderr(&wrong));
     assert_eq!(json(dir, &["server", "remove", "docs"])["removed"], true);
 }
 

@@ -62,6 +62,7 @@ async fn turning_approval_on_mid_loop_suspends_the_hosts_next_turn() {
     let agent = Agent::new(&registry, &model, &log);
     let mut state = RunState {
         denied: Vec::new(),
+        client: None,
         run_id: "host-loop".into(),
         requested_by: "host".into(),
         transcript: Vec::new(),

@@ -212,6 +212,7 @@ fn store_hostile_run(dir: &Path, run_id: &str, requested_by: &str) {
         let calls = hostile_calls();
         let state = RunState {
             denied: Vec::new(),
+            client: None,
             run_id: run_id.into(),
             requested_by: requested_by.into(),
             transcript: vec![

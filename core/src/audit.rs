@@ -103,6 +103,10 @@ pub struct DecisionRecord {
     /// Where the decider's name came from.
     #[serde(default)]
     pub decided_by_source: crate::identity::IdentitySource,
+    /// How the decision reached the record; `None` in records written
+    /// before channels were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<crate::identity::Channel>,
     /// Who started the run.
     pub requested_by: String,
     /// True when the decider is the requester — always visible, whether or

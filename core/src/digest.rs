@@ -83,10 +83,14 @@ pub(crate) fn sha256_of(value: &Value) -> String {
 
 /// SHA-256 of `bytes`, as `sha256:<hex>`.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
+    hex_of(&Sha256::digest(bytes))
+}
+
+/// A SHA-256 hash as `sha256:<hex>`.
+fn hex_of(hash: &[u8]) -> String {
     let mut text = String::with_capacity(7 + 64);
     text.push_str("sha256:");
-    for byte in hash {
+    for &byte in hash {
         text.push(char::from(HEX[usize::from(byte >> 4)]));
         text.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
@@ -295,22 +299,63 @@ pub fn accepted_definitions_digest<'a>(
     server: &str,
     definitions: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> String {
-    let encoded = Value::Array(vec![
-        Value::String("toolgate.accept.v1".to_owned()),
-        Value::String(server.to_owned()),
-        Value::Array(
-            definitions
-                .into_iter()
-                .map(|(name, definition)| {
-                    Value::Array(vec![
-                        Value::String(name.to_owned()),
-                        Value::String(definition.to_owned()),
-                    ])
-                })
-                .collect(),
-        ),
-    ]);
-    sha256_of(&encoded)
+    let mut digest = DefinitionsDigest::new(server);
+    for (name, definition) in definitions {
+        digest.add(name, definition);
+    }
+    digest.finish()
+}
+
+/// [`accepted_definitions_digest`] taken one definition at a time, as a
+/// store reads them, so a large catalogue is never held to be digested: the
+/// same bytes, hashed as they come.
+#[derive(Debug, Clone)]
+pub struct DefinitionsDigest {
+    hasher: Sha256,
+    first: bool,
+}
+
+impl DefinitionsDigest {
+    /// A digest of `server`'s definitions, none added yet.
+    pub fn new(server: &str) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(b"[");
+        hasher.update(json_string(ACCEPT_DOMAIN).as_bytes());
+        hasher.update(b",");
+        hasher.update(json_string(server).as_bytes());
+        hasher.update(b",[");
+        Self {
+            hasher,
+            first: true,
+        }
+    }
+
+    /// Adds the next tool, by its local name, and its definition.
+    pub fn add(&mut self, name: &str, definition: &str) {
+        if !std::mem::take(&mut self.first) {
+            self.hasher.update(b",");
+        }
+        self.hasher.update(b"[");
+        self.hasher.update(json_string(name).as_bytes());
+        self.hasher.update(b",");
+        self.hasher.update(json_string(definition).as_bytes());
+        self.hasher.update(b"]");
+    }
+
+    /// The digest, as `sha256:<hex>`.
+    pub fn finish(mut self) -> String {
+        self.hasher.update(b"]]");
+        hex_of(&self.hasher.finalize())
+    }
+}
+
+/// Separates acceptance digests from every other digest.
+const ACCEPT_DOMAIN: &str = "toolgate.accept.v1";
+
+/// A string as canonical JSON writes it.
+fn json_string(text: &str) -> String {
+    // Writing a `str` to a String cannot fail; the fallback writes the same.
+    serde_json::to_string(text).unwrap_or_else(|_| Value::from(text).to_string())
 }
 
 /// The digest of a tool's definition — its name, description, parameter
@@ -519,5 +564,37 @@ mod tests {
             turn_digest("run-1", 3, &calls, Some(("write_file", 0, &other))),
             "another schema"
         );
+    }
+
+    /// Taken a definition at a time, the digest is the one over the whole
+    /// encoded list, escapes and all, for none, one or many tools.
+    #[test]
+    fn the_acceptance_digest_taken_a_tool_at_a_time_is_the_whole_lists() {
+        let tools: Vec<(String, String)> = vec![
+            ("notes.write_note".into(), r#"{"name":"write_note"}"#.into()),
+            ("notes.\u{202e}".into(), "quote \" and \\ and \n".into()),
+            ("ünïcode".into(), "\u{1}".into()),
+        ];
+        for count in 0..=tools.len() {
+            let some = &tools[..count];
+            let whole = sha256_of(&Value::Array(vec![
+                Value::from("toolgate.accept.v1"),
+                Value::from("no\"tes"),
+                Value::Array(
+                    some.iter()
+                        .map(|(n, d)| {
+                            Value::Array(vec![Value::from(n.as_str()), Value::from(d.as_str())])
+                        })
+                        .collect(),
+                ),
+            ]));
+            assert_eq!(
+                accepted_definitions_digest(
+                    "no\"tes",
+                    some.iter().map(|(n, d)| (n.as_str(), d.as_str()))
+                ),
+                whole
+            );
+        }
     }
 }

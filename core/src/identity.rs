@@ -123,6 +123,131 @@ pub enum IdentityError {
     },
 }
 
+/// How a decision reached the record: the way its decider answered. Kept in
+/// the decision record ([`DecisionRecord::channel`](crate::audit::DecisionRecord::channel))
+/// and shown beside the decider's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    /// The operator's command line (`toolgate runs …`).
+    Console,
+    /// The web inbox, by an operator who signed in.
+    Inbox,
+    /// The requester, through their MCP client's own prompt (an MCP
+    /// elicitation): the requester answering, never a second person. Its
+    /// approvals are refused under four eyes and never count toward several
+    /// approvers ([`elicited_approval_problem`]), and it is used only where
+    /// an operator turned it on — some clients answer elicitations without
+    /// asking anyone.
+    Elicitation,
+    /// A proxy the operator trusts, naming the operator it signed in.
+    Proxy,
+    /// A host program, through the library.
+    Library,
+}
+
+impl Channel {
+    /// The stable snake_case name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Channel::Console => "console",
+            Channel::Inbox => "inbox",
+            Channel::Elicitation => "elicitation",
+            Channel::Proxy => "proxy",
+            Channel::Library => "library",
+        }
+    }
+
+    /// Reads the stable name; `None` for anything else.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            Channel::Console,
+            Channel::Inbox,
+            Channel::Elicitation,
+            Channel::Proxy,
+            Channel::Library,
+        ]
+        .into_iter()
+        .find(|channel| channel.as_str() == name)
+    }
+}
+
+impl fmt::Display for Channel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an approval through `channel` by `decider` cannot be recorded on a
+/// run that `requested_by` started under `options`, if it cannot: the one
+/// rule of answers through the requester's own client. An answer through
+/// elicitation is the requester answering — so it is recorded under the
+/// requester's name, it is no approval at all when the run requires four
+/// eyes, and it never counts toward several approvers. Denials and input
+/// are not bound by it: the requester may always refuse their own call, and
+/// input is theirs to give.
+pub fn elicited_approval_problem(
+    channel: Channel,
+    decider: &Operator,
+    requested_by: &str,
+    options: &crate::run::RunOptions,
+) -> Option<&'static str> {
+    if channel != Channel::Elicitation {
+        None
+    } else if !same_person(decider.name(), requested_by) {
+        Some(
+            "an answer through the requester's own client is the requester's: it is recorded under the requester's name, never another's",
+        )
+    } else if options.four_eyes {
+        Some(
+            "the run requires four eyes, and an answer through the requester's own client is the requester's own approval: an operator approves it",
+        )
+    } else if options.approvals_required > 1 {
+        Some(
+            "the run needs several approvers, and an answer through the requester's own client never counts toward them: operators approve it",
+        )
+    } else {
+        None
+    }
+}
+
+/// An MCP client as it declared itself (`clientInfo`): its word, shown to a
+/// reviewer beside the requester, and never read by any decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredClient {
+    /// The name it gave, cut to [`MAX_NAME_CHARS`] characters.
+    pub name: String,
+    /// The version it gave, if any, cut the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+impl DeclaredClient {
+    /// What a client declared, each text cut to [`MAX_NAME_CHARS`]
+    /// characters; to be shown escaped ([`crate::visible`]) wherever it is
+    /// shown.
+    pub fn new(name: &str, version: Option<&str>) -> Self {
+        let cut = |text: &str| text.chars().take(MAX_NAME_CHARS).collect::<String>();
+        Self {
+            name: cut(name),
+            version: version.map(cut),
+        }
+    }
+}
+
+/// Its name and version, raw, as the client gave them: whoever shows it
+/// escapes it ([`crate::visible`]).
+impl fmt::Display for DeclaredClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        if let Some(version) = &self.version {
+            write!(f, " {version}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The longest operator name accepted.
 pub const MAX_NAME_CHARS: usize = 128;
 
@@ -133,6 +258,7 @@ pub struct Operator {
     name: String,
     key: String,
     source: IdentitySource,
+    channel: Channel,
 }
 
 impl Operator {
@@ -144,7 +270,21 @@ impl Operator {
             key: confusable_key(&name),
             name,
             source,
+            channel: Channel::Library,
         })
+    }
+
+    /// The same operator, deciding through `channel` (a new operator
+    /// decides through [`Channel::Library`]).
+    #[must_use]
+    pub fn via(mut self, channel: Channel) -> Self {
+        self.channel = channel;
+        self
+    }
+
+    /// The channel the operator decides through.
+    pub fn channel(&self) -> Channel {
+        self.channel
     }
 
     /// The name as it is recorded: NFKC, trimmed.

@@ -118,8 +118,8 @@ mod sealed;
 pub mod suspend {
     pub use crate::audit::CallVerdict;
     pub use crate::digest::{
-        RerunDigest, Review, ReviewedTool, TurnDigest, UnknownCall, accepted_definitions_digest,
-        rerun_digest,
+        DefinitionsDigest, RerunDigest, Review, ReviewedTool, TurnDigest, UnknownCall,
+        accepted_definitions_digest, rerun_digest,
     };
     pub use crate::input::{InputError, input_schema_problem};
     pub use crate::pause::{

@@ -201,6 +201,7 @@ impl<S: Pause> Suspended<S> {
             self_decided: identity::same_person(&decided_by, &self.state.requested_by),
             decided_by,
             decided_by_source: IdentitySource::Given,
+            channel: Some(identity::Channel::Library),
             requested_by: self.state.requested_by.clone(),
             at_unix_ms: now_unix_ms(),
             verdict,
@@ -412,6 +413,14 @@ pub enum Refusal {
         have: u32,
         /// How many the run needs.
         need: u32,
+    },
+    /// An approval through the requester's own client (elicitation) that
+    /// the run's rules do not take
+    /// ([`identity::elicited_approval_problem`]).
+    #[error("{why}")]
+    ElicitedApproval {
+        /// Why, in words.
+        why: &'static str,
     },
     /// The requester chose to run again a call whose outcome is unknown, and
     /// the run requires four eyes or several approvers: the choice must come

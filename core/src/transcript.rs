@@ -192,6 +192,11 @@ pub struct RunState {
     /// with the denial and never put to a human a second time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub denied: Vec<DeniedCall>,
+    /// The MCP client the requester asked through, as it declared itself —
+    /// shown beside `requested_by`, never read by a decision. `None` for a
+    /// run no client asked for. Stored from document version 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<crate::identity::DeclaredClient>,
 }
 
 /// A call a human denied, remembered by its tool and a digest of its

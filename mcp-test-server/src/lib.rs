@@ -16,7 +16,9 @@
 //! instead (a front that says 401, 404 or 429 after passing the call on);
 //! `--filler-prefix P` names the fillers `P_00`… instead of `lookup_00`… (a
 //! server that renames its tools); `--filler-bytes N` pads each filler's
-//! description to N bytes (a catalogue of a given size); `--huge
+//! description to N bytes (a catalogue of a given size); `--cursor-bytes N`
+//! pads each page's cursor to N bytes (a server whose cursors are large);
+//! `--huge
 //! NAME=BYTES` pads a tool's result to that many bytes (past a client's limit
 //! for one message, say); `--describe`
 //! gives a tool another description (a tool changed under its
@@ -65,6 +67,7 @@ pub struct Options {
     pub filler_bytes: usize,
     pub answer_status: Vec<(String, u16)>,
     pub filler_prefix: Option<String>,
+    pub cursor_bytes: usize,
 }
 
 /// Parses the command-line flags (without the program name).
@@ -102,6 +105,12 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
                 options.answer_status.push((name.to_owned(), code));
             }
             "--filler-prefix" => options.filler_prefix = Some(value("--filler-prefix")?),
+            "--cursor-bytes" => {
+                options.cursor_bytes = value("--cursor-bytes")?
+                    .parse::<usize>()
+                    .map_err(|e| format!("--cursor-bytes: {e}"))?
+                    .min(8 * 1024 * 1024);
+            }
             "--filler-bytes" => {
                 options.filler_bytes = value("--filler-bytes")?
                     .parse::<usize>()
@@ -344,8 +353,10 @@ impl ServerHandler for NotesServer {
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(cursor) => cursor
-                .parse::<usize>()
-                .map_err(|_| ErrorData::invalid_params(format!("bad cursor `{cursor}`"), None))?,
+                .split(':')
+                .next()
+                .and_then(|at| at.parse::<usize>().ok())
+                .ok_or_else(|| ErrorData::invalid_params("bad cursor", None))?,
         };
         let all = self.catalogue();
         let end = (start + self.options.page_size).min(all.len());
@@ -355,7 +366,14 @@ impl ServerHandler for NotesServer {
                 .unwrap_or_default(),
         );
         if end < all.len() {
-            page.next_cursor = Some(end.to_string());
+            // `--cursor-bytes N`: the cursor padded to N bytes.
+            let cursor = end.to_string();
+            let padding = self.options.cursor_bytes.saturating_sub(cursor.len() + 1);
+            page.next_cursor = Some(if padding == 0 {
+                cursor
+            } else {
+                format!("{cursor}:{}", "c".repeat(padding))
+            });
         }
         Ok(page)
     }

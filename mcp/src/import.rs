@@ -109,7 +109,7 @@ pub enum ImportError {
     CursorLoop {
         /// The server.
         server: String,
-        /// The cursor.
+        /// The cursor, escaped and cut to 200 characters.
         cursor: String,
     },
 }
@@ -313,10 +313,14 @@ async fn list_into(
                         limit: MAX_PAGES,
                     });
                 }
-                if !seen_cursors.insert(next.clone()) {
+                // Each cursor is remembered by a hash of it, never whole: a
+                // server's cursors, however long, cost the import a few bytes
+                // each. Two cursors that hashed alike would only refuse the
+                // import, never let a loop through.
+                if !seen_cursors.insert(cursor_hash(&next)) {
                     return Err(ImportError::CursorLoop {
                         server,
-                        cursor: next,
+                        cursor: shown_name(&next),
                     });
                 }
                 cursor = Some(next);
@@ -399,9 +403,9 @@ impl Admitted {
     }
 }
 
-/// The most characters of a skipped name a report keeps: a name too long
-/// to be taken is shown by its start and its length, so what a report holds
-/// does not grow with what a server lists.
+/// The most characters of a skipped name — or a repeated cursor — a report
+/// keeps: a text too long is shown by its start and its length, so what a
+/// report holds does not grow with what a server sends.
 const SHOWN_NAME_CHARS: usize = 200;
 
 /// A skipped remote name, escaped for display, cut after
@@ -412,4 +416,12 @@ fn shown_name(remote: &str) -> String {
         None => visible.into_owned(),
         Some((cut, _)) => format!("{}… ({} bytes in all)", &visible[..cut], remote.len()),
     }
+}
+
+/// A cursor's hash, by which the import tells a cursor it was sent before.
+fn cursor_hash(cursor: &str) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::hash::DefaultHasher::new();
+    cursor.hash(&mut hasher);
+    hasher.finish()
 }

@@ -87,6 +87,10 @@ pub struct ServerRecord {
     pub approval: OperatorDeclaration,
     /// Whether the server may supply tools.
     pub enabled: bool,
+    /// Whether its operator lets a requester answer its calls through their
+    /// own MCP client (elicitation, [`toolgate::identity::Channel::Elicitation`]):
+    /// off unless turned on, read fail-closed — only a stored 1 is on.
+    pub elicitation: bool,
     /// The last import.
     pub import: ImportState,
     /// When the record was created.
@@ -147,6 +151,9 @@ impl ServerRecord {
             approval,
             stored_flag,
             enabled: row.try_get::<i64, _>("enabled")? == 1,
+            // Read fail-closed: only a stored 1 is on — and a schema from
+            // before the column has none.
+            elicitation: matches!(row.value("elicitation"), Some(crate::db::Val::Int(1))),
             import: ImportState {
                 status: row.try_get("import_status")?,
                 error: row.try_get("import_error")?,
@@ -353,6 +360,25 @@ impl Store {
         self.changed(id, result).await
     }
 
+    /// Lets a requester answer this server's calls through their own MCP
+    /// client (elicitation), or stops it. Never on by default: some clients
+    /// answer an elicitation without asking anyone, so an operator turns it
+    /// on for a server whose clients they know ask their user. An approval
+    /// through elicitation is still the requester's own: refused under four
+    /// eyes, never one of several approvers
+    /// ([`toolgate::identity::elicited_approval_problem`]).
+    pub async fn set_elicitation(&self, id: &str, on: bool) -> Result<ServerRecord, StoreError> {
+        let result =
+            Query::new("UPDATE mcp_server SET elicitation = $1, updated_at = $2 WHERE id = $3")
+                .bind(i64::from(on))
+                .bind(now_ms())
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        tracing::info!(server = %id, on, "operator changed whether a requester may answer through their own client");
+        self.changed(id, result).await
+    }
+
     async fn changed(&self, id: &str, rows: u64) -> Result<ServerRecord, StoreError> {
         if rows == 0 {
             return Err(StoreError::NoSuchServer(id.to_owned()));
@@ -361,12 +387,20 @@ impl Store {
     }
 
     /// Removes the server and its catalogue.
+    ///
+    /// The pages of any import of it still running are deleted with it: that
+    /// import then fails, and never fills the catalogue of a server
+    /// registered again under the same id.
     pub async fn remove_server(&self, id: &str) -> Result<ServerRecord, StoreError> {
         let record = self.server(id).await?;
+        let (_writer, mut tx) = self.write().await?;
+        tx.lock_server(id).await?;
+        crate::catalogue::drop_stages_of(&mut tx, id).await?;
         Query::new("DELETE FROM mcp_server WHERE id = $1")
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut tx)
             .await?;
+        tx.commit().await?;
         Ok(record)
     }
 

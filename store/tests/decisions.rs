@@ -784,6 +784,39 @@ async fn choose(
         .await
 }
 
+/// Whether a call whose outcome is unknown runs again — or is skipped — is
+/// an operator's choice, never made through the requester's own client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_choice_is_made_through_the_requesters_own_client() {
+    let (_db, store, _host, _registry, paid, run) = unknown_outcome(RunOptions::default()).await;
+    let [unknown] = store
+        .unknown_calls(run.run_id())
+        .await
+        .unwrap()
+        .try_into()
+        .unwrap();
+    for choice in [Choice::Rerun, Choice::Skip] {
+        let refused = store
+            .choose(
+                run.run_id(),
+                &operator("alice").via(toolgate::identity::Channel::Elicitation),
+                &Choosing {
+                    call_id: &unknown.call_id,
+                    digest: &unknown.digest,
+                    choice,
+                    reason: "asked through the client",
+                },
+            )
+            .await;
+        assert!(
+            matches!(refused, Err(ClaimError::ChoiceThroughClient { .. })),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(store.unknown_calls(run.run_id()).await.unwrap().len(), 1);
+    assert_eq!(paid.load(Ordering::SeqCst), 1);
+}
+
 /// A rerun may make a write happen twice: under four eyes the requester
 /// cannot choose it, in any spelling the identity rules fold together; a
 /// skip, which makes nothing run, they can.

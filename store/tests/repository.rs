@@ -352,6 +352,43 @@ async fn an_import_staged_page_by_page_replaces_the_catalogue_once_and_leaves_no
     assert_eq!(store.catalogue("gh").await.unwrap(), after_first);
     assert_eq!(staged_rows(&store).await, (0, 0));
 
+    // A server removed while an import of it runs takes that import's
+    // pages with it: registered again under the same id, its catalogue is
+    // its own, never the old import's.
+    let mut running = store.stage_catalogue("gh").await.unwrap();
+    store
+        .stage_tools(&mut running, &[tool("old", "from the old server")])
+        .await
+        .unwrap();
+    store.remove_server("gh").await.unwrap();
+    store
+        .add_server(server("gh", Some(DataClass::SourceCode)))
+        .await
+        .unwrap();
+    store
+        .replace_catalogue("gh", &[tool("new", "from the new server")])
+        .await
+        .unwrap();
+    let late = store.stage_tools(&mut running, &[tool("older", "x")]).await;
+    assert!(
+        matches!(late, Err(StoreError::StageCleared { .. })),
+        "{late:?}"
+    );
+    let late = store.replace_catalogue_staged(&running, None).await;
+    assert!(
+        matches!(late, Err(StoreError::StageCleared { .. })),
+        "{late:?}"
+    );
+    let rows = store.catalogue("gh").await.unwrap();
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.remote_name.as_str(), r.orphaned))
+            .collect::<Vec<_>>(),
+        [("new", false)]
+    );
+    store.drop_stage(running).await.unwrap();
+    assert_eq!(staged_rows(&store).await, (0, 0));
+
     // No stage opens for a server that is not registered.
     assert!(matches!(
         store.stage_catalogue("nobody").await,

@@ -936,6 +936,7 @@ async fn binding_process_turn_counts_turns_so_suspensions_never_share_a_digest()
     let agent = world.agent();
     let state = toolgate::run::RunState {
         denied: Vec::new(),
+        client: None,
         run_id: "host-loop".into(),
         requested_by: "alice".into(),
         transcript: Vec::new(),

@@ -54,6 +54,7 @@ fn the_futures_of_a_run_are_send() {
     drop(send(agent.start(RunRequest::new("alice", "hi"))));
     let state = RunState {
         denied: Vec::new(),
+        client: None,
         run_id: "run".into(),
         requested_by: "alice".into(),
         transcript: Vec::new(),

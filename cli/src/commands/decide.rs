@@ -170,6 +170,7 @@ pub(super) fn report_recorded(
         return out.json(&json!({
             "run": record.run_id, "recorded": record.verdict.as_str(), "summary": record.summary(),
             "by": record.decided_by, "named_by": operator.source().as_str(),
+            "channel": operator.channel().as_str(),
             "owner": recorded.owner, "complete": recorded.is_complete(),
             "approvals": {"have": recorded.approvals.0, "need": recorded.approvals.1},
         }));

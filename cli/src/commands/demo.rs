@@ -100,6 +100,7 @@ async fn demo_run(
     // gives, `operator`.
     let decider = match (&args.operator, std::env::var("TOOLGATE_OPERATOR")) {
         (None, Err(_)) => Operator::new("operator", IdentitySource::Given)
+            .map(|operator| operator.via(toolgate::identity::Channel::Console))
             .map_err(|e| Failure::Error(e.to_string()))?,
         _ => operator_identity(args.operator.as_deref())?,
     };

@@ -47,5 +47,7 @@ pub(super) fn operator_identity(flag: Option<&str>) -> Result<Operator, Failure>
             "no operator identity: pass `--as NAME` or set TOOLGATE_OPERATOR".into(),
         ));
     };
-    Operator::new(&name, source).map_err(|e| Failure::Refused(format!("{e} (from {source})")))
+    Operator::new(&name, source)
+        .map(|operator| operator.via(toolgate::identity::Channel::Console))
+        .map_err(|e| Failure::Refused(format!("{e} (from {source})")))
 }

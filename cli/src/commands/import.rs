@@ -39,13 +39,10 @@ pub(super) async fn import(
     let result = toolgate_mcp::import_within(store, server, deadlines, limits, &mut progress).await;
     bar.finish_and_clear();
     let report = result?;
-    // What was imported is what an operator reviews before turning approval
-    // off or accepting every tool: its digest.
-    let acceptance = store.acceptance(server, &[]).await?;
     if out.json {
         out.json(&json!({
             "server": report.server, "pages": report.pages, "listed": report.listed,
-            "digest": acceptance.digest,
+            "digest": report.change.digest,
             "new": report.change.added, "changed": report.change.changed,
             "restored": report.change.restored, "unchanged": report.change.unchanged,
             "orphaned": report.change.orphaned,
@@ -54,12 +51,12 @@ pub(super) async fn import(
         }))?;
         return Ok(report);
     }
-    print_report(out, &report, &acceptance);
+    print_report(out, &report);
     Ok(report)
 }
 
 /// The import's summary as a table, with the digest of what it left.
-fn print_report(out: Out, report: &ImportReport, acceptance: &toolgate_store::Acceptance) {
+fn print_report(out: Out, report: &ImportReport) {
     say!(
         "imported `{}`: {} tools listed in {} pages",
         report.server,
@@ -116,8 +113,8 @@ fn print_report(out: Out, report: &ImportReport, acceptance: &toolgate_store::Ac
     table.print();
     say!(
         "digest of its {} live tools: {} (`toolgate server show {}` shows them)",
-        acceptance.tools,
-        acceptance.digest,
+        report.change.live,
+        report.change.digest,
         report.server
     );
     if !quarantined.is_empty() {

@@ -187,7 +187,7 @@ async fn show_run(
             "run {} — last paused for {} — requested by {}",
             paused.run_id(),
             paused.status().as_str().replace('_', " "),
-            paused.state().requested_by
+            super::turn::requester(paused.state())
         );
         let mut table = out.table(&["CALL", "TOOL", "STATE"]);
         for (call, state) in paused.pending().iter().zip(&states) {
@@ -263,7 +263,7 @@ fn run_json(
     let waiting = latest.state == "open";
     json!({
         "run": paused.run_id(), "status": paused.status().as_str(),
-        "requested_by": paused.state().requested_by,
+        "requested_by": paused.state().requested_by, "client": paused.state().client,
         "owner": latest.owner, "state": latest.state, "execution": latest.execution,
         "standing": latest.standing(), "outcome": latest.outcome,
         "digest": waiting.then(|| paused.digest().as_str().to_owned()),
@@ -282,6 +282,7 @@ fn run_json(
             "verdict": d.record.verdict.as_str(), "summary": d.record.summary(),
             "by": d.record.decided_by,
             "named_by": d.record.decided_by_source.as_str(),
+            "channel": d.record.channel.map(toolgate::identity::Channel::as_str),
             "self_decided": d.record.self_decided,
             "tools": d.record.tools, "voided": d.record.voided, "partial": d.partial,
             "policy_revision": d.policy_revision, "calls": d.record.calls,
@@ -324,7 +325,9 @@ fn print_reviewed(run: &SuspendedRun) {
 /// Every decision on the run, partial and voided ones too.
 fn print_decisions(out: Out, decisions: &[toolgate_store::StoredDecision]) {
     if !decisions.is_empty() {
-        let mut table = out.table(&["DECISION", "BY", "NAMED BY", "SELF", "CALLS", "STANDS"]);
+        let mut table = out.table(&[
+            "DECISION", "BY", "NAMED BY", "CHANNEL", "SELF", "CALLS", "STANDS",
+        ]);
         for d in decisions {
             let record = &d.record;
             table.row([
@@ -335,6 +338,11 @@ fn print_decisions(out: Out, decisions: &[toolgate_store::StoredDecision]) {
                 }),
                 Col::from(&record.decided_by),
                 Col::from(record.decided_by_source.as_str()),
+                Col::from(
+                    record
+                        .channel
+                        .map_or("not recorded", toolgate::identity::Channel::as_str),
+                ),
                 Col::from(if record.self_decided { "yes" } else { "no" }),
                 Col::from(audited_calls(record)),
                 Col::from(

@@ -23,6 +23,7 @@ fn server_json(server: &ServerRecord) -> Value {
         "data_class_stored": server.data_class_stored,
         "approval": approval_word(server.approval),
         "enabled": server.enabled,
+        "elicitation": server.elicitation,
         "usable": server.is_usable(),
         "inert_reason": server.inert_reason(),
         "import": server.import,
@@ -72,6 +73,9 @@ pub(super) async fn server(store: &Store, out: Out, command: ServerCommand) -> R
                     .unwrap_or_default()
             );
             Ok(())
+        }
+        ServerCommand::Elicitation { id, setting } => {
+            set_elicitation(store, out, &id, setting == "on").await
         }
         ServerCommand::Enable { id } => {
             store.set_enabled(&id, true).await?;
@@ -402,6 +406,14 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
     ]);
     table.row([Col::from("enabled"), Col::from(s.enabled.to_string())]);
     table.row([
+        Col::from("elicitation"),
+        Col::from(if s.elicitation {
+            "on: a requester may answer through their own client"
+        } else {
+            "off: operators answer"
+        }),
+    ]);
+    table.row([
         Col::from("state"),
         Col::from(
             s.inert_reason()
@@ -449,5 +461,22 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
         id,
         id
     );
+    Ok(())
+}
+
+/// `server elicitation SERVER on|off`.
+async fn set_elicitation(store: &Store, out: Out, id: &str, on: bool) -> Result<(), Failure> {
+    store.set_elicitation(id, on).await?;
+    if out.json {
+        return out.json(&json!({"server": id, "elicitation": on}));
+    }
+    if on {
+        say!(
+            "server `{}`: a requester may answer its calls through their own client; an approval so given is still theirs — refused under four eyes, never one of several approvers",
+            id
+        );
+    } else {
+        say!("server `{}`: its calls are answered by operators only", id);
+    }
     Ok(())
 }

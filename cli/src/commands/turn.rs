@@ -62,7 +62,8 @@ pub(super) async fn show_with_states(
     if out.json {
         return out.json(&json!({
             "run": run.run_id(), "status": run.status().as_str(),
-            "requested_by": run.state().requested_by, "digest": run.digest().as_str(),
+            "requested_by": run.state().requested_by, "client": run.state().client,
+            "digest": run.digest().as_str(),
             "pending": run.pending(), "input_schema": input.as_ref().map(|i| &i.1),
             "expires_at": run.expires_at_ms(),
         }));
@@ -71,7 +72,7 @@ pub(super) async fn show_with_states(
         "run {} — {} — requested by {}",
         run.run_id(),
         run.status().as_str().replace('_', " "),
-        run.state().requested_by
+        requester(run.state())
     );
     let mut table = out.table(&["CALL", "TOOL", "GATE", "ARGUMENTS", "STATE"]);
     let mut asking = Vec::new();
@@ -144,4 +145,17 @@ pub(super) async fn show_with_states(
     );
     say!("digest: {}", run.digest().as_str());
     Ok(())
+}
+
+/// Who asked for a run, in words, raw (the line that shows it escapes it):
+/// the requester, and the MCP client they asked through as it declared
+/// itself — its word, not a fact.
+pub(super) fn requester(state: &toolgate::run::RunState) -> String {
+    match &state.client {
+        Some(client) => format!(
+            "{} through client `{client}` (as it declared itself)",
+            state.requested_by
+        ),
+        None => state.requested_by.clone(),
+    }
 }

@@ -53,8 +53,10 @@
 //!
 //! Version 6 adds the run option `one_call`, written only when true: a run
 //! of one call ([`Agent::call`](crate::Agent::call)), which finishes with
-//! its call's result and asks no model. A document of version 5 or earlier
-//! that holds it is refused; a build that reads only up to version 5 refuses
+//! its call's result and asks no model; and the run's `client`, the MCP
+//! client its requester asked through, as it declared itself, written only
+//! when there is one. A document of version 5 or earlier
+//! that holds either is refused; a build that reads only up to version 5 refuses
 //! a version-6 document as of an unknown version, so no such build resumes a
 //! run of one call as a run with a model.
 //!

@@ -13,6 +13,7 @@
 //! | `run.denied` | 3 | refused | optional (absent: none) |
 //! | `body.review` | 3 | refused | optional (absent: a turn paused before reviews were kept) |
 //! | `run.options.one_call` | 6 | refused | optional (absent: a run with a model) |
+//! | `run.client` | 6 | refused | optional (absent: no client asked) |
 //!
 //! A field a version always writes is required from that version on; a
 //! field stored by its absence when it holds its default stays optional,
@@ -23,6 +24,7 @@
 use serde::Deserialize;
 
 use super::{CorruptState, corrupt};
+use crate::identity::DeclaredClient;
 use crate::transcript::{
     DEFAULT_DENIED_REPEATS, DEFAULT_MAX_CALLS_PER_TURN, DeniedCall, Message, RunOptions, RunState,
 };
@@ -32,7 +34,8 @@ const CALL_CAP: u64 = 2;
 /// The version that added reviews, several approvers, decision expiry and
 /// the denied calls.
 const REVIEWS: u64 = 3;
-/// The version that added runs of one call.
+/// The version that added runs of one call and the client a requester
+/// asked through.
 const ONE_CALL: u64 = 6;
 
 /// A run as a document stores it, each later field kept as present or not.
@@ -45,6 +48,7 @@ pub(super) struct StoredRun {
     iterations: u32,
     options: StoredOptions,
     denied: Option<Vec<DeniedCall>>,
+    client: Option<DeclaredClient>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +84,7 @@ impl StoredRun {
             iterations,
             options,
             denied,
+            client,
         } = self;
         let max_calls = "run.options.max_calls_per_turn";
         known(
@@ -118,6 +123,7 @@ impl StoredRun {
             version,
             options.one_call.is_some(),
         )?;
+        known("run.client", ONE_CALL, version, client.is_some())?;
         Ok(RunState {
             run_id,
             requested_by,
@@ -136,6 +142,7 @@ impl StoredRun {
                 one_call: options.one_call.unwrap_or(false),
             },
             denied: denied.unwrap_or_default(),
+            client,
         })
     }
 }

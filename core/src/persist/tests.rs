@@ -87,6 +87,7 @@ fn state() -> impl Strategy<Value = RunState> {
                     ..RunOptions::default()
                 },
                 denied: Vec::new(),
+                client: None,
             },
         )
 }

@@ -372,6 +372,7 @@ impl<'a> Agent<'a> {
             iterations: 0,
             options: request.options,
             denied: Vec::new(),
+            client: None,
         };
         tracing::info!(run = %state.run_id, requested_by = %state.requested_by, "run started");
         self.drive(state).await

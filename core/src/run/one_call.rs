@@ -4,6 +4,7 @@
 //! crash safety apply to it unchanged, and finished with the call's result.
 
 use crate::erased::BoxFuture;
+use crate::identity::DeclaredClient;
 use crate::transcript::{Message, RunOptions, RunState, ToolCall};
 
 use super::{Agent, Model, ModelError, Outcome, Reply, RunError, ToolSpec, TurnOutcome};
@@ -19,6 +20,9 @@ pub struct CallRequest {
     /// The call, its tool named by its local name (a caller that received a
     /// wire name resolves it first, [`Catalogue::by_wire`](crate::registry::Catalogue::by_wire)).
     pub call: ToolCall,
+    /// The MCP client the requester asked through, as it declared itself:
+    /// shown beside the requester, never read by a decision.
+    pub client: Option<DeclaredClient>,
     /// How the run may proceed; `max_iterations` and `one_call` are set by
     /// [`Agent::call`].
     pub options: RunOptions,
@@ -35,6 +39,7 @@ impl CallRequest {
             requested_by: requested_by.into(),
             context: context.into(),
             call,
+            client: None,
             options: RunOptions::default(),
         }
     }
@@ -95,6 +100,7 @@ impl Agent<'_> {
                 ..request.options
             },
             denied: Vec::new(),
+            client: request.client,
         };
         tracing::info!(run = %state.run_id, requested_by = %state.requested_by, tool = %call.name, "run of one call started");
         let offered = self.registry.offer(state.options.allow.as_deref()).await;

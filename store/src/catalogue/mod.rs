@@ -13,6 +13,7 @@ pub(crate) use accept::pin_in;
 pub use accept::{Acceptance, Accepted};
 pub use bounds::CatalogueBounds;
 pub use stage::CatalogueStage;
+pub(crate) use stage::drop_stages_of;
 
 /// One tool as an import found it.
 #[derive(Debug, Clone, PartialEq)]
@@ -278,6 +279,12 @@ pub struct CatalogueChange {
     /// Tools that require approval until an operator accepts them: the
     /// server's approval is off and their definition is new or changed.
     pub quarantined: Vec<(String, Quarantine)>,
+    /// How many tools are live after the import (its digest covers them).
+    pub live: usize,
+    /// The digest of every live tool's definition as the import left them
+    /// — what [`Store::acceptance`] gives for all of them until the
+    /// catalogue changes again, taken in the import's own transaction.
+    pub digest: String,
 }
 
 fn json(value: &Value, what: &'static str) -> Result<String, StoreError> {

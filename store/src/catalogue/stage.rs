@@ -308,27 +308,29 @@ pub(super) async fn replace_in(
     .bind(stage.id)
     .execute(&mut *tx)
     .await?;
-    // Only a server whose approval is off quarantines: there, every live
-    // row is judged by the one rule, read a batch at a time.
+    // Every live row, read a batch at a time: the digest of the catalogue
+    // as stored (what an operator reviews before accepting it), and — on a
+    // server whose approval is off, the only kind that quarantines — each
+    // row judged by the one rule of pinning.
     let server = Query::new("SELECT * FROM mcp_server WHERE id = $1")
         .bind(server_id)
         .fetch_one(&mut *tx)
         .await?;
     let (_, approval) = crate::flag::approval_of(&server);
-    if approval != toolgate::OperatorDeclaration::ApprovalRequired {
-        Query::new(
-            "SELECT * FROM mcp_tool WHERE server_id = $1 AND orphaned = 0 ORDER BY local_name",
-        )
+    let mut digest = toolgate::suspend::DefinitionsDigest::new(server_id);
+    Query::new("SELECT * FROM mcp_tool WHERE server_id = $1 AND orphaned = 0 ORDER BY local_name")
         .bind(server_id)
         .fetch_each(&mut *tx, |row| {
             let row = CatalogueRow::from_row(row)?;
+            digest.add(&row.local_name, &row.definition());
+            change.live += 1;
             if let Some(why) = row.quarantine(approval) {
                 change.quarantined.push((row.local_name, why));
             }
             Ok::<_, StoreError>(())
         })
         .await?;
-    }
+    change.digest = digest.finish();
     if let Some(bounds) = bounds {
         within_bounds(tx, server_id, bounds).await?;
     }
@@ -344,6 +346,23 @@ pub(super) async fn delete_in(tx: &mut Tx, id: i64) -> Result<(), StoreError> {
         .await?;
     Query::new("DELETE FROM catalogue_stage WHERE id = $1")
         .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// Deletes every stage of `server_id`, with its rows: the server is being
+/// removed, and an import of it still running must not outlive it.
+pub(crate) async fn drop_stages_of(tx: &mut Tx, server_id: &str) -> Result<(), StoreError> {
+    Query::new(
+        "DELETE FROM catalogue_stage_tool WHERE stage_id IN
+           (SELECT id FROM catalogue_stage WHERE server_id = $1)",
+    )
+    .bind(server_id)
+    .execute(&mut *tx)
+    .await?;
+    Query::new("DELETE FROM catalogue_stage WHERE server_id = $1")
+        .bind(server_id)
         .execute(&mut *tx)
         .await?;
     Ok(())

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
-use toolgate::identity::{self, IdentitySource, Operator};
+use toolgate::identity::{self, Channel, IdentitySource, Operator};
 use toolgate::journal::{
     Action, CallRecord, TurnPlan, check_rerun, rerun_choosers, rerun_stands, reruns_required,
 };
@@ -503,6 +503,7 @@ impl Store {
         choosing: &Choosing<'_>,
     ) -> Result<Chosen, ClaimError> {
         self.check_keyed()?;
+        not_through_a_client(run_id, by)?;
         let (_writer, mut tx) = self.write().await?;
         tx.lock_run(run_id).await?;
         let found = self.find_unknown(On::Tx(&mut tx), run_id).await?;
@@ -599,4 +600,15 @@ impl Store {
         tracing::info!(run = %run_id, by = %by, source = %by.source(), choice = choosing.choice.as_str(), call = %chosen.call_id, stands, "choice recorded for a call whose outcome is unknown");
         Ok(chosen)
     }
+}
+
+/// Whether a call that may have run runs again is an operator's choice,
+/// never the requester's through their own client.
+fn not_through_a_client(run_id: &str, by: &Operator) -> Result<(), ClaimError> {
+    if by.channel() == Channel::Elicitation {
+        return Err(ClaimError::ChoiceThroughClient {
+            run_id: run_id.to_owned(),
+        });
+    }
+    Ok(())
 }

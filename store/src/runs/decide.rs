@@ -65,6 +65,11 @@ impl Store {
         }
         refuse_replay(&mut tx, run_id, &expected).await?;
         let verdict = answer.kind();
+        // The requester's own client first: its rule says why better than
+        // four eyes' own refusal would.
+        if decided_by.channel() == identity::Channel::Elicitation {
+            check_elicited(&mut tx, run_id, &run, decided_by, verdict).await?;
+        }
         let per_call = check_answer(run_id, &run, &expected, decided_by, &answer)?;
         let (calls, calls_text) = audit_of(&run, per_call.as_ref())?;
         let need = run.state().options.approvals_required.max(1);
@@ -91,6 +96,7 @@ impl Store {
             run_id: run_id.to_owned(),
             decided_by: decided_by.name().to_owned(),
             decided_by_source: decided_by.source(),
+            channel: Some(decided_by.channel()),
             self_decided: identity::same_person(decided_by.name(), &requested_by),
             requested_by,
             at_unix_ms: u64::try_from(now).unwrap_or(0),
@@ -159,8 +165,8 @@ impl Store {
             .scalar(&mut *tx)
             .await?;
         let id = Query::new(
-            "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac, input, calls, policy_revision, partial)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+            "INSERT INTO decision (suspension_id, run_id, verdict, decided_by, decided_by_source, requested_by, self_decided, digest, tools, decided_at, mac, input, calls, policy_revision, partial, channel)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
              RETURNING id",
         )
         .bind(suspension_id)
@@ -178,6 +184,7 @@ impl Store {
         .bind(calls_text)
         .bind(revision)
         .bind(i64::from(partial))
+        .bind(record.channel.map(identity::Channel::as_str))
         .scalar::<i64>(&mut *tx)
         .await?;
         if let Some(mac) = &mac {
@@ -324,6 +331,7 @@ impl Store {
             decided_by_source: IdentitySource::from_name(
                 &row.try_get::<String, _>("decided_by_source")?,
             ),
+            channel: channel_of(row)?,
             requested_by: row.try_get("requested_by")?,
             self_decided: row.try_get::<i64, _>("self_decided")? == 1,
             at_unix_ms: u64::try_from(row.try_get::<i64, _>("decided_at")?).unwrap_or(0),
@@ -582,5 +590,75 @@ async fn refuse_replay(tx: &mut Tx, run_id: &str, digest: &TurnDigest) -> Result
             by: Some(by),
         }),
         None => Ok(()),
+    }
+}
+
+/// The rules of a decision through the requester's own client
+/// (elicitation): an approval only as the core's rule takes it
+/// ([`identity::elicited_approval_problem`]), and any answer only on calls
+/// whose servers' operators turned elicitation on — read fail-closed: only
+/// a stored 1 is on, and a tool no server supplies (a builtin) never is.
+async fn check_elicited(
+    tx: &mut Tx,
+    run_id: &str,
+    run: &SuspendedRun,
+    decided_by: &Operator,
+    verdict: DecisionKind,
+) -> Result<(), ClaimError> {
+    if verdict == DecisionKind::Approved
+        && let Some(why) = identity::elicited_approval_problem(
+            decided_by.channel(),
+            decided_by,
+            &run.state().requested_by,
+            &run.state().options,
+        )
+    {
+        return Err(ClaimError::Refused {
+            run_id: run_id.to_owned(),
+            reason: toolgate::suspend::Refusal::ElicitedApproval { why },
+        });
+    }
+    for call in run.pending() {
+        let on: Option<i64> = Query::new(
+            "SELECT s.elicitation FROM mcp_tool t JOIN mcp_server s ON s.id = t.server_id
+             WHERE t.local_name = $1 AND t.orphaned = 0",
+        )
+        .bind(&call.name)
+        .scalar_optional(&mut *tx)
+        .await?;
+        let why = match on {
+            Some(1) => continue,
+            Some(_) => format!(
+                "call `{}` is to `{}`, whose server's operator has not turned elicitation on",
+                toolgate::visible::visible(&call.id),
+                toolgate::visible::visible(&call.name)
+            ),
+            None => format!(
+                "call `{}` is to `{}`, which no server supplies",
+                toolgate::visible::visible(&call.id),
+                toolgate::visible::visible(&call.name)
+            ),
+        };
+        return Err(ClaimError::ElicitationOff {
+            run_id: run_id.to_owned(),
+            why,
+        });
+    }
+    Ok(())
+}
+
+/// A decision row's channel: `None` in rows (and schemas) from before
+/// channels were kept; a value no build writes is unreadable, not a guess.
+fn channel_of(row: &Row) -> Result<Option<identity::Channel>, StoreError> {
+    let unreadable = |what: String| StoreError::Unreadable {
+        what: "decision channel",
+        reason: format!("{what} is not a channel"),
+    };
+    match row.value("channel") {
+        None | Some(crate::db::Val::Null) => Ok(None),
+        Some(crate::db::Val::Text(text)) => identity::Channel::from_name(text)
+            .map(Some)
+            .ok_or_else(|| unreadable(format!("`{}`", toolgate::visible::visible(text)))),
+        Some(_) => Err(unreadable("a value that is not text".to_owned())),
     }
 }

@@ -102,6 +102,27 @@ pub enum ClaimError {
         /// Why.
         reason: Refusal,
     },
+    /// A decision through the requester's own client (elicitation) on a
+    /// call whose server's operator did not turn elicitation on — or on a
+    /// tool no server supplies; nothing was changed.
+    #[error(
+        "run `{run_id}` cannot be decided through the requester's own client: {why}; an operator turns elicitation on per server (`toolgate server elicitation SERVER on`)"
+    )]
+    ElicitationOff {
+        /// The run.
+        run_id: String,
+        /// Which call's tool, and why.
+        why: String,
+    },
+    /// A rerun or skip chosen through the requester's own client: whether a
+    /// call that may have run runs again is an operator's choice.
+    #[error(
+        "run `{run_id}`: whether a call whose outcome is unknown runs again is an operator's choice, never made through the requester's own client"
+    )]
+    ChoiceThroughClient {
+        /// The run.
+        run_id: String,
+    },
     /// A choice names a call that is not the one whose outcome is unknown.
     #[error(
         "run `{run_id}` has no call `{call_id}` whose outcome is unknown; {}",
