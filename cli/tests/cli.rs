@@ -1584,7 +1584,7 @@ fn a_rerun_is_a_decision_bound_by_four_eyes() {
     assert_eq!(
         call["choices"],
         serde_json::json!([
-            "rerun by bob (name from flag, attempt 1): the notes server shows no such note"
+            "rerun by bob (name from flag, through console, attempt 1): the notes server shows no such note"
         ])
     );
 }

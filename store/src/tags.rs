@@ -81,14 +81,24 @@ pub(crate) struct Choice<'a> {
     pub(crate) named: Option<(&'a str, &'a str)>,
     pub(crate) reason: Option<&'a str>,
     pub(crate) at_unix_ms: i64,
+    /// How it reached the record; `None` for a choice recorded before
+    /// channels were kept.
+    pub(crate) channel: Option<&'a str>,
 }
 
 /// What a choice's tag covers. Choices recorded before they named their call
-/// keep the layout they were tagged with (`v1`: who chose what, no more).
+/// keep the layout they were tagged with (`v1`: who chose what, no more);
+/// those recorded before channels were kept, theirs (`v2`); from then on the
+/// channel is covered too (`v3`).
 pub(crate) fn choice(c: &Choice<'_>) -> Vec<u8> {
     match c.named {
         Some((call_id, digest)) => {
-            let mut bytes = b"toolgate.choice.v2\n".to_vec();
+            let layout: &[u8] = if c.channel.is_some() {
+                b"toolgate.choice.v3\n"
+            } else {
+                b"toolgate.choice.v2\n"
+            };
+            let mut bytes = layout.to_vec();
             // An array of plain values written to a Vec cannot fail.
             let _ = serde_json::to_writer(
                 &mut bytes,
@@ -106,6 +116,10 @@ pub(crate) fn choice(c: &Choice<'_>) -> Vec<u8> {
                     c.at_unix_ms,
                 ]),
             );
+            if let Some(channel) = c.channel {
+                bytes.push(b'\n');
+                bytes.extend_from_slice(channel.as_bytes());
+            }
             bytes
         }
         None => format!(

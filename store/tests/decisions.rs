@@ -927,8 +927,8 @@ async fn a_rerun_of_a_run_that_needs_two_approvers_needs_two_people() {
     assert_eq!(
         history.calls[0].choices,
         [
-            "rerun by bob (name from flag, attempt 1): the payment processor has no record of it",
-            "rerun by carol (name from flag, attempt 1): the payment processor has no record of it",
+            "rerun by bob (name from flag, through library, attempt 1): the payment processor has no record of it",
+            "rerun by carol (name from flag, through library, attempt 1): the payment processor has no record of it",
         ]
     );
 }

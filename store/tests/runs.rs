@@ -660,7 +660,7 @@ async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_cho
         assert_eq!(
             history.calls[0].choices,
             [format!(
-                "{} by carol (name from flag, attempt 1): the processor has no record of it",
+                "{} by carol (name from flag, through library, attempt 1): the processor has no record of it",
                 choice.as_str()
             )]
         );

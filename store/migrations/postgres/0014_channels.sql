@@ -1,4 +1,4 @@
--- People and channels: how each decision reached the record (`console`,
+-- People and channels: how each decision and choice reached the record (`console`,
 -- `inbox`, `elicitation`, `proxy`, `library`; NULL in rows written before
 -- channels were kept), and, per server, whether its operator lets a
 -- requester answer through their own MCP client (elicitation) — off unless
@@ -7,3 +7,5 @@
 ALTER TABLE decision ADD COLUMN channel TEXT;
 
 ALTER TABLE mcp_server ADD COLUMN elicitation BIGINT NOT NULL DEFAULT 0;
+
+ALTER TABLE execution_choice ADD COLUMN channel TEXT;

@@ -85,6 +85,9 @@ pub struct RecordedChoice {
     pub attempt: i64,
     /// When, in milliseconds since the Unix epoch.
     pub at_unix_ms: i64,
+    /// How it reached the record; `None` for choices recorded before
+    /// channels were kept.
+    pub channel: Option<Channel>,
 }
 
 /// As the run's history lists it, raw: whoever shows it escapes it.
@@ -92,10 +95,13 @@ impl std::fmt::Display for RecordedChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} by {} (name from {}, attempt {})",
+            "{} by {} (name from {}{}, attempt {})",
             self.choice.as_str(),
             self.by,
             self.source,
+            self.channel
+                .map(|c| format!(", through {c}"))
+                .unwrap_or_default(),
             self.attempt
         )?;
         if let Some(reason) = &self.reason {
@@ -260,6 +266,7 @@ impl ChoiceRow {
             named: self.call_id.as_deref().zip(self.digest.as_deref()),
             reason: c.reason.as_deref(),
             at_unix_ms: c.at_unix_ms,
+            channel: c.channel.map(Channel::as_str),
         })
     }
 
@@ -280,6 +287,7 @@ impl ChoiceRow {
                 reason: row.try_get("reason")?,
                 attempt: row.try_get("attempt")?,
                 at_unix_ms: row.try_get("decided_at")?,
+                channel: crate::runs::channel_of(row, "operator choice")?,
             },
         })
     }
@@ -300,7 +308,7 @@ impl Store {
         plan_id: i64,
     ) -> Result<Vec<ChoiceRow>, StoreError> {
         let rows = Query::new(
-            "SELECT call_index, attempt, choice, decided_by, decided_by_source, decided_at, call_id, digest, reason, mac
+            "SELECT *
              FROM execution_choice WHERE plan_id = $1 ORDER BY id",
         )
         .bind(plan_id)
@@ -548,29 +556,13 @@ impl Store {
                 reason: Some(choosing.reason.to_owned()),
                 attempt: i64::from(call.attempt),
                 at_unix_ms: now,
+                channel: Some(by.channel()),
             },
         };
         let mac = self
             .key()
             .map(|key| key.tag(&row.tagged(found.suspension_id, i64::from(call.turn))));
-        let id = Query::new(
-            "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at, call_id, digest, reason, mac)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-             RETURNING id",
-        )
-        .bind(found.plan_id)
-        .bind(row.index)
-        .bind(row.choice.attempt)
-        .bind(choosing.choice.as_str())
-        .bind(by.name())
-        .bind(by.source().as_str())
-        .bind(now)
-        .bind(row.call_id.clone())
-        .bind(row.digest.clone())
-        .bind(row.choice.reason.clone())
-        .bind(mac.clone())
-        .scalar::<i64>(&mut tx)
-        .await?;
+        let id = insert_choice(&mut tx, found.plan_id, &row, mac.clone()).await?;
         if let Some(mac) = &mac {
             crate::chain::append(
                 &mut tx,
@@ -611,4 +603,33 @@ fn not_through_a_client(run_id: &str, by: &Operator) -> Result<(), ClaimError> {
         });
     }
     Ok(())
+}
+
+/// Writes a choice row; its id.
+async fn insert_choice(
+    tx: &mut crate::db::Tx,
+    plan_id: i64,
+    row: &ChoiceRow,
+    mac: Option<String>,
+) -> Result<i64, StoreError> {
+    let c = &row.choice;
+    Query::new(
+        "INSERT INTO execution_choice (plan_id, call_index, attempt, choice, decided_by, decided_by_source, decided_at, call_id, digest, reason, mac, channel)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+         RETURNING id",
+    )
+    .bind(plan_id)
+    .bind(row.index)
+    .bind(c.attempt)
+    .bind(c.choice.as_str())
+    .bind(&c.by)
+    .bind(c.source.as_str())
+    .bind(c.at_unix_ms)
+    .bind(row.call_id.clone())
+    .bind(row.digest.clone())
+    .bind(c.reason.clone())
+    .bind(mac)
+    .bind(c.channel.map(Channel::as_str))
+    .scalar::<i64>(&mut *tx)
+    .await
 }

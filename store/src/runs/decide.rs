@@ -331,7 +331,7 @@ impl Store {
             decided_by_source: IdentitySource::from_name(
                 &row.try_get::<String, _>("decided_by_source")?,
             ),
-            channel: channel_of(row)?,
+            channel: channel_of(row, "decision channel")?,
             requested_by: row.try_get("requested_by")?,
             self_decided: row.try_get::<i64, _>("self_decided")? == 1,
             at_unix_ms: u64::try_from(row.try_get::<i64, _>("decided_at")?).unwrap_or(0),
@@ -647,11 +647,15 @@ async fn check_elicited(
     Ok(())
 }
 
-/// A decision row's channel: `None` in rows (and schemas) from before
-/// channels were kept; a value no build writes is unreadable, not a guess.
-fn channel_of(row: &Row) -> Result<Option<identity::Channel>, StoreError> {
+/// A decision's (or a choice's) channel: `None` in rows, and schemas, from
+/// before channels were kept; a value no build writes is unreadable, not a
+/// guess.
+pub(crate) fn channel_of(
+    row: &Row,
+    of: &'static str,
+) -> Result<Option<identity::Channel>, StoreError> {
     let unreadable = |what: String| StoreError::Unreadable {
-        what: "decision channel",
+        what: of,
         reason: format!("{what} is not a channel"),
     };
     match row.value("channel") {

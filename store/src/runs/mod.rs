@@ -15,6 +15,7 @@ use crate::suspension::{Execution, State};
 use crate::{Store, StoreError, now_ms};
 
 mod decide;
+pub(crate) use decide::channel_of;
 mod error;
 
 pub use error::{ClaimError, LoadError};
