@@ -18,7 +18,7 @@ use toolgate::run::{CallRequest, NoModel, Outcome, Reply, RunRequest, ToolCall};
 use toolgate::suspend::SuspendedRun;
 use toolgate::testing::{MemoryLog, ScriptedModel};
 use toolgate::{Agent, Execute, Registry, Tool, ToolOutput};
-use toolgate_store::{Answer, CallHost, Ended, Host, Store, StoreError};
+use toolgate_store::{Answer, CallHost, Ended, Host, Query, Store, StoreError};
 
 mod backend;
 use backend::TestDb;
@@ -61,6 +61,26 @@ async fn one_call(registry: &Registry) -> SuspendedRun {
     match agent.call(request).await {
         Ok(Outcome::AwaitingApproval(run)) => SuspendedRun::AwaitingApproval(run),
         other => panic!("a pause for approval: {other:?}"),
+    }
+}
+
+/// A paused run with a model, of the same write.
+async fn with_a_model(registry: &Registry) -> SuspendedRun {
+    let model = ScriptedModel::new([Reply::Calls {
+        content: None,
+        calls: vec![ToolCall {
+            id: "c1".into(),
+            name: "delete_branch".into(),
+            arguments: json!({}),
+        }],
+    }]);
+    let log = MemoryLog::new();
+    match Agent::new(registry, &model, &log)
+        .start(RunRequest::new("alice", "tidy up"))
+        .await
+    {
+        Ok(Outcome::AwaitingApproval(run)) => SuspendedRun::AwaitingApproval(run),
+        other => panic!("{other:?}"),
     }
 }
 
@@ -107,22 +127,7 @@ async fn the_gateways_names_and_runs_are_its_own() {
         Err(StoreError::OneCallRun { .. })
     ));
     let gateway = CallHost::new(store.clone(), "gateway.zed").unwrap();
-    let model = ScriptedModel::new([Reply::Calls {
-        content: None,
-        calls: vec![ToolCall {
-            id: "c1".into(),
-            name: "delete_branch".into(),
-            arguments: json!({}),
-        }],
-    }]);
-    let log = MemoryLog::new();
-    let with_a_model = match Agent::new(&registry, &model, &log)
-        .start(RunRequest::new("alice", "tidy up"))
-        .await
-    {
-        Ok(Outcome::AwaitingApproval(run)) => SuspendedRun::AwaitingApproval(run),
-        other => panic!("{other:?}"),
-    };
+    let with_a_model = with_a_model(&registry).await;
     assert!(matches!(
         gateway.save(&with_a_model).await,
         Err(StoreError::NotOneCall { .. })
@@ -148,22 +153,7 @@ async fn a_run_of_one_call_is_resumed_only_by_the_host_that_holds_it() {
     let run = one_call(&registry).await;
     let worker = Host::new(store.clone(), "worker").unwrap();
     let gateway = CallHost::new(store.clone(), "gateway.zed").unwrap();
-    let model = ScriptedModel::new([Reply::Calls {
-        content: None,
-        calls: vec![ToolCall {
-            id: "c1".into(),
-            name: "delete_branch".into(),
-            arguments: json!({}),
-        }],
-    }]);
-    let log = MemoryLog::new();
-    let with_a_model = match Agent::new(&registry, &model, &log)
-        .start(RunRequest::new("alice", "tidy up"))
-        .await
-    {
-        Ok(Outcome::AwaitingApproval(run)) => SuspendedRun::AwaitingApproval(run),
-        other => panic!("{other:?}"),
-    };
+    let with_a_model = with_a_model(&registry).await;
     gateway.save(&run).await.unwrap();
     worker.save(&with_a_model).await.unwrap();
     store
@@ -243,4 +233,45 @@ async fn a_run_of_one_call_is_resumed_only_by_the_host_that_holds_it() {
         "the operator (bob) denied this call; it was not executed"
     );
     assert_eq!(ran.load(Ordering::SeqCst), 1, "a denied call never runs");
+}
+
+/// A run of one call whose row was re-owned outside the store: a host that
+/// resumes runs with a model claims it by its owner column, and refuses it
+/// — sets it aside, runs nothing.
+#[tokio::test]
+async fn a_run_of_one_call_moved_to_another_host_is_refused_there() {
+    let dir = TestDb::new().await;
+    let store = Store::open(dir.location()).await.unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let registry = Registry::builder()
+        .builtin(DeleteBranch(Arc::clone(&ran)))
+        .build()
+        .unwrap();
+    let worker = Host::new(store.clone(), "worker").unwrap();
+    let gateway = CallHost::new(store.clone(), "gateway.zed").unwrap();
+    let moved = one_call(&registry).await;
+    gateway.save(&moved).await.unwrap();
+    store
+        .decide(
+            moved.run_id(),
+            Some(&moved.digest()),
+            &operator("bob"),
+            Answer::Approve,
+        )
+        .await
+        .unwrap();
+    Query::new("UPDATE suspended_run SET owner = 'worker' WHERE run_id = $1")
+        .bind(moved.run_id())
+        .execute_on(&store)
+        .await
+        .unwrap();
+    assert!(worker.next().await.unwrap().is_none());
+    let aside = worker.set_aside();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert!(
+        aside[0].reason.contains("it is a run of one call"),
+        "{}",
+        aside[0].reason
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "nothing ran");
 }

@@ -10,11 +10,15 @@
 )]
 
 use serde_json::{Map, Value, json};
+use toolgate::erased::{BoxFuture, ErasedTool};
 use toolgate::identity::{Channel, DeclaredClient, IdentitySource, Operator};
+use toolgate::registry::{ProviderError, Revision, ToolProvider};
 use toolgate::run::{CallRequest, NoModel, Outcome, RunOptions, ToolCall};
 use toolgate::suspend::{Refusal, SuspendedRun};
 use toolgate::testing::MemoryLog;
-use toolgate::{Agent, Execute, Registry, Tool, ToolOutput};
+use toolgate::{
+    Agent, Execute, OperatorDeclaration, Registry, RemoteApproval, RemoteTool, Tool, ToolOutput,
+};
 use toolgate_store::{
     Answer, CallHost, ClaimError, DataClass, ImportedTool, NewServer, Query, Store, StoreError,
     Transport,
@@ -29,16 +33,49 @@ fn on_postgres() {
     backend::rerun_on_postgres();
 }
 
-/// Stands in for the notes server's tool: the name the catalogue lists.
+/// The notes server's tool, as a provider supplies it: remote, its approval
+/// the operator's (required).
 #[derive(Tool)]
-#[tool(effect = non_idempotent_write, name = "notes.write_note")]
+#[tool(remote, operator_approval, effect = non_idempotent_write, name = "notes.write_note")]
+#[tool(description = "via the external MCP server `notes`: writes a note")]
 struct WriteNote;
+
+impl RemoteTool for WriteNote {
+    fn server(&self) -> &str {
+        "notes"
+    }
+}
+
+impl RemoteApproval for WriteNote {
+    fn operator_declaration(&self) -> OperatorDeclaration {
+        OperatorDeclaration::ApprovalRequired
+    }
+}
 
 impl Execute for WriteNote {
     type Args = Map<String, Value>;
     async fn execute(&self, _: Self::Args) -> ToolOutput {
         ToolOutput::text("written")
     }
+}
+
+/// Supplies the notes server's tool.
+struct Notes;
+
+impl ToolProvider for Notes {
+    fn name(&self) -> &str {
+        "notes"
+    }
+    fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>> {
+        Box::pin(async { Ok(vec![ErasedTool::new(WriteNote)]) })
+    }
+    fn revision(&self) -> BoxFuture<'_, Result<Revision, ProviderError>> {
+        Box::pin(async { Ok(Revision::Fixed) })
+    }
+}
+
+fn registry() -> Registry {
+    Registry::builder().provider(Notes).build().unwrap()
 }
 
 fn key() -> toolgate::integrity::IntegrityKey {
@@ -139,7 +176,7 @@ fn elicited(result: Result<toolgate_store::Recorded, ClaimError>) -> &'static st
 async fn every_decision_records_its_channel() {
     let dir = TestDb::new().await;
     let store = store(&dir).await;
-    let registry = Registry::builder().builtin(WriteNote).build().unwrap();
+    let registry = registry();
 
     let run = paused(&store, &registry, RunOptions::default()).await;
     let loaded = store.load_suspended(run.run_id()).await.unwrap();
@@ -207,7 +244,7 @@ async fn every_decision_records_its_channel() {
 async fn an_answer_through_the_requesters_client_is_the_requesters_own() {
     let dir = TestDb::new().await;
     let store = store(&dir).await;
-    let registry = Registry::builder().builtin(WriteNote).build().unwrap();
+    let registry = registry();
     let alice = || person("alice").via(Channel::Elicitation);
 
     let run = paused(&store, &registry, RunOptions::default()).await;
@@ -239,19 +276,22 @@ async fn an_answer_through_the_requesters_client_is_the_requesters_own() {
             .elicitation
     );
 
-    // Someone else's name through the requester's client is refused.
-    assert!(
-        elicited(
-            decide(
-                &store,
-                &run,
-                person("bob").via(Channel::Elicitation),
-                Answer::Approve
-            )
-            .await
-        )
-        .contains("recorded under the requester's name")
-    );
+    // Someone else's name through the requester's client is refused — for
+    // a denial too — and so is another spelling of the requester's, even
+    // one that folds to it.
+    for (name, answer) in [
+        ("bob", Answer::Approve),
+        ("mallory", Answer::Deny),
+        ("ALICE", Answer::Approve),
+        ("\u{430}lice", Answer::Deny),
+    ] {
+        let by = person(name).via(Channel::Elicitation);
+        assert!(
+            elicited(decide(&store, &run, by, answer).await)
+                .contains("recorded under the requester's name"),
+            "{name}"
+        );
+    }
     // Four eyes: the requester's own approval is no approval; a denial is.
     let four_eyes = RunOptions {
         four_eyes: true,
@@ -285,8 +325,40 @@ async fn an_answer_through_the_requesters_client_is_the_requesters_own() {
     assert_eq!(recorded.record.channel, Some(Channel::Elicitation));
     assert!(recorded.record.self_decided);
     assert!(recorded.is_complete());
+}
 
-    // A tool no server supplies is never answered through a client.
+/// A tool no server supplies is never answered through a client — even
+/// with a catalogue row of an elicitation server spelled like it.
+#[tokio::test]
+async fn a_tool_no_server_supplies_is_never_answered_through_a_client() {
+    let dir = TestDb::new().await;
+    let store = store(&dir).await;
+    store.set_elicitation("notes", true).await.unwrap();
+    let alice = || person("alice").via(Channel::Elicitation);
+    // A row no import writes: its local name is not the server's and the
+    // tool's.
+    store
+        .replace_catalogue(
+            "notes",
+            &[
+                ImportedTool {
+                    remote_name: "write_note".into(),
+                    local_name: "notes.write_note".into(),
+                    description: "Writes a note".into(),
+                    input_schema: json!({"type": "object"}),
+                    annotations: None,
+                },
+                ImportedTool {
+                    remote_name: "pay".into(),
+                    local_name: "pay".into(),
+                    description: "Looks like the builtin".into(),
+                    input_schema: json!({"type": "object"}),
+                    annotations: None,
+                },
+            ],
+        )
+        .await
+        .unwrap();
     let builtin = Registry::builder().builtin(Pay).build().unwrap();
     let log = MemoryLog::new();
     let agent = Agent::new(&builtin, &NoModel, &log);

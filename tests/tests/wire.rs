@@ -269,30 +269,28 @@ fn read_only(name: &str) -> std::sync::Arc<toolgate_tests::HandErased> {
     )
 }
 
-/// Builtins whose plain wire names clash are both hashed; two builtins that
-/// could not both keep a wire name — one named as the other's hashed wire
-/// name, which it takes as soon as its plain one clashes — are refused when
-/// the registry is built, naming both, so a provided tool can never take a
-/// builtin's name.
+/// Builtins whose plain wire names clash with a provided tool's are hashed;
+/// two builtins that could not both keep a wire name — one named as the
+/// other's hashed wire name, which it takes as soon as its plain one clashes
+/// — are refused when the registry is built, naming both, so a provided tool
+/// can never take a builtin's name.
 #[test]
 fn builtins_no_wire_name_can_tell_apart_are_refused() {
-    let (probe, _) = CountingProvider::new("probe", Vec::new());
+    let (provider, _) = CountingProvider::new("servers", vec![remote("read", "file")]);
     let probe = Registry::builder()
-        .builtin(ReadFile)
-        .erased(read_only("read.file"))
         .erased(read_only("read__file"))
-        .provider(probe)
+        .provider(provider)
         .build()
         .expect("boots: the two clash, and both are hashed");
     let names = runtime().block_on(names(&probe));
     let hashed = names
         .iter()
-        .find(|(local, _)| local == "read.file")
+        .find(|(local, _)| local == "read__file")
         .map(|(_, wire)| wire.clone())
         .expect("listed");
     assert!(hashed.starts_with("read__file_"), "{hashed}");
     let refused = Registry::builder()
-        .erased(read_only("read.file"))
+        .erased(read_only("read__file"))
         .erased(read_only(&hashed))
         .build();
     let Err(error) = refused else {
@@ -301,7 +299,46 @@ fn builtins_no_wire_name_can_tell_apart_are_refused() {
     assert_eq!(
         error.to_string(),
         format!(
-            "the tool registry refused to boot:\n  - builtins `read.file` and `{hashed}` could not both keep a wire name: the hashed wire name of one would be the other's, or the other's name; rename one"
+            "the tool registry refused to boot:\n  - builtins `read__file` and `{hashed}` could not both keep a wire name: the hashed wire name of one would be the other's, or the other's name; rename one"
         )
+    );
+}
+
+/// A local tool may not hold a `.`, which marks a server's tool: a builtin
+/// spelled like one is refused at boot, and a provided local tool so
+/// spelled is left out — neither can pass for that server's tool.
+#[tokio::test]
+async fn a_local_tool_cannot_take_a_servers_tool_name() {
+    let refused = Registry::builder()
+        .erased(read_only("notes.write_note"))
+        .build();
+    let Err(error) = refused else {
+        panic!("refused");
+    };
+    assert_eq!(
+        error.to_string(),
+        "the tool registry refused to boot:\n  - builtin `notes.write_note` has an unusable name: a local tool's name may not hold `.`, which marks a server's tool (`server.tool`)"
+    );
+    let (provider, _) = CountingProvider::new(
+        "mixed",
+        vec![
+            ErasedTool::from_dyn(read_only("notes.write_note")),
+            remote("notes", "read_note"),
+        ],
+    );
+    let registry = Registry::builder().provider(provider).build().unwrap();
+    let catalogue = registry.catalogue().await;
+    assert_eq!(catalogue.len(), 1);
+    assert!(catalogue.get("notes.read_note").is_some());
+    assert_eq!(
+        catalogue
+            .dropped()
+            .iter()
+            .map(|d| (d.name.as_str(), d.reason.to_string()))
+            .collect::<Vec<_>>(),
+        [(
+            "notes.write_note",
+            "unusable name: a local tool's name may not hold `.`, which marks a server's tool (`server.tool`)".to_owned()
+        )]
     );
 }

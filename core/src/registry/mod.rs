@@ -15,6 +15,16 @@ mod explain;
 pub use boot::{BootError, BootProblem, DropReason, DroppedTool, ProviderFailure};
 pub use explain::Explanation;
 
+/// Why a local tool may not take `name`, if it may not: a `.` marks a
+/// server's tool (`server.tool`), and a local tool spelled like one could
+/// pass for that server's tool — to a reviewer, and to any rule that finds
+/// a server by a tool's name.
+pub(crate) fn local_name_problem(name: &str) -> Option<&'static str> {
+    name.contains('.').then_some(
+        "a local tool's name may not hold `.`, which marks a server's tool (`server.tool`)",
+    )
+}
+
 /// Why a tool name is unusable, if it is: a local name must be 1–64
 /// characters of ASCII letters, digits, `_`, `-` and `.`. What a model or an
 /// MCP client is sent is the tool's wire name ([`crate::wire`]), which holds
@@ -412,7 +422,10 @@ impl RegistryBuilder {
         let mut seen = std::collections::HashSet::new();
         for tool in &self.tools {
             let name = tool.name();
-            if let Some(problem) = tool_name_problem(name) {
+            let local = tool.origin() == Origin::Local;
+            if let Some(problem) = tool_name_problem(name)
+                .or_else(|| local.then(|| local_name_problem(name)).flatten())
+            {
                 problems.push(BootProblem::InvalidName {
                     name: name.to_owned(),
                     problem,
@@ -540,6 +553,11 @@ impl Registry {
             };
             for tool in tools {
                 let reason = if let Some(problem) = tool_name_problem(tool.name()) {
+                    Some(DropReason::InvalidName(problem))
+                } else if let Some(problem) = (tool.origin() == Origin::Local)
+                    .then(|| local_name_problem(tool.name()))
+                    .flatten()
+                {
                     Some(DropReason::InvalidName(problem))
                 } else if let Err(rule) = tool.judgement() {
                     Some(DropReason::BrokenRule(rule))

@@ -66,17 +66,7 @@ impl CallHost {
     /// `poll`, and wakes at once when a decision is recorded through a
     /// handle of this process's store (or, on PostgreSQL, by anyone).
     pub async fn wait_for(&self, run_id: &str, poll: Duration) -> Result<Resumable, StoreError> {
-        self.host.store.listen();
-        loop {
-            let notified = self.host.store.inbox.notified();
-            if let Some(claimed) = self.claim(run_id).await? {
-                return Ok(claimed);
-            }
-            tokio::select! {
-                () = notified => {}
-                () = tokio::time::sleep(poll) => {}
-            }
-        }
+        self.host.wait_to_claim(poll, Some(run_id)).await
     }
 
     /// Resumes a claimed run of one call: the turn runs as decided, through

@@ -133,6 +133,7 @@ impl Host {
         // complete.
         self.store.verify_record(suspension_id).await?;
         if let Some((plan_id, plan)) = self.store.last_plan(suspension_id).await? {
+            self.may_resume(plan.run())?;
             let known = self
                 .store
                 .known_calls(suspension_id, &plan, plan_id)
@@ -146,6 +147,7 @@ impl Host {
         .fetch_one(&self.store.pool)
         .await?;
         let run = self.store.read_document(&row).map_err(StoreError::from)??;
+        self.may_resume(run.state())?;
         let (record, input) = self
             .store
             .standing_decision(suspension_id)
@@ -172,6 +174,33 @@ pub(super) enum Unresumable {
     /// It is decided, but no decision stands on it.
     #[error("it is decided, but holds no standing decision")]
     NoDecision,
+    /// A run of one call, claimed by a host that resumes runs with a model
+    /// (its row's owner was changed): only the gateway's host resumes it.
+    #[error(
+        "it is a run of one call, which only the gateway's host that holds the call resumes; its row names this host as its owner, which no save wrote"
+    )]
+    OneCall,
+    /// A run with a model, claimed by a host of runs of one call.
+    #[error(
+        "it is a run with a model, which a host of runs of one call never resumes; its row names this host as its owner, which no save wrote"
+    )]
+    NotOneCall,
+}
+
+impl Host {
+    /// Refuses a run this host may not resume, whatever its row's owner
+    /// says: a run of one call, unless this is a host of runs of one call,
+    /// and only such a run if it is — the rule a run is saved under, held
+    /// again when it is resumed.
+    fn may_resume(&self, run: &toolgate::run::RunState) -> Result<(), Unresumable> {
+        if run.options.one_call == crate::names::is_reserved_host_name(&self.name) {
+            Ok(())
+        } else if run.options.one_call {
+            Err(Unresumable::OneCall)
+        } else {
+            Err(Unresumable::NotOneCall)
+        }
+    }
 }
 
 /// A claim token unique to this claim: the process, the time and a counter,

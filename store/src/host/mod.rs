@@ -317,11 +317,25 @@ impl Host {
     /// and wakes at once when a decision is recorded through a handle of this
     /// process's store.
     pub async fn wait(&self, poll: Duration) -> Result<Resumable, StoreError> {
+        self.wait_to_claim(poll, None).await
+    }
+
+    /// Waits until a decided run of this host's — any ([`Host::next`]), or
+    /// only `run_id` ([`Host::claim_run`]) — is claimed.
+    pub(super) async fn wait_to_claim(
+        &self,
+        poll: Duration,
+        run_id: Option<&str>,
+    ) -> Result<Resumable, StoreError> {
         self.store.listen();
         loop {
             let notified = self.store.inbox.notified();
-            if let Some(next) = self.next().await? {
-                return Ok(next);
+            let claimed = match run_id {
+                None => self.next().await?,
+                Some(run_id) => self.claim_run(run_id).await?,
+            };
+            if let Some(claimed) = claimed {
+                return Ok(claimed);
             }
             tokio::select! {
                 () = notified => {}

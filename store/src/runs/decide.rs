@@ -605,6 +605,17 @@ async fn check_elicited(
     decided_by: &Operator,
     verdict: DecisionKind,
 ) -> Result<(), ClaimError> {
+    let refused = |why| ClaimError::Refused {
+        run_id: run_id.to_owned(),
+        reason: toolgate::suspend::Refusal::ElicitedApproval { why },
+    };
+    // Whatever the answer, it is the requester's, under the name the run
+    // records for them — not another spelling that folds to it.
+    if decided_by.name() != run.state().requested_by {
+        return Err(refused(
+            "an answer through the requester's own client is the requester's: it is recorded under the requester's name as the run records it, never another's",
+        ));
+    }
     if verdict == DecisionKind::Approved
         && let Some(why) = identity::elicited_approval_problem(
             decided_by.channel(),
@@ -613,15 +624,16 @@ async fn check_elicited(
             &run.state().options,
         )
     {
-        return Err(ClaimError::Refused {
-            run_id: run_id.to_owned(),
-            reason: toolgate::suspend::Refusal::ElicitedApproval { why },
-        });
+        return Err(refused(why));
     }
     for call in run.pending() {
+        // The server's own tool: its catalogue row, under the local name the
+        // server and its remote name make (a local tool may hold no `.`,
+        // so none can pass for it).
         let on: Option<i64> = Query::new(
             "SELECT s.elicitation FROM mcp_tool t JOIN mcp_server s ON s.id = t.server_id
-             WHERE t.local_name = $1 AND t.orphaned = 0",
+             WHERE t.local_name = $1 AND t.orphaned = 0
+               AND t.local_name = t.server_id || '.' || t.remote_name",
         )
         .bind(&call.name)
         .scalar_optional(&mut *tx)
