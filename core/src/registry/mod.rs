@@ -352,12 +352,8 @@ impl Offered {
     /// What the model is told of every offered tool: its wire name, its
     /// local name, its description and its schema.
     pub fn specs(&self) -> Vec<crate::run::ToolSpec> {
-        self.catalogue
-            .entries
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.mask.as_ref().is_none_or(|m| m[*i]))
-            .map(|(_, e)| crate::run::ToolSpec {
+        self.entries()
+            .map(|e| crate::run::ToolSpec {
                 name: e.wire.to_string(),
                 local_name: e.tool.name().to_owned(),
                 description: e.tool.description().to_owned(),
@@ -368,12 +364,17 @@ impl Offered {
 
     /// Every offered tool.
     pub fn tools(&self) -> impl Iterator<Item = &ErasedTool> {
+        self.entries().map(|e| &e.tool)
+    }
+
+    /// The catalogue's entries the offer holds, in catalogue order.
+    fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.catalogue
             .entries
             .iter()
             .enumerate()
             .filter(|(i, _)| self.mask.as_ref().is_none_or(|m| m[*i]))
-            .map(|(_, e)| &e.tool)
+            .map(|(_, e)| e)
     }
 
     /// The catalogue behind the offer.

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use crate::db::{Query, Tx, placeholders};
+use crate::db::{Arg, Query, Tx, placeholders};
 use crate::{Store, StoreError, now_ms};
 
 use super::bounds::within_bounds;
@@ -123,17 +123,7 @@ pub(super) async fn open_in(
     now: i64,
 ) -> Result<CatalogueStage, StoreError> {
     let stale = now.saturating_sub(CatalogueStage::KEPT_FOR_MS);
-    Query::new(
-        "DELETE FROM catalogue_stage_tool WHERE stage_id IN
-           (SELECT id FROM catalogue_stage WHERE touched_at < $1)",
-    )
-    .bind(stale)
-    .execute(&mut *tx)
-    .await?;
-    Query::new("DELETE FROM catalogue_stage WHERE touched_at < $1")
-        .bind(stale)
-        .execute(&mut *tx)
-        .await?;
+    delete_stages(tx, "touched_at < $1", Arg::Int(Some(stale))).await?;
     known_server(tx, server_id).await?;
     let id: i64 = Query::new(
         "INSERT INTO catalogue_stage (server_id, touched_at) VALUES ($1, $2) RETURNING id",
@@ -340,12 +330,21 @@ pub(super) async fn replace_in(
 
 /// Deletes a stage's rows, then the stage.
 pub(super) async fn delete_in(tx: &mut Tx, id: i64) -> Result<(), StoreError> {
-    Query::new("DELETE FROM catalogue_stage_tool WHERE stage_id = $1")
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    Query::new("DELETE FROM catalogue_stage WHERE id = $1")
-        .bind(id)
+    delete_stages(tx, "id = $1", Arg::Int(Some(id))).await
+}
+
+/// Deletes the stages `filter` (over `catalogue_stage`, one placeholder,
+/// `value`) picks, their rows first.
+async fn delete_stages(tx: &mut Tx, filter: &str, value: Arg) -> Result<(), StoreError> {
+    Query::new(format!(
+        "DELETE FROM catalogue_stage_tool WHERE stage_id IN
+           (SELECT id FROM catalogue_stage WHERE {filter})"
+    ))
+    .bind(value.clone())
+    .execute(&mut *tx)
+    .await?;
+    Query::new(format!("DELETE FROM catalogue_stage WHERE {filter}"))
+        .bind(value)
         .execute(&mut *tx)
         .await?;
     Ok(())
@@ -354,16 +353,5 @@ pub(super) async fn delete_in(tx: &mut Tx, id: i64) -> Result<(), StoreError> {
 /// Deletes every stage of `server_id`, with its rows: the server is being
 /// removed, and an import of it still running must not outlive it.
 pub(crate) async fn drop_stages_of(tx: &mut Tx, server_id: &str) -> Result<(), StoreError> {
-    Query::new(
-        "DELETE FROM catalogue_stage_tool WHERE stage_id IN
-           (SELECT id FROM catalogue_stage WHERE server_id = $1)",
-    )
-    .bind(server_id)
-    .execute(&mut *tx)
-    .await?;
-    Query::new("DELETE FROM catalogue_stage WHERE server_id = $1")
-        .bind(server_id)
-        .execute(&mut *tx)
-        .await?;
-    Ok(())
+    delete_stages(tx, "server_id = $1", Arg::Text(Some(server_id.to_owned()))).await
 }
