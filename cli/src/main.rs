@@ -87,6 +87,9 @@ pub(crate) enum Command {
     /// Be the demo's host: resume the decided runs it owns, as they are
     /// decided (`runs approve|deny|input` only record).
     Host(HostArgs),
+    /// Serve every registered server's tools over stdio, as one MCP server
+    /// whose every call passes the gate: point an MCP client at this.
+    Gateway(GatewayArgs),
     /// Serve the built-in MCP test server over stdio (used by the demo).
     #[command(hide = true, name = "mcp-test-server")]
     McpTestServer {
@@ -370,6 +373,21 @@ pub(crate) struct HostArgs {
     /// life, in milliseconds; another host picks it up after that.
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(10..))]
     pub(crate) lease_ms: u64,
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct GatewayArgs {
+    /// The requester of every call it serves: the name of the person whose
+    /// client this is.
+    #[arg(long, env = "TOOLGATE_GATEWAY_USER", default_value = "gateway")]
+    pub(crate) user: String,
+    /// The gateway's host name: `gateway`, or a name that begins `gateway.`.
+    #[arg(long, default_value = "gateway")]
+    pub(crate) name: String,
+    /// How long a gated call is held for an operator's decision, in seconds
+    /// (below the client's own timeout for a tool call).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) wait: u64,
 }
 
 #[derive(clap::Args, Debug)]

@@ -8,6 +8,7 @@
 mod decide;
 mod demo;
 mod form;
+mod gateway;
 mod host;
 mod identity;
 mod import;
@@ -85,6 +86,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Runs(command) => runs::runs(&store, &workspace, out, command).await,
         Command::Demo(args) => demo::demo(&store, &workspace, out, args).await,
         Command::Host(args) => host::host(&store, &workspace, out, args).await,
+        Command::Gateway(args) => gateway::gateway(&store, args).await,
         Command::McpTestServer { .. } => Ok(()),
     };
     store.close().await;
