@@ -104,9 +104,13 @@ fn text(result: &CallToolResult) -> String {
 async fn waiting(dir: &Path) -> (String, String) {
     for _ in 0..200 {
         let runs = json_of(dir, &["runs", "list"]);
-        if let Some([run]) = runs.as_array().map(Vec::as_slice)
-            && run["state"] == "open"
-        {
+        let open: Vec<&Value> = runs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["state"] == "open")
+            .collect();
+        if let [run] = open.as_slice() {
             let id = run["run"].as_str().unwrap().to_owned();
             let shown = json_of(dir, &["runs", "show", &id]);
             return (id, shown["digest"].as_str().unwrap().to_owned());
@@ -213,9 +217,38 @@ async fn a_call_past_the_wait_is_answered_with_its_run_and_stays_decidable() {
         "{said}"
     );
     assert!(said.contains("toolgate runs approve"), "{said}");
-    let (run, _) = waiting(dir).await;
+    let (run, digest) = waiting(dir).await;
     assert!(said.contains(&run), "{said}");
     assert_eq!(lines(&ledger), 0, "not run");
+
+    // Asked again before anyone decided: it waits on the same run.
+    let again = call(&client, "notes__write_note", json!({"text": "later"})).await;
+    assert!(text(&again).contains(&run), "{}", text(&again));
+    assert_eq!(
+        json_of(dir, &["runs", "list"]).as_array().map(Vec::len),
+        Some(1)
+    );
+
+    // Decided while the client was away; the same call again is answered by
+    // that decision, and runs once.
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let answered = call(&client, "notes__write_note", json!({"text": "later"})).await;
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1, "ran once");
+    // Answered, it is done: the same call once more is a new call, which
+    // waits — as does one with other arguments. Neither runs.
+    for text_ in ["later", "other"] {
+        let fresh = call(&client, "notes__write_note", json!({"text": text_})).await;
+        assert!(
+            text(&fresh).starts_with("the call waits for approval") && !text(&fresh).contains(&run),
+            "{}",
+            text(&fresh)
+        );
+    }
+    assert_eq!(lines(&ledger), 1, "nothing ran twice or unapproved");
     client.cancel().await.unwrap();
 }
 

@@ -213,7 +213,7 @@ pub fn elicited_approval_problem(
 
 /// An MCP client as it declared itself (`clientInfo`): its word, shown to a
 /// reviewer beside the requester, and never read by any decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeclaredClient {
     /// The name it gave, cut to [`MAX_NAME_CHARS`] characters.

@@ -25,6 +25,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -147,6 +148,7 @@ impl GatewayBuilder {
                 user: self.user,
                 wait: self.wait,
                 poll: self.poll,
+                waiting: std::sync::Mutex::default(),
             }),
         })
     }
@@ -165,6 +167,26 @@ struct Inner {
     user: String,
     wait: Duration,
     poll: Duration,
+    /// Calls answered "waits for approval", by what makes a call the same
+    /// call: a retry of one waits on (or is answered by) its run rather than
+    /// starting another.
+    waiting: std::sync::Mutex<HashMap<SameCall, Held>>,
+}
+
+/// What makes a retry the same call: the client, the tool and the
+/// arguments as canonical JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SameCall {
+    client: Option<DeclaredClient>,
+    tool: String,
+    arguments: String,
+}
+
+/// A held call's run, and the digest its decision must carry.
+#[derive(Debug, Clone)]
+struct Held {
+    run_id: String,
+    digest: String,
 }
 
 impl Gateway {
@@ -223,6 +245,19 @@ impl Gateway {
                 toolgate::visible::visible(wire_name)
             ));
         };
+        let same = SameCall {
+            client: client.clone(),
+            tool: local.to_owned(),
+            arguments: arguments.to_string(),
+        };
+        // The same call again, after it was answered "waits for approval":
+        // its run, not a new one.
+        let earlier = self.waiting().remove(&same);
+        if let Some(held) = earlier
+            && let Some(answer) = self.again(&same, held).await
+        {
+            return answer;
+        }
         let call = ToolCall {
             id: format!("call_{}", uuid::Uuid::new_v4().simple()),
             name: local.to_owned(),
@@ -241,7 +276,7 @@ impl Gateway {
         match agent.call(request).await {
             Ok(Outcome::Finished { state, .. }) => answer(&state),
             Ok(Outcome::AwaitingApproval(run)) => {
-                self.hold(SuspendedRun::AwaitingApproval(run)).await
+                self.hold(same, SuspendedRun::AwaitingApproval(run)).await
             }
             Ok(Outcome::WaitingForInput(run)) => {
                 match self
@@ -264,30 +299,78 @@ impl Gateway {
         }
     }
 
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<SameCall, Held>> {
+        self.inner
+            .waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Saves a paused call and holds it for its decision, up to the wait.
-    async fn hold(&self, run: SuspendedRun) -> CallToolResult {
-        let inner = &self.inner;
-        if let Err(error) = inner.host.save(&run).await {
+    async fn hold(&self, same: SameCall, run: SuspendedRun) -> CallToolResult {
+        if let Err(error) = self.inner.host.save(&run).await {
             return refusal(format!("the call could not be held for approval: {error}"));
         }
-        let run_id = run.run_id().to_owned();
-        tracing::info!(run = %run_id, "a gated call waits for a decision");
-        let waited =
-            tokio::time::timeout(inner.wait, inner.host.wait_for(&run_id, inner.poll)).await;
-        let task = match waited {
-            Ok(Ok(task)) => task,
-            Ok(Err(error)) => {
-                return refusal(format!("run `{run_id}` could not be resumed: {error}"));
-            }
-            Err(_) => {
-                return refusal(format!(
-                    "the call waits for approval: run `{run_id}` (digest {}). An operator decides it with `toolgate runs show {run_id}` and `toolgate runs approve {run_id} --digest {}` (or `deny`); it was not run",
-                    run.digest().as_str(),
-                    run.digest().as_str()
-                ));
-            }
+        let held = Held {
+            run_id: run.run_id().to_owned(),
+            digest: run.digest().as_str().to_owned(),
         };
-        match inner.host.resume(task, &inner.registry).await {
+        tracing::info!(run = %held.run_id, "a gated call waits for a decision");
+        self.await_decision(same, held).await
+    }
+
+    /// The same call asked again: its run answers it once decided, or is
+    /// waited on again while it waits; `None` when the run is gone (it ran
+    /// its course elsewhere, or was asked again as a new turn), and the call
+    /// is a new one.
+    async fn again(&self, same: &SameCall, held: Held) -> Option<CallToolResult> {
+        let inner = &self.inner;
+        let waits = inner.host.is_waiting(&held.run_id).await;
+        match waits {
+            Ok(true) => Some(self.await_decision(same.clone(), held).await),
+            Ok(false) => match inner.host.claim(&held.run_id).await {
+                Ok(Some(task)) => Some(self.resume(&held.run_id, task).await),
+                Ok(None) => None,
+                Err(error) => Some(refusal(format!(
+                    "run `{}` could not be resumed: {error}",
+                    held.run_id
+                ))),
+            },
+            Err(error) => Some(refusal(format!(
+                "run `{}` could not be read: {error}",
+                held.run_id
+            ))),
+        }
+    }
+
+    /// Waits, up to the wait, for the held call's decision, and answers with
+    /// the resumed run's result — or, past the wait, with the run and how to
+    /// decide it, remembering it for the same call asked again.
+    async fn await_decision(&self, same: SameCall, held: Held) -> CallToolResult {
+        let inner = &self.inner;
+        let waited =
+            tokio::time::timeout(inner.wait, inner.host.wait_for(&held.run_id, inner.poll)).await;
+        match waited {
+            Ok(Ok(task)) => self.resume(&held.run_id, task).await,
+            Ok(Err(error)) => refusal(format!(
+                "run `{}` could not be resumed: {error}",
+                held.run_id
+            )),
+            Err(_) => {
+                let answer = refusal(format!(
+                    "the call waits for approval: run `{run}` (digest {digest}). An operator decides it with `toolgate runs show {run}` and `toolgate runs approve {run} --digest {digest}` (or `deny`); it was not run. Asked again once decided, the same call is answered by that decision",
+                    run = held.run_id,
+                    digest = held.digest
+                ));
+                self.waiting().insert(same, held);
+                answer
+            }
+        }
+    }
+
+    /// Resumes a claimed run of one call, and answers with its result.
+    async fn resume(&self, run_id: &str, task: toolgate_store::Resumable) -> CallToolResult {
+        match self.inner.host.resume(task, &self.inner.registry).await {
             Ok(resumed) => match (&resumed.ended, &resumed.state) {
                 (Ended::Finished { .. }, Some(state)) => answer(state),
                 (ended, _) => refusal(format!("run `{run_id}` did not finish: {ended:?}")),

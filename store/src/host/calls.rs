@@ -62,6 +62,19 @@ impl CallHost {
         self.host.claim_run(run_id).await
     }
 
+    /// Whether the run `run_id`, of this host's, still waits for a
+    /// decision.
+    pub async fn is_waiting(&self, run_id: &str) -> Result<bool, StoreError> {
+        let open: Option<i64> = crate::db::Query::new(
+            "SELECT id FROM suspended_run WHERE run_id = $1 AND owner = $2 AND state = 'open' LIMIT 1",
+        )
+        .bind(run_id)
+        .bind(self.host.name())
+        .scalar_optional(&self.host.store.pool)
+        .await?;
+        Ok(open.is_some())
+    }
+
     /// Waits for the run `run_id` to be decided and claims it: polls every
     /// `poll`, and wakes at once when a decision is recorded through a
     /// handle of this process's store (or, on PostgreSQL, by anyone).
