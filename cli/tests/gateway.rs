@@ -60,6 +60,15 @@ fn registered(dir: &Path, ledger: &Path) {
 
 /// `toolgate gateway` over `dir`, and an MCP client connected to it.
 async fn connect(dir: &Path, wait: &str) -> RunningService<RoleClient, ()> {
+    connect_with(dir, wait, ()).await
+}
+
+/// [`connect`], the client's notifications handled by `handler`.
+async fn connect_with<H: rmcp::ClientHandler>(
+    dir: &Path,
+    wait: &str,
+    handler: H,
+) -> RunningService<RoleClient, H> {
     let mut command = tokio::process::Command::new(TOOLGATE);
     command
         .arg("--data-dir")
@@ -77,7 +86,8 @@ async fn connect(dir: &Path, wait: &str) -> RunningService<RoleClient, ()> {
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    ().serve((stdout, stdin))
+    handler
+        .serve((stdout, stdin))
         .await
         .expect("the client connects")
 }
@@ -273,5 +283,46 @@ async fn a_call_the_gate_lets_run_is_forwarded_at_once() {
             .is_some_and(Vec::is_empty),
         "nothing waits"
     );
+    client.cancel().await.unwrap();
+}
+
+/// A client that counts the `tools/list_changed` notifications it receives.
+#[derive(Clone, Default)]
+struct Told(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl rmcp::ClientHandler for Told {
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// An operator's change reaches a running gateway: the client is told its
+/// tools changed, lists them again, and a tool no longer offered is
+/// refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_change_reaches_a_running_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered(dir, &ledger);
+    let told = Told::default();
+    let client = connect_with(dir, "20", told.clone()).await;
+    assert!(!client.list_all_tools().await.unwrap().is_empty());
+    toolgate(dir, &["server", "disable", "notes"]);
+    let mut waited = 0;
+    while told.0.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(waited < 200, "no list_changed within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(client.list_all_tools().await.unwrap().is_empty());
+    let refused = call(&client, "notes__write_note", json!({"text": "x"})).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("is offered by this gateway"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(lines(&ledger), 0);
     client.cancel().await.unwrap();
 }

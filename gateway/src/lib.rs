@@ -33,7 +33,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::Value;
 use toolgate::Execute;
@@ -77,6 +77,7 @@ pub struct GatewayBuilder {
     user: String,
     wait: Duration,
     poll: Duration,
+    changes: Duration,
 }
 
 impl GatewayBuilder {
@@ -130,6 +131,15 @@ impl GatewayBuilder {
         self
     }
 
+    /// How often the offer is read again to tell a connected client it
+    /// changed (`notifications/tools/list_changed`). Default: 1 s; reading
+    /// it costs one read of the operator's revision.
+    #[must_use]
+    pub fn changes(mut self, every: Duration) -> Self {
+        self.changes = every.max(Duration::from_millis(10));
+        self
+    }
+
     /// The gateway, its registry booted.
     pub fn build(self) -> Result<Gateway, GatewayError> {
         toolgate::identity::Operator::new(&self.user, toolgate::identity::IdentitySource::Given)
@@ -148,6 +158,7 @@ impl GatewayBuilder {
                 user: self.user,
                 wait: self.wait,
                 poll: self.poll,
+                changes: self.changes,
                 waiting: std::sync::Mutex::default(),
             }),
         })
@@ -167,6 +178,8 @@ struct Inner {
     user: String,
     wait: Duration,
     poll: Duration,
+    /// How often the offer is read again for changes to tell the client.
+    changes: Duration,
     /// Calls answered "waits for approval", by what makes a call the same
     /// call: a retry of one waits on (or is answered by) its run rather than
     /// starting another.
@@ -199,6 +212,7 @@ impl Gateway {
             user: "gateway".to_owned(),
             wait: DEFAULT_WAIT,
             poll: Duration::from_millis(200),
+            changes: Duration::from_secs(1),
         }
     }
 
@@ -227,6 +241,18 @@ impl Gateway {
                 _ => None,
             })
             .collect()
+    }
+
+    /// What the client is shown, as one number: it moves when the offer does.
+    async fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::hash::DefaultHasher::new();
+        for spec in self.inner.registry.offer_all().await.specs() {
+            spec.name.hash(&mut hasher);
+            spec.description.hash(&mut hasher);
+            spec.parameters.to_string().hash(&mut hasher);
+        }
+        hasher.finish()
     }
 
     /// Answers one `tools/call`: the tool named by its wire name, through
@@ -409,12 +435,38 @@ fn run_error(error: &RunError) -> String {
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::default();
-        info.capabilities = ServerCapabilities::builder().enable_tools().build();
+        info.capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
         info.instructions = Some(
             "toolgate: every tool call passes its gate; a write waits for a human's approval."
                 .into(),
         );
         info
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // The offer follows the operator: when it changes (an import, an
+        // approval changed, a tool accepted, a server disabled or removed),
+        // the client is told to list it again.
+        let gateway = self.clone();
+        tokio::spawn(async move {
+            let mut seen = gateway.fingerprint().await;
+            loop {
+                tokio::time::sleep(gateway.inner.changes).await;
+                let now = gateway.fingerprint().await;
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                tracing::info!("the offer changed; the client is told");
+                if context.peer.notify_tool_list_changed().await.is_err() {
+                    // The client is gone.
+                    break;
+                }
+            }
+        });
     }
 
     async fn list_tools(
