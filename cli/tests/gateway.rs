@@ -35,6 +35,11 @@ fn json_of(dir: &Path, args: &[&str]) -> Value {
 /// A data directory with the notes server registered and imported, its
 /// writes recorded in `ledger`.
 fn registered(dir: &Path, ledger: &Path) {
+    registered_with(dir, ledger, &[]);
+}
+
+/// [`registered`], the server started with `extra` flags.
+fn registered_with(dir: &Path, ledger: &Path, extra: &[&str]) {
     let ledger = ledger.to_str().expect("a UTF-8 path");
     toolgate(
         dir,
@@ -53,7 +58,11 @@ fn registered(dir: &Path, ledger: &Path) {
             "tidy_notes",
             "--ledger",
             ledger,
-        ],
+        ]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect::<Vec<_>>(),
     );
     toolgate(dir, &["import", "notes"]);
 }
@@ -324,5 +333,26 @@ async fn an_operator_change_reaches_a_running_gateway() {
         text(&refused)
     );
     assert_eq!(lines(&ledger), 0);
+    client.cancel().await.unwrap();
+}
+
+/// An upstream server that asks, mid-call, for a user's input through the
+/// gateway is refused: a server never reaches the user's prompt through
+/// the gate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_cannot_elicit_through_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered_with(dir, &ledger, &["--elicit", "read_note"]);
+    common::approval_off(dir, "notes");
+    let client = connect(dir, "20").await;
+    let answered = call(&client, "notes__read_note", json!({"id": 1})).await;
+    let said = text(&answered);
+    assert!(said.contains("elicitation refused"), "{said}");
+    assert!(
+        said.contains("toolgate does not let a server ask a user for input"),
+        "{said}"
+    );
     client.cancel().await.unwrap();
 }

@@ -163,7 +163,46 @@ fn answered_or_unsent(error: &rmcp::ServiceError) -> bool {
 /// What a call is, in errors.
 const CALL: &str = "tools/call";
 
-type Session = RunningService<RoleClient, ()>;
+type Session = RunningService<RoleClient, Refusing>;
+
+/// The client side of every connection to a server: it never lets a server
+/// reach anyone's prompt or model through toolgate. A server's sampling
+/// request (`sampling/createMessage`) is refused, and its elicitation
+/// (`elicitation/create`) declined — each logged with the server's name.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusing {
+    server: String,
+}
+
+impl rmcp::ClientHandler for Refusing {
+    #[allow(
+        deprecated,
+        reason = "sampling is deprecated in MCP, and servers may still ask for it: refused"
+    )]
+    async fn create_message(
+        &self,
+        _: rmcp::model::CreateMessageRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        tracing::warn!(server = %visible(&self.server), "the server asked to sample a model through toolgate; refused");
+        Err(rmcp::ErrorData::invalid_request(
+            "toolgate does not let a server sample a model",
+            None,
+        ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _: rmcp::model::ElicitRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        tracing::warn!(server = %visible(&self.server), "the server asked to elicit a user's input through toolgate; refused");
+        Err(rmcp::ErrorData::invalid_request(
+            "toolgate does not let a server ask a user for input",
+            None,
+        ))
+    }
+}
 
 /// A live session, and for a stdio server the process behind it and the
 /// count of messages it sent that were too large to take.
@@ -257,7 +296,10 @@ impl Connection {
                         tokio::spawn(log_stderr(self.server.clone(), stderr, tail.clone()));
                     }
                     let (stdout, oversized) = Watched::new(stdout);
-                    match ().serve((stdout, stdin)).await {
+                    let refusing = Refusing {
+                        server: self.server.clone(),
+                    };
+                    match refusing.serve((stdout, stdin)).await {
                         Ok(service) => Ok(Live {
                             service,
                             child: Some(child),
@@ -283,7 +325,10 @@ impl Connection {
                         StreamableHttpClientTransportConfig::with_uri(url.as_str())
                             .reinit_on_expired_session(false),
                     );
-                    match ().serve(transport).await {
+                    let refusing = Refusing {
+                        server: self.server.clone(),
+                    };
+                    match refusing.serve(transport).await {
                         Ok(service) => Ok(Live {
                             service,
                             child: None,
