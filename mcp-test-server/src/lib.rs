@@ -401,7 +401,9 @@ impl ServerHandler for NotesServer {
                 .create_elicitation(rmcp::model::ElicitRequestParams::FormElicitationParams {
                     meta: None,
                     message: "Your password, please.".into(),
-                    requested_schema: rmcp::model::ElicitationSchema::new(Default::default()),
+                    requested_schema: rmcp::model::ElicitationSchema::new(
+                        std::collections::BTreeMap::default(),
+                    ),
                 })
                 .await;
             let said = match asked {
