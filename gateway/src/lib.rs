@@ -42,7 +42,6 @@ use toolgate::identity::DeclaredClient;
 use toolgate::registry::{Registry, ToolProvider};
 use toolgate::run::{CallRequest, Message, NoModel, Outcome, RunError, RunState, ToolCall};
 use toolgate::suspend::SuspendedRun;
-use toolgate::testing::MemoryLog;
 use toolgate_mcp::{Deadlines, McpProvider};
 use toolgate_store::{CallHost, Ended, Store, StoreError};
 
@@ -297,8 +296,7 @@ impl Gateway {
             client,
             ..CallRequest::new(self.inner.user.clone(), context, call)
         };
-        let log = MemoryLog::new();
-        let agent = toolgate::Agent::new(&self.inner.registry, &NoModel, &log);
+        let agent = toolgate::Agent::new(&self.inner.registry, &NoModel, &NoDecisions);
         match agent.call(request).await {
             Ok(Outcome::Finished { state, .. }) => answer(&state),
             Ok(Outcome::AwaitingApproval(run)) => {
@@ -403,6 +401,25 @@ impl Gateway {
             },
             Err(error) => refusal(format!("run `{run_id}` could not be resumed: {error}")),
         }
+    }
+}
+
+/// Starting a run of one call records no decision: a held call is decided
+/// through the store, and its decision recorded there.
+struct NoDecisions;
+
+impl toolgate::audit::DecisionLog for NoDecisions {
+    fn record<'a>(
+        &'a self,
+        record: &'a toolgate::audit::DecisionRecord,
+    ) -> toolgate::erased::BoxFuture<'a, Result<(), toolgate::audit::LogError>> {
+        Box::pin(async move {
+            Err(toolgate::audit::LogError::new(format!(
+                "the gateway records no decision itself ({} by {}): decisions are recorded in the store",
+                record.verdict.as_str(),
+                record.decided_by
+            )))
+        })
     }
 }
 
