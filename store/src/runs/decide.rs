@@ -594,8 +594,8 @@ async fn refuse_replay(tx: &mut Tx, run_id: &str, digest: &TurnDigest) -> Result
 }
 
 /// The rules of a decision through the requester's own client
-/// (elicitation): an approval only as the core's rule takes it
-/// ([`identity::elicited_approval_problem`]), and any answer only on calls
+/// (elicitation): an answer only as the core's rule takes it
+/// ([`identity::elicited_answer_problem`]), and only on calls
 /// whose servers' operators turned elicitation on — read fail-closed: only
 /// a stored 1 is on, and a tool no server supplies (a builtin) never is.
 async fn check_elicited(
@@ -609,21 +609,13 @@ async fn check_elicited(
         run_id: run_id.to_owned(),
         reason: toolgate::suspend::Refusal::ElicitedApproval { why },
     };
-    // Whatever the answer, it is the requester's, under the name the run
-    // records for them — not another spelling that folds to it.
-    if decided_by.name() != run.state().requested_by {
-        return Err(refused(
-            "an answer through the requester's own client is the requester's: it is recorded under the requester's name as the run records it, never another's",
-        ));
-    }
-    if verdict == DecisionKind::Approved
-        && let Some(why) = identity::elicited_approval_problem(
-            decided_by.channel(),
-            decided_by,
-            &run.state().requested_by,
-            &run.state().options,
-        )
-    {
+    if let Some(why) = identity::elicited_answer_problem(
+        decided_by.channel(),
+        decided_by,
+        &run.state().requested_by,
+        &run.state().options,
+        verdict == DecisionKind::Approved,
+    ) {
         return Err(refused(why));
     }
     for call in run.pending() {
