@@ -164,3 +164,18 @@ fn at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
         });
     });
 }
+
+/// `N` calls at once straight to the upstream: what the upstream and this
+/// machine allow, beside the gateway's figure.
+#[divan::bench(consts = [1, 8], sample_count = 100)]
+fn at_once_direct<const N: usize>(bencher: Bencher) {
+    let world = world();
+    bencher.bench_local(|| {
+        world.runtime.block_on(async {
+            let calls = (0..N).map(|_| world.direct.call_tool(read_note("read_note")));
+            for answered in futures_util::future::join_all(calls).await {
+                ok(answered);
+            }
+        });
+    });
+}

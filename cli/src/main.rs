@@ -388,6 +388,12 @@ pub(crate) struct GatewayArgs {
     /// (below the client's own timeout for a tool call).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) wait: u64,
+    /// How old, in milliseconds, its reading of the operator's changes may
+    /// be when a call is judged: a change (approval turned on, a server
+    /// disabled) reaches every call judged this long after it. `0` reads
+    /// them for every call.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) follow_ms: u64,
 }
 
 #[derive(clap::Args, Debug)]

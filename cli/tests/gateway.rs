@@ -139,6 +139,37 @@ async fn waiting(dir: &Path) -> (String, String) {
     panic!("no run waits");
 }
 
+/// Every open run, once there are `count`: its id, digest and the text the
+/// held `write_note` would write.
+async fn open_runs(dir: &Path, count: usize) -> Vec<(String, String, String)> {
+    for _ in 0..200 {
+        let runs = json_of(dir, &["runs", "list"]);
+        let open: Vec<String> = runs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["state"] == "open")
+            .map(|r| r["run"].as_str().unwrap().to_owned())
+            .collect();
+        if open.len() == count {
+            return open
+                .into_iter()
+                .map(|id| {
+                    let shown = json_of(dir, &["runs", "show", &id]);
+                    let digest = shown["digest"].as_str().unwrap().to_owned();
+                    let said = shown["pending"][0]["arguments"]["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    (id, digest, said)
+                })
+                .collect();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("not {count} runs open");
+}
+
 fn lines(ledger: &Path) -> usize {
     std::fs::read_to_string(ledger).map_or(0, |t| t.lines().count())
 }
@@ -257,16 +288,20 @@ async fn a_call_past_the_wait_is_answered_with_its_run_and_stays_decidable() {
     let answered = call(&client, "notes__write_note", json!({"text": "later"})).await;
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
     assert_eq!(lines(&ledger), 1, "ran once");
-    // Answered, it is done: the same call once more is a new call, which
-    // waits — as does one with other arguments. Neither runs.
-    for text_ in ["later", "other"] {
-        let fresh = call(&client, "notes__write_note", json!({"text": text_})).await;
-        assert!(
-            text(&fresh).starts_with("the call waits for approval") && !text(&fresh).contains(&run),
-            "{}",
-            text(&fresh)
-        );
-    }
+    // Asked once more — a client that gave up on the answer and retried —
+    // it is answered with the stored result, and not run again.
+    let stored = call(&client, "notes__write_note", json!({"text": "later"})).await;
+    assert_eq!(stored.is_error, Some(false), "{}", text(&stored));
+    assert_eq!(text(&stored), text(&answered));
+    assert_eq!(lines(&ledger), 1, "never run twice");
+    // The same tool with other arguments is another call: a new run, which
+    // waits and does not run.
+    let fresh = call(&client, "notes__write_note", json!({"text": "other"})).await;
+    assert!(
+        text(&fresh).starts_with("the call waits for approval") && !text(&fresh).contains(&run),
+        "{}",
+        text(&fresh)
+    );
     assert_eq!(lines(&ledger), 1, "nothing ran twice or unapproved");
     client.cancel().await.unwrap();
 }
@@ -292,6 +327,21 @@ async fn a_call_the_gate_lets_run_is_forwarded_at_once() {
             .is_some_and(Vec::is_empty),
         "nothing waits"
     );
+
+    // The operator turns approval on again: the running gateway's next
+    // call (past its `--follow-ms`) is gated anew, held, not run.
+    toolgate(dir, &["server", "set-approval", "notes", "on"]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let gated = {
+        let client = client.peer().clone();
+        tokio::spawn(
+            async move { call(&client, "notes__write_note", json!({"text": "gated"})).await },
+        )
+    };
+    let (run, _) = waiting(dir).await;
+    assert_eq!(lines(&ledger), 1, "held, not run");
+    gated.abort();
+    assert!(!run.is_empty());
     client.cancel().await.unwrap();
 }
 
@@ -354,5 +404,232 @@ async fn an_upstream_cannot_elicit_through_the_gateway() {
         said.contains("toolgate does not let a server ask a user for input"),
         "{said}"
     );
+    client.cancel().await.unwrap();
+}
+
+/// Two gateway processes on one store, each with its client: each resumes
+/// only the runs it created, and a decision of one's run answers no call
+/// of the other's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_on_one_store_each_resume_only_their_own_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered(dir, &ledger);
+    let first = connect(dir, "30").await;
+    let second = connect(dir, "30").await;
+    let asked = |client: &RunningService<RoleClient, ()>, said: &'static str| {
+        let client = client.peer().clone();
+        tokio::spawn(async move { call(&client, "notes__write_note", json!({"text": said})).await })
+    };
+    let from_first = asked(&first, "from the first");
+    let from_second = asked(&second, "from the second");
+    // The second client asks the first's very call: the same person, the
+    // same client program, the same arguments — through another gateway,
+    // it is a run of its own.
+    let same_as_first = asked(&second, "from the first");
+    let runs = open_runs(dir, 3).await;
+    assert_eq!(lines(&ledger), 0, "nothing ran undecided");
+    let of = |said: &str| {
+        runs.iter()
+            .filter(|(_, _, text)| text == said)
+            .map(|(id, digest, _)| (id.clone(), digest.clone()))
+            .collect::<Vec<_>>()
+    };
+    let [(second_run, second_digest)] = of("from the second").try_into().unwrap();
+    toolgate(
+        dir,
+        &[
+            "runs",
+            "approve",
+            &second_run,
+            "--digest",
+            &second_digest,
+            "--as",
+            "bob",
+        ],
+    );
+    let answered = from_second.await.unwrap();
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!from_first.is_finished() && !same_as_first.is_finished());
+
+    // The two runs of "from the first": deciding one answers its own
+    // gateway's call alone, and runs once.
+    let [(one, one_digest), (other, other_digest)] = of("from the first").try_into().unwrap();
+    toolgate(
+        dir,
+        &[
+            "runs",
+            "approve",
+            &one,
+            "--digest",
+            &one_digest,
+            "--as",
+            "bob",
+        ],
+    );
+    let (mut from_first, mut same_as_first) = (from_first, same_as_first);
+    let (answered, still) = tokio::select! {
+        a = &mut from_first => (a.unwrap(), same_as_first),
+        b = &mut same_as_first => (b.unwrap(), from_first),
+    };
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 2);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!still.is_finished(), "the other run is not decided");
+    toolgate(
+        dir,
+        &[
+            "runs",
+            "deny",
+            &other,
+            "--digest",
+            &other_digest,
+            "--as",
+            "bob",
+        ],
+    );
+    let denied = still.await.unwrap();
+    assert_eq!(denied.is_error, Some(true));
+    assert!(text(&denied).contains("denied"), "{}", text(&denied));
+    assert_eq!(
+        lines(&ledger),
+        2,
+        "each approved call ran once; the denied one never"
+    );
+    first.cancel().await.unwrap();
+    second.cancel().await.unwrap();
+}
+
+/// An upstream that dies mid-call, after the approved write ran: the client
+/// is told the outcome is unknown, the run waits for an operator's choice,
+/// and the same call asked again is answered by that choice — never run a
+/// second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_killed_mid_call_leaves_an_outcome_to_choose_and_runs_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered_with(dir, &ledger, &["--drop-answer", "write_note"]);
+    let client = connect(dir, "20").await;
+    let asked = || {
+        let client = client.peer().clone();
+        tokio::spawn(
+            async move { call(&client, "notes__write_note", json!({"text": "once"})).await },
+        )
+    };
+    let held = asked();
+    let (run, digest) = waiting(dir).await;
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let answered = held.await.unwrap();
+    assert_eq!(answered.is_error, Some(true));
+    let said = text(&answered);
+    assert!(said.contains("outcome is unknown"), "{said}");
+    assert!(said.contains("toolgate runs skip"), "{said}");
+    assert_eq!(lines(&ledger), 1, "the write ran; its answer was lost");
+
+    // Asked again: it waits on the same run, for the operator's choice.
+    let again = asked();
+    let shown = json_of(dir, &["runs", "show", &run]);
+    let unknown = shown["unknown"]
+        .as_array()
+        .and_then(|calls| calls.first())
+        .cloned()
+        .unwrap_or_else(|| panic!("no call of unknown outcome: {shown}"));
+    let call_id = unknown["call"].as_str().unwrap().to_owned();
+    let choice_digest = unknown["digest"].as_str().unwrap().to_owned();
+    toolgate(
+        dir,
+        &[
+            "runs",
+            "skip",
+            &run,
+            "--call",
+            &call_id,
+            "--digest",
+            &choice_digest,
+            "--reason",
+            "it ran: the ledger has it",
+            "--as",
+            "bob",
+        ],
+    );
+    let answered = again.await.unwrap();
+    assert_eq!(answered.is_error, Some(true), "{}", text(&answered));
+    assert!(
+        text(&answered).contains("chose not to run it again"),
+        "{}",
+        text(&answered)
+    );
+    assert_eq!(lines(&ledger), 1, "never run twice");
+    let ended = json_of(dir, &["runs", "show", &run]);
+    assert_eq!(ended["outcome"], "finished", "{ended}");
+    client.cancel().await.unwrap();
+}
+
+/// A client that counts the progress notifications it receives.
+#[derive(Clone, Default)]
+struct Progress(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(params.message.unwrap_or_default());
+    }
+}
+
+/// A held call tells its client, as progress, that it waits and for what;
+/// the client that gives up (its request cancelled) leaves the run
+/// visible and decidable, and the same call asked again is answered by the
+/// decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_reports_progress_and_survives_its_client_giving_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered(dir, &ledger);
+    let progress = Progress::default();
+    let client = connect_with(dir, "30", progress.clone()).await;
+    let held = {
+        let client = client.peer().clone();
+        tokio::spawn(
+            async move { call(&client, "notes__write_note", json!({"text": "kept"})).await },
+        )
+    };
+    let (run, digest) = waiting(dir).await;
+    let mut waited = 0;
+    while progress.0.lock().unwrap().is_empty() {
+        assert!(waited < 200, "no progress within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    let told = progress.0.lock().unwrap()[0].clone();
+    assert!(
+        told.contains(&run) && told.contains("toolgate runs approve"),
+        "{told}"
+    );
+    // The client gives up: dropping the request sends `notifications/cancelled`.
+    held.abort();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (still, _) = waiting(dir).await;
+    assert_eq!(still, run, "the run stays, decidable");
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let answered = call(&client, "notes__write_note", json!({"text": "kept"})).await;
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1, "ran once");
     client.cancel().await.unwrap();
 }

@@ -377,12 +377,9 @@ pub(crate) fn tool_definition_digest(
     sha256_of(&encoded)
 }
 
-/// The digest of a call's arguments, as denials are remembered and receipts
-/// bind them.
-#[cfg_attr(
-    not(feature = "test-util"),
-    expect(unreachable_pub, reason = "public behind `test-util`, for tests")
-)]
+/// The digest of a call's arguments, as decision records name them
+/// ([`crate::audit::DecisionRecord::arguments_digest`]) and a gateway knows
+/// a call asked again: SHA-256 of their canonical JSON.
 pub fn arguments_digest(arguments: &Value) -> String {
     sha256_of(arguments)
 }

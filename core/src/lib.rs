@@ -119,7 +119,7 @@ pub mod suspend {
     pub use crate::audit::CallVerdict;
     pub use crate::digest::{
         DefinitionsDigest, RerunDigest, Review, ReviewedTool, TurnDigest, UnknownCall,
-        accepted_definitions_digest, rerun_digest,
+        accepted_definitions_digest, arguments_digest, rerun_digest,
     };
     pub use crate::input::{InputError, input_schema_problem};
     pub use crate::pause::{

@@ -26,12 +26,15 @@
 //! ```
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
@@ -45,9 +48,24 @@ use toolgate::suspend::SuspendedRun;
 use toolgate_mcp::{Deadlines, McpProvider};
 use toolgate_store::{CallHost, Ended, Store, StoreError};
 
+mod follow;
+use follow::Followed;
+
 /// How long a gated call is held for a decision by default: 50 seconds,
 /// below the 60 seconds most clients give a tool call.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(50);
+
+/// How old the gateway's reading of the operator's revision may be when a
+/// call is judged, by default: 100 ms. See [`GatewayBuilder::follow`].
+pub const DEFAULT_FOLLOW: Duration = Duration::from_millis(100);
+
+/// How long a held call's answer is kept for the same call asked again, by
+/// default: 10 minutes. See [`GatewayBuilder::remember`].
+pub const DEFAULT_REMEMBER: Duration = Duration::from_mins(10);
+
+/// How often a held call tells a client that asked for progress that it
+/// still waits.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// The gateway could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +95,8 @@ pub struct GatewayBuilder {
     wait: Duration,
     poll: Duration,
     changes: Duration,
+    follow: Duration,
+    remember: Duration,
 }
 
 impl GatewayBuilder {
@@ -139,6 +159,29 @@ impl GatewayBuilder {
         self
     }
 
+    /// How old the gateway's reading of the operator's revision may be when
+    /// a call is judged. The revision is read at most once per interval,
+    /// not once per call: an operator's change — approval turned on, a
+    /// server disabled or removed, a tool changed and so quarantined —
+    /// reaches every call judged more than this after it. A held call is
+    /// resumed on a fresh reading. Zero reads it for every call. Default:
+    /// [`DEFAULT_FOLLOW`].
+    #[must_use]
+    pub fn follow(mut self, within: Duration) -> Self {
+        self.follow = within;
+        self
+    }
+
+    /// How long the answer of a held call is kept once it was given, so
+    /// that the same call asked again — a client that gave up waiting and
+    /// retried — is answered with it rather than run again. Default:
+    /// [`DEFAULT_REMEMBER`].
+    #[must_use]
+    pub fn remember(mut self, how_long: Duration) -> Self {
+        self.remember = how_long;
+        self
+    }
+
     /// The gateway, its registry booted.
     pub fn build(self) -> Result<Gateway, GatewayError> {
         toolgate::identity::Operator::new(&self.user, toolgate::identity::IdentitySource::Given)
@@ -147,18 +190,21 @@ impl GatewayBuilder {
                 error,
             })?;
         let provider = Arc::new(McpProvider::new(self.store.clone(), Deadlines::default()));
-        let registry = self.registry.provider(Arc::clone(&provider)).build()?;
+        let follow = Arc::new(Followed::new(Arc::clone(&provider), self.follow));
+        let registry = self.registry.provider(Arc::clone(&follow)).build()?;
         let host = CallHost::new(self.store, &self.host)?;
         Ok(Gateway {
             inner: Arc::new(Inner {
                 registry,
                 provider,
+                follow,
                 host,
                 user: self.user,
                 wait: self.wait,
                 poll: self.poll,
                 changes: self.changes,
-                waiting: std::sync::Mutex::default(),
+                remember: self.remember,
+                held: std::sync::Mutex::default(),
             }),
         })
     }
@@ -173,20 +219,25 @@ pub struct Gateway {
 struct Inner {
     registry: Registry,
     provider: Arc<McpProvider>,
+    /// The operator's revision, as the registry reads it.
+    follow: Arc<Followed>,
     host: CallHost,
     user: String,
     wait: Duration,
     poll: Duration,
     /// How often the offer is read again for changes to tell the client.
     changes: Duration,
-    /// Calls answered "waits for approval", by what makes a call the same
-    /// call: a retry of one waits on (or is answered by) its run rather than
-    /// starting another.
-    waiting: std::sync::Mutex<HashMap<SameCall, Held>>,
+    /// How long a held call's answer is kept for the same call again.
+    remember: Duration,
+    /// Calls held for a decision, from the moment their run is saved, by
+    /// what makes a call the same call: the same call asked again — while
+    /// it is held, or after it was answered "waits for approval" — waits on
+    /// (or is answered by) its run rather than starting another.
+    held: std::sync::Mutex<HashMap<SameCall, Arc<HeldCall>>>,
 }
 
 /// What makes a retry the same call: the client, the tool and the
-/// arguments as canonical JSON.
+/// arguments' digest ([`toolgate::suspend::arguments_digest`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct SameCall {
     client: Option<DeclaredClient>,
@@ -194,11 +245,41 @@ struct SameCall {
     arguments: String,
 }
 
-/// A held call's run, and the digest its decision must carry.
-#[derive(Debug, Clone)]
-struct Held {
+/// A held call: its run, the digest its decision must carry, and — once
+/// the run was resumed — its answer.
+#[derive(Debug)]
+struct HeldCall {
     run_id: String,
     digest: String,
+    /// Whoever holds it waits for the decision and resumes the run: one at a
+    /// time, so a run is resumed once however many times its call is asked.
+    /// The answer is kept in it once given.
+    turn: tokio::sync::Mutex<Option<Answered>>,
+}
+
+#[derive(Debug, Clone)]
+struct Answered {
+    result: CallToolResult,
+    at: Instant,
+}
+
+/// What the client that asked a call can be told while it is held, and how
+/// it says it no longer waits.
+struct Asker {
+    /// Resolves when the client cancels the request.
+    cancelled: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// Where to send progress, when the client asked for it.
+    progress: Option<(ProgressToken, rmcp::Peer<RoleServer>)>,
+}
+
+impl Asker {
+    /// A caller that never cancels and asked for no progress.
+    fn patient() -> Self {
+        Self {
+            cancelled: Box::pin(std::future::pending()),
+            progress: None,
+        }
+    }
 }
 
 impl Gateway {
@@ -212,6 +293,8 @@ impl Gateway {
             wait: DEFAULT_WAIT,
             poll: Duration::from_millis(200),
             changes: Duration::from_secs(1),
+            follow: DEFAULT_FOLLOW,
+            remember: DEFAULT_REMEMBER,
         }
     }
 
@@ -262,6 +345,17 @@ impl Gateway {
         arguments: Value,
         client: Option<DeclaredClient>,
     ) -> CallToolResult {
+        self.asked(wire_name, arguments, client, Asker::patient())
+            .await
+    }
+
+    async fn asked(
+        &self,
+        wire_name: &str,
+        arguments: Value,
+        client: Option<DeclaredClient>,
+        asker: Asker,
+    ) -> CallToolResult {
         let catalogue = self.inner.registry.catalogue().await;
         // By wire name alone: what the client was shown.
         let Some(local) = catalogue.by_wire(wire_name).map(ErasedTool::name) else {
@@ -273,15 +367,18 @@ impl Gateway {
         let same = SameCall {
             client: client.clone(),
             tool: local.to_owned(),
-            arguments: arguments.to_string(),
+            arguments: toolgate::suspend::arguments_digest(&arguments),
         };
-        // The same call again, after it was answered "waits for approval":
-        // its run, not a new one.
-        let earlier = self.waiting().remove(&same);
-        if let Some(held) = earlier
-            && let Some(answer) = self.again(&same, held).await
-        {
-            return answer;
+        // The same call again, held or answered: its run, not a new one.
+        let earlier = self.held().get(&same).cloned();
+        if let Some(held) = earlier {
+            match self.join(&held, asker).await {
+                Joined::Answered(answer) => return answer,
+                Joined::Gone(asker) => {
+                    self.forget(&same, &held);
+                    return Box::pin(self.asked(wire_name, arguments, client, asker)).await;
+                }
+            }
         }
         let call = ToolCall {
             id: format!("call_{}", uuid::Uuid::new_v4().simple()),
@@ -300,7 +397,8 @@ impl Gateway {
         match agent.call(request).await {
             Ok(Outcome::Finished { state, .. }) => answer(&state),
             Ok(Outcome::AwaitingApproval(run)) => {
-                self.hold(same, SuspendedRun::AwaitingApproval(run)).await
+                self.hold(same, SuspendedRun::AwaitingApproval(run), asker)
+                    .await
             }
             Ok(Outcome::WaitingForInput(run)) => {
                 match self
@@ -323,83 +421,215 @@ impl Gateway {
         }
     }
 
-    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<SameCall, Held>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<SameCall, Arc<HeldCall>>> {
         self.inner
-            .waiting
+            .held
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Forgets a held call, if it is still the one held under `same`.
+    fn forget(&self, same: &SameCall, held: &Arc<HeldCall>) {
+        let mut calls = self.held();
+        if calls.get(same).is_some_and(|now| Arc::ptr_eq(now, held)) {
+            calls.remove(same);
+        }
+    }
+
     /// Saves a paused call and holds it for its decision, up to the wait.
-    async fn hold(&self, same: SameCall, run: SuspendedRun) -> CallToolResult {
+    async fn hold(&self, same: SameCall, run: SuspendedRun, asker: Asker) -> CallToolResult {
         if let Err(error) = self.inner.host.save(&run).await {
             return refusal(format!("the call could not be held for approval: {error}"));
         }
-        let held = Held {
+        let held = Arc::new(HeldCall {
             run_id: run.run_id().to_owned(),
             digest: run.digest().as_str().to_owned(),
-        };
+            turn: tokio::sync::Mutex::new(None),
+        });
         tracing::info!(run = %held.run_id, "a gated call waits for a decision");
-        self.await_decision(same, held).await
+        {
+            let remember = self.inner.remember;
+            let mut calls = self.held();
+            // Answers kept past their time are let go.
+            calls.retain(|_, call| {
+                call.turn.try_lock().map_or(true, |answered| {
+                    answered.as_ref().is_none_or(|a| a.at.elapsed() < remember)
+                })
+            });
+            calls.insert(same, Arc::clone(&held));
+        }
+        match self.join(&held, asker).await {
+            Joined::Answered(answer) => answer,
+            // Saved a moment ago and gone already: ended by someone else.
+            Joined::Gone(_) => refusal(format!(
+                "run `{}` ended before its call was answered; `toolgate runs show {}` tells how",
+                held.run_id, held.run_id
+            )),
+        }
     }
 
-    /// The same call asked again: its run answers it once decided, or is
-    /// waited on again while it waits; `None` when the run is gone (it ran
-    /// its course elsewhere, or was asked again as a new turn), and the call
-    /// is a new one.
-    async fn again(&self, same: &SameCall, held: Held) -> Option<CallToolResult> {
-        let inner = &self.inner;
-        let waits = inner.host.is_waiting(&held.run_id).await;
-        match waits {
-            Ok(true) => Some(self.await_decision(same.clone(), held).await),
-            Ok(false) => match inner.host.claim(&held.run_id).await {
-                Ok(Some(task)) => Some(self.resume(&held.run_id, task).await),
-                Ok(None) => None,
-                Err(error) => Some(refusal(format!(
-                    "run `{}` could not be resumed: {error}",
+    /// Waits, up to the wait, for a held call's decision, and answers with
+    /// the resumed run's result; answers at once when it was answered
+    /// before. Past the wait — or cancelled by the client — the answer names
+    /// the run and how to decide it, and the call stays held for the same
+    /// call asked again. `Gone` when the run no longer waits and was not
+    /// resumed here (it expired, say): the call is a new one.
+    ///
+    /// The wait and the resume run in a task of their own: a client that
+    /// cancels, or goes away, never cuts a resume short.
+    async fn join(&self, held: &Arc<HeldCall>, mut asker: Asker) -> Joined {
+        let deadline = tokio::time::Instant::now() + self.inner.wait;
+        let waiting = {
+            let gateway = self.clone();
+            let held = Arc::clone(held);
+            tokio::spawn(async move { gateway.wait_and_resume(&held, deadline).await })
+        };
+        let progress = progress(held, asker.progress.take());
+        tokio::select! {
+            waited = waiting => match waited {
+                Ok(Waited::Answer(answer)) => Joined::Answered(answer),
+                Ok(Waited::Undecided) => Joined::Answered(waits_for_approval(held)),
+                Ok(Waited::Gone) => Joined::Gone(asker),
+                Err(error) => Joined::Answered(refusal(format!(
+                    "the wait for run `{}` ended: {error}",
                     held.run_id
                 ))),
             },
-            Err(error) => Some(refusal(format!(
-                "run `{}` could not be read: {error}",
-                held.run_id
-            ))),
-        }
-    }
-
-    /// Waits, up to the wait, for the held call's decision, and answers with
-    /// the resumed run's result — or, past the wait, with the run and how to
-    /// decide it, remembering it for the same call asked again.
-    async fn await_decision(&self, same: SameCall, held: Held) -> CallToolResult {
-        let inner = &self.inner;
-        let waited =
-            tokio::time::timeout(inner.wait, inner.host.wait_for(&held.run_id, inner.poll)).await;
-        match waited {
-            Ok(Ok(task)) => self.resume(&held.run_id, task).await,
-            Ok(Err(error)) => refusal(format!(
-                "run `{}` could not be resumed: {error}",
-                held.run_id
-            )),
-            Err(_) => {
-                let answer = refusal(format!(
-                    "the call waits for approval: run `{run}` (digest {digest}). An operator decides it with `toolgate runs show {run}` and `toolgate runs approve {run} --digest {digest}` (or `deny`); it was not run. Asked again once decided, the same call is answered by that decision",
-                    run = held.run_id,
-                    digest = held.digest
-                ));
-                self.waiting().insert(same, held);
-                answer
+            () = &mut asker.cancelled => {
+                tracing::info!(run = %held.run_id, "the client cancelled a held call; its run stays");
+                Joined::Answered(waits_for_approval(held))
             }
+            () = progress => Joined::Answered(waits_for_approval(held)),
         }
     }
 
-    /// Resumes a claimed run of one call, and answers with its result.
-    async fn resume(&self, run_id: &str, task: toolgate_store::Resumable) -> CallToolResult {
+    /// One waiter at a time, up to `deadline`: the answer given before, or
+    /// the run's decision and the resumed run's result.
+    async fn wait_and_resume(&self, held: &HeldCall, deadline: tokio::time::Instant) -> Waited {
+        let inner = &self.inner;
+        let Ok(mut turn) = tokio::time::timeout_at(deadline, held.turn.lock()).await else {
+            return Waited::Undecided;
+        };
+        if let Some(answered) = turn.as_ref() {
+            return Waited::Answer(answered.result.clone());
+        }
+        let task = match inner.host.is_waiting(&held.run_id).await {
+            Ok(true) => {
+                inner
+                    .host
+                    .wait_until(&held.run_id, inner.poll, deadline)
+                    .await
+            }
+            // Decided while no one waited, or picked up after a host stopped.
+            Ok(false) => match inner.host.claim(&held.run_id).await {
+                Ok(None) => return Waited::Gone,
+                claimed => claimed,
+            },
+            Err(error) => Err(error),
+        };
+        let task = match task {
+            Ok(Some(task)) => task,
+            Ok(None) => return Waited::Undecided,
+            // Not kept: the same call asked again tries again.
+            Err(error) => {
+                return Waited::Answer(refusal(format!(
+                    "run `{}` could not be resumed: {error}",
+                    held.run_id
+                )));
+            }
+        };
+        let (result, over) = self.resume(&held.run_id, task).await;
+        // A run that waits again — for an operator's choice on a call whose
+        // outcome is unknown — answers the same call asked again once it is
+        // over, not before.
+        if over {
+            *turn = Some(Answered {
+                result: result.clone(),
+                at: Instant::now(),
+            });
+        }
+        Waited::Answer(result)
+    }
+
+    /// Resumes a claimed run of one call, on a fresh reading of the
+    /// operator's revision, and answers with its result; `true` when the
+    /// run is over.
+    async fn resume(
+        &self,
+        run_id: &str,
+        task: toolgate_store::Resumable,
+    ) -> (CallToolResult, bool) {
+        self.inner.follow.forget();
         match self.inner.host.resume(task, &self.inner.registry).await {
             Ok(resumed) => match (&resumed.ended, &resumed.state) {
-                (Ended::Finished { .. }, Some(state)) => answer(state),
-                (ended, _) => refusal(format!("run `{run_id}` did not finish: {ended:?}")),
+                (Ended::Finished { .. }, Some(state)) => (answer(state), true),
+                (Ended::OutcomeUnknown { why, .. }, _) => (
+                    refusal(format!(
+                        "run `{run_id}`: the call's outcome is unknown ({why}); it may have run. An operator chooses with `toolgate runs rerun {run_id}` or `toolgate runs skip {run_id}`; asked again, the same call is answered by that choice"
+                    )),
+                    false,
+                ),
+                (ended, _) => (
+                    refusal(format!("run `{run_id}` did not finish: {ended:?}")),
+                    false,
+                ),
             },
-            Err(error) => refusal(format!("run `{run_id}` could not be resumed: {error}")),
+            Err(error) => (
+                refusal(format!("run `{run_id}` could not be resumed: {error}")),
+                false,
+            ),
+        }
+    }
+}
+
+/// How a wait on a held call ended, for the client that asked.
+enum Joined {
+    Answered(CallToolResult),
+    Gone(Asker),
+}
+
+/// How a wait on a held call ended.
+enum Waited {
+    /// The call's answer.
+    Answer(CallToolResult),
+    /// Not decided in time.
+    Undecided,
+    /// The run no longer waits and was not resumed here.
+    Gone,
+}
+
+/// The answer to a held call not decided in time.
+fn waits_for_approval(held: &HeldCall) -> CallToolResult {
+    refusal(format!(
+        "the call waits for approval: run `{run}` (digest {digest}). An operator decides it with `toolgate runs show {run}` and `toolgate runs approve {run} --digest {digest}` (or `deny`); it was not run. Asked again once decided, the same call is answered by that decision",
+        run = held.run_id,
+        digest = held.digest
+    ))
+}
+
+/// Tells a client that asked for progress, every few seconds, that its
+/// call still waits; never resolves.
+async fn progress(held: &HeldCall, to: Option<(ProgressToken, rmcp::Peer<RoleServer>)>) {
+    let Some((token, peer)) = to else {
+        return std::future::pending().await;
+    };
+    let mut ticks = 0u32;
+    loop {
+        tokio::time::sleep(PROGRESS_EVERY).await;
+        ticks += 1;
+        let message = format!(
+            "waits for an operator's decision: run `{}` (`toolgate runs approve {} --digest {}`)",
+            held.run_id, held.run_id, held.digest
+        );
+        let sent = peer
+            .notify_progress(
+                ProgressNotificationParam::new(token.clone(), f64::from(ticks))
+                    .with_message(message),
+            )
+            .await;
+        if sent.is_err() {
+            // The client is gone; the wait goes on until it ends.
+            return std::future::pending().await;
         }
     }
 }
@@ -503,6 +733,16 @@ impl ServerHandler for Gateway {
             DeclaredClient::new(&info.client_info.name, Some(&info.client_info.version))
         });
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(&request.name, arguments, client).await.into())
+        let asker = Asker {
+            cancelled: Box::pin(context.ct.clone().cancelled_owned()),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| (token, context.peer.clone())),
+        };
+        Ok(self
+            .asked(&request.name, arguments, client, asker)
+            .await
+            .into())
     }
 }

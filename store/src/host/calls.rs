@@ -62,11 +62,13 @@ impl CallHost {
         self.host.claim_run(run_id).await
     }
 
-    /// Whether the run `run_id`, of this host's, still waits for a
-    /// decision.
+    /// Whether the run `run_id`, of this host's, still waits for a person:
+    /// for a decision, or for an operator's choice on a call whose outcome
+    /// is unknown.
     pub async fn is_waiting(&self, run_id: &str) -> Result<bool, StoreError> {
         let open: Option<i64> = crate::db::Query::new(
-            "SELECT id FROM suspended_run WHERE run_id = $1 AND owner = $2 AND state = 'open' LIMIT 1",
+            "SELECT id FROM suspended_run WHERE run_id = $1 AND owner = $2
+               AND (state = 'open' OR execution = 'outcome_unknown') LIMIT 1",
         )
         .bind(run_id)
         .bind(self.host.name())
@@ -79,7 +81,27 @@ impl CallHost {
     /// `poll`, and wakes at once when a decision is recorded through a
     /// handle of this process's store (or, on PostgreSQL, by anyone).
     pub async fn wait_for(&self, run_id: &str, poll: Duration) -> Result<Resumable, StoreError> {
-        self.host.wait_to_claim(poll, Some(run_id)).await
+        loop {
+            if let Some(task) = self.host.wait_to_claim(poll, Some(run_id), None).await? {
+                return Ok(task);
+            }
+        }
+    }
+
+    /// [`CallHost::wait_for`] until `deadline`: `None` when the run was not
+    /// decided by then. The deadline is looked at between claims, never
+    /// during one, so no run is left claimed with no one to resume it — as
+    /// a timeout around [`CallHost::wait_for`] may leave one, cutting its
+    /// claim short.
+    pub async fn wait_until(
+        &self,
+        run_id: &str,
+        poll: Duration,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<Resumable>, StoreError> {
+        self.host
+            .wait_to_claim(poll, Some(run_id), Some(deadline))
+            .await
     }
 
     /// Resumes a claimed run of one call: the turn runs as decided, through

@@ -317,7 +317,11 @@ impl Host {
     /// and wakes at once when a decision is recorded through a handle of this
     /// process's store.
     pub async fn wait(&self, poll: Duration) -> Result<Resumable, StoreError> {
-        self.wait_to_claim(poll, None).await
+        loop {
+            if let Some(task) = self.wait_to_claim(poll, None, None).await? {
+                return Ok(task);
+            }
+        }
     }
 
     /// Waits until a decided run of this host's — any ([`Host::next`]), or
@@ -326,7 +330,8 @@ impl Host {
         &self,
         poll: Duration,
         run_id: Option<&str>,
-    ) -> Result<Resumable, StoreError> {
+        until: Option<tokio::time::Instant>,
+    ) -> Result<Option<Resumable>, StoreError> {
         self.store.listen();
         loop {
             let notified = self.store.inbox.notified();
@@ -334,12 +339,19 @@ impl Host {
                 None => self.next().await?,
                 Some(run_id) => self.claim_run(run_id).await?,
             };
-            if let Some(claimed) = claimed {
+            if claimed.is_some() {
                 return Ok(claimed);
             }
+            // The deadline is looked at between claims, never during one: a
+            // claim is never cut short with its run claimed and not handed on.
+            let until = until.map_or_else(
+                || futures_util::future::Either::Left(std::future::pending()),
+                |at| futures_util::future::Either::Right(tokio::time::sleep_until(at)),
+            );
             tokio::select! {
                 () = notified => {}
                 () = tokio::time::sleep(poll) => {}
+                () = until => return Ok(None),
             }
         }
     }
