@@ -179,3 +179,39 @@ fn at_once_direct<const N: usize>(bencher: Bencher) {
         });
     });
 }
+
+fn slow(name: &str) -> CallToolRequestParams {
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("seconds".into(), json!(0.02));
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+/// `N` calls at once of a tool that takes 20 ms upstream, through the
+/// gateway: concurrent calls that queued behind one another on the one
+/// upstream connection would take `N` times as long as one.
+#[divan::bench(consts = [1, 8], sample_count = 40)]
+fn slow_at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
+    let world = world();
+    bencher.bench_local(|| {
+        world.runtime.block_on(async {
+            let calls = (0..N).map(|_| world.through.call_tool(slow("notes__slow")));
+            for answered in futures_util::future::join_all(calls).await {
+                ok(answered);
+            }
+        });
+    });
+}
+
+/// The same, straight to the upstream.
+#[divan::bench(consts = [1, 8], sample_count = 40)]
+fn slow_at_once_direct<const N: usize>(bencher: Bencher) {
+    let world = world();
+    bencher.bench_local(|| {
+        world.runtime.block_on(async {
+            let calls = (0..N).map(|_| world.direct.call_tool(slow("slow")));
+            for answered in futures_util::future::join_all(calls).await {
+                ok(answered);
+            }
+        });
+    });
+}

@@ -394,6 +394,12 @@ pub(crate) struct GatewayArgs {
     /// them for every call.
     #[arg(long, default_value_t = 100)]
     pub(crate) follow_ms: u64,
+    /// How long, in milliseconds, a run it resumes stays its own without a
+    /// sign of life (renewed while a call runs): a gateway of the same
+    /// `--name` picks up a run whose gateway stopped mid-call once it ran
+    /// out.
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    pub(crate) lease_ms: u64,
 }
 
 #[derive(clap::Args, Debug)]

@@ -633,3 +633,113 @@ async fn a_held_call_reports_progress_and_survives_its_client_giving_up() {
     assert_eq!(lines(&ledger), 1, "ran once");
     client.cancel().await.unwrap();
 }
+
+/// `toolgate gateway` over `dir` with its lease at `lease_ms`, the child
+/// kept so the test can kill it, and a client connected to it.
+async fn killable(
+    dir: &Path,
+    lease_ms: &str,
+) -> (tokio::process::Child, RunningService<RoleClient, ()>) {
+    let mut child = tokio::process::Command::new(TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["gateway", "--user", "alice", "--wait", "20"])
+        .args(["--lease-ms", lease_ms])
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .envs(database_env(dir))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the gateway starts");
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let client = ().serve((stdout, stdin)).await.expect("the client connects");
+    (child, client)
+}
+
+/// A gateway killed while an approved write runs: the gateway started next
+/// under the same name picks the run up once its lease ran out, by the
+/// journal — the call started and never ended, so its outcome is unknown —
+/// and the client's same call, asked of it, is answered by the operator's
+/// choice. Nothing runs twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_killed_mid_call_leaves_its_run_to_the_next_and_nothing_runs_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered_with(dir, &ledger, &["--delay", "write_note=1"]);
+    let (mut first, client) = killable(dir, "1000").await;
+    let held = {
+        let client = client.peer().clone();
+        tokio::spawn(
+            async move { call(&client, "notes__write_note", json!({"text": "once"})).await },
+        )
+    };
+    let (run, digest) = waiting(dir).await;
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    // Claimed and running (the upstream waits a second before it writes).
+    for _ in 0..100 {
+        if json_of(dir, &["runs", "show", &run])["execution"] == "resuming" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.start_kill().unwrap();
+    first.wait().await.unwrap();
+    let _ = held.await;
+    drop(client);
+    // Whatever the orphaned upstream did, it did once.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let ran = lines(&ledger);
+    assert!(ran <= 1, "ran {ran} times");
+
+    let (_second, client) = killable(dir, "1000").await;
+    let mut unknown = Value::Null;
+    for _ in 0..200 {
+        let shown = json_of(dir, &["runs", "show", &run]);
+        if let Some(first) = shown["unknown"].as_array().and_then(|u| u.first()) {
+            unknown = first.clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(unknown.is_object(), "the run was not picked up");
+    // The same call, asked of the new gateway: its run, not a new one.
+    let again = {
+        let client = client.peer().clone();
+        tokio::spawn(
+            async move { call(&client, "notes__write_note", json!({"text": "once"})).await },
+        )
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let open = json_of(dir, &["runs", "list"]);
+    assert_eq!(open.as_array().map(Vec::len), Some(1), "{open}");
+    toolgate(
+        dir,
+        &[
+            "runs",
+            "skip",
+            &run,
+            "--call",
+            unknown["call"].as_str().unwrap(),
+            "--digest",
+            unknown["digest"].as_str().unwrap(),
+            "--reason",
+            "checked by hand",
+            "--as",
+            "bob",
+        ],
+    );
+    let answered = again.await.unwrap();
+    assert!(
+        text(&answered).contains("chose not to run it again"),
+        "{}",
+        text(&answered)
+    );
+    assert_eq!(lines(&ledger), ran, "nothing ran twice");
+    client.cancel().await.unwrap();
+}

@@ -97,6 +97,7 @@ pub struct GatewayBuilder {
     changes: Duration,
     follow: Duration,
     remember: Duration,
+    lease: Option<Duration>,
 }
 
 impl GatewayBuilder {
@@ -182,6 +183,16 @@ impl GatewayBuilder {
         self
     }
 
+    /// How long a run this gateway resumes stays its own without a sign of
+    /// life ([`CallHost::with_lease`]): a gateway of the same name picks up
+    /// a run whose gateway stopped mid-call once it ran out. Default: the
+    /// host's, 30 seconds.
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
     /// The gateway, its registry booted.
     pub fn build(self) -> Result<Gateway, GatewayError> {
         toolgate::identity::Operator::new(&self.user, toolgate::identity::IdentitySource::Given)
@@ -193,6 +204,10 @@ impl GatewayBuilder {
         let follow = Arc::new(Followed::new(Arc::clone(&provider), self.follow));
         let registry = self.registry.provider(Arc::clone(&follow)).build()?;
         let host = CallHost::new(self.store, &self.host)?;
+        let host = match self.lease {
+            Some(lease) => host.with_lease(lease),
+            None => host,
+        };
         Ok(Gateway {
             inner: Arc::new(Inner {
                 registry,
@@ -295,6 +310,7 @@ impl Gateway {
             changes: Duration::from_secs(1),
             follow: DEFAULT_FOLLOW,
             remember: DEFAULT_REMEMBER,
+            lease: None,
         }
     }
 
@@ -325,16 +341,90 @@ impl Gateway {
             .collect()
     }
 
-    /// What the client is shown, as one number: it moves when the offer does.
-    async fn fingerprint(&self) -> u64 {
+    /// What the client is shown, as one number: it moves when the offer
+    /// does. Hashed again only when the catalogue was read again.
+    async fn fingerprint(
+        &self,
+        last: &mut Option<(Arc<toolgate::registry::Catalogue>, u64)>,
+    ) -> u64 {
         use std::hash::{Hash as _, Hasher as _};
+        let catalogue = self.inner.registry.catalogue().await;
+        if let Some((seen, print)) = last.as_ref()
+            && Arc::ptr_eq(seen, &catalogue)
+        {
+            return *print;
+        }
         let mut hasher = std::hash::DefaultHasher::new();
         for spec in self.inner.registry.offer_all().await.specs() {
             spec.name.hash(&mut hasher);
             spec.description.hash(&mut hasher);
             spec.parameters.to_string().hash(&mut hasher);
         }
-        hasher.finish()
+        let print = hasher.finish();
+        *last = Some((catalogue, print));
+        print
+    }
+
+    /// Picks up the runs of this gateway's name whose gateway stopped while
+    /// it ran their call ([`CallHost::stopped`]), by the rule every host
+    /// follows: the journal tells what became of the call — one that started
+    /// and never ended is an outcome unknown, which waits for an operator's
+    /// choice, never run again unasked. The same call asked again of this
+    /// gateway is answered by its run. Returns how many were picked up; done
+    /// by a served gateway every few seconds.
+    pub async fn recover(&self) -> usize {
+        let inner = &self.inner;
+        let stopped = match inner.host.stopped().await {
+            Ok(stopped) => stopped,
+            Err(error) => {
+                tracing::warn!(%error, "cannot look for runs whose gateway stopped");
+                return 0;
+            }
+        };
+        let mut picked = 0;
+        for run_id in stopped {
+            let task = match inner.host.claim(&run_id).await {
+                Ok(Some(task)) => task,
+                Ok(None) => continue,
+                Err(error) => {
+                    tracing::warn!(run = %run_id, %error, "a run whose gateway stopped cannot be claimed");
+                    continue;
+                }
+            };
+            tracing::warn!(run = %run_id, "a run whose gateway stopped mid-call is picked up from its journal");
+            picked += 1;
+            let paused = inner.host.store().latest_suspended(&run_id).await.ok();
+            let held = Arc::new(HeldCall {
+                run_id: run_id.clone(),
+                digest: paused
+                    .as_ref()
+                    .map(|run| run.digest().as_str().to_owned())
+                    .unwrap_or_default(),
+                turn: tokio::sync::Mutex::new(None),
+            });
+            let (result, over) = self.resume(&run_id, task).await;
+            if over {
+                *held.turn.lock().await = Some(Answered {
+                    result,
+                    at: Instant::now(),
+                });
+            }
+            // Known again as the call it was, when it was this gateway
+            // user's: the same call asked again is answered by it.
+            let same = paused.as_ref().and_then(|run| {
+                let state = run.state();
+                let call = run.pending().first()?;
+                (state.requested_by == inner.user).then(|| SameCall {
+                    client: state.client.clone(),
+                    tool: call.name.clone(),
+                    arguments: toolgate::suspend::arguments_digest(&call.arguments),
+                })
+            });
+            if let Some(same) = same {
+                self.held().insert(same, held);
+            }
+        }
+        picked
     }
 
     /// Answers one `tools/call`: the tool named by its wire name, through
@@ -697,12 +787,16 @@ impl ServerHandler for Gateway {
         // The offer follows the operator: when it changes (an import, an
         // approval changed, a tool accepted, a server disabled or removed),
         // the client is told to list it again.
+        // Runs whose gateway of this name stopped mid-call are picked up
+        // too.
         let gateway = self.clone();
         tokio::spawn(async move {
-            let mut seen = gateway.fingerprint().await;
+            let mut last = None;
+            let mut seen = gateway.fingerprint(&mut last).await;
             loop {
+                gateway.recover().await;
                 tokio::time::sleep(gateway.inner.changes).await;
-                let now = gateway.fingerprint().await;
+                let now = gateway.fingerprint(&mut last).await;
                 if now == seen {
                     continue;
                 }

@@ -14,6 +14,7 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
         .host(&args.name)
         .wait(Duration::from_secs(args.wait))
         .follow(Duration::from_millis(args.follow_ms))
+        .lease(Duration::from_millis(args.lease_ms))
         .build()
         .map_err(|e| Failure::Refused(e.to_string()))?;
     tracing::info!(user = %args.user, host = %args.name, "gateway serving over stdio");

@@ -62,6 +62,30 @@ impl CallHost {
         self.host.claim_run(run_id).await
     }
 
+    /// The store.
+    pub fn store(&self) -> &Store {
+        self.host.store()
+    }
+
+    /// The runs of this host's name whose process stopped while it resumed
+    /// them — claimed, their lease run out, as a living process's never does
+    /// (it is renewed while a call runs) — oldest first: the runs a process
+    /// of this name picks up with [`CallHost::claim`], by the rule every host
+    /// follows, so their journal tells what became of the call.
+    pub async fn stopped(&self) -> Result<Vec<String>, StoreError> {
+        let rows = crate::db::Query::new(
+            "SELECT run_id FROM suspended_run WHERE owner = $1 AND state = 'decided'
+               AND execution = 'resuming' AND lease_until < $2 ORDER BY id",
+        )
+        .bind(self.host.name())
+        .bind(crate::now_ms())
+        .fetch_all(&self.host.store.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok(row.try_get::<String, _>("run_id")?))
+            .collect()
+    }
+
     /// Whether the run `run_id`, of this host's, still waits for a person:
     /// for a decision, or for an operator's choice on a call whose outcome
     /// is unknown.
