@@ -743,3 +743,53 @@ async fn a_gateway_killed_mid_call_leaves_its_run_to_the_next_and_nothing_runs_t
     assert_eq!(lines(&ledger), ran, "nothing ran twice");
     client.cancel().await.unwrap();
 }
+
+/// What a tool answers beyond its text — an image, structured content —
+/// reaches the client as the tool gave it, its hidden characters removed:
+/// from a held call resumed after its approval (through the journal) and
+/// from a call the gate lets run at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_is_more_than_text_reaches_the_client_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered_with(dir, &ledger, &["--rich", "write_note", "--rich", "read_note"]);
+    let client = connect(dir, "20").await;
+    let image_of = |result: &CallToolResult| {
+        result.content.iter().find_map(|c| {
+            c.as_image()
+                .map(|i| (i.data.clone(), i.mime_type.clone()))
+        })
+    };
+    let held = {
+        let client = client.peer().clone();
+        tokio::spawn(async move { call(&client, "notes__write_note", json!({"text": "pic"})).await })
+    };
+    let (run, digest) = waiting(dir).await;
+    toolgate(dir, &["runs", "approve", &run, "--digest", &digest, "--as", "bob"]);
+    let answered = held.await.unwrap();
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert!(text(&answered).contains("wrote note"), "{}", text(&answered));
+    assert_eq!(
+        image_of(&answered),
+        Some((
+            toolgate_mcp_test_server::RICH_IMAGE.to_owned(),
+            "image/png".to_owned()
+        ))
+    );
+    assert_eq!(
+        answered.structured_content,
+        Some(json!({"tool": "write_note", "arguments": {"text": "pic"}, "text": "structured"}))
+    );
+
+    common::approval_off(dir, "notes");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let read = call(&client, "notes__read_note", json!({"id": 0})).await;
+    assert_eq!(read.is_error, Some(false), "{}", text(&read));
+    assert!(image_of(&read).is_some(), "{read:?}");
+    assert_eq!(
+        read.structured_content,
+        Some(json!({"tool": "read_note", "arguments": {"id": 0}, "text": "structured"}))
+    );
+    client.cancel().await.unwrap();
+}

@@ -144,7 +144,7 @@ pub use effect::{
 pub use registry::Registry;
 pub use run::Agent;
 pub use tool::{
-    Execute, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool, ToolOutput,
+    Execute, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool, RichOutput, ToolOutput,
 };
 
 /// Derives [`Tool`] from `#[tool(...)]` declarations.

@@ -258,6 +258,27 @@ pub struct ToolOutput {
     /// result, and no journal records it as one.
     #[serde(skip)]
     answer_lost: bool,
+    /// What the tool answered beyond its text, kept as it gave it
+    /// ([`RichOutput`]); `None` for a result that is text alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rich: Option<Box<RichOutput>>,
+}
+
+/// What a tool answered beyond its text, kept as the tool gave it: its
+/// content blocks — images, audio, embedded resources, and the text among
+/// them — and its structured content, each as the JSON of an MCP content
+/// block, for a client that takes them (an MCP client behind a gateway).
+/// A model is handed [`ToolOutput::content`], the text that also stands for
+/// the result in every record; this is carried beside it, and only for a
+/// result that succeeded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RichOutput {
+    /// The content blocks, in order, each an MCP content block as JSON.
+    pub blocks: Vec<serde_json::Value>,
+    /// The structured content, when the tool gave any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<serde_json::Value>,
 }
 
 impl ToolOutput {
@@ -267,7 +288,15 @@ impl ToolOutput {
             content: content.into(),
             is_error: false,
             answer_lost: false,
+            rich: None,
         }
+    }
+
+    /// The same result, carrying what the tool answered beyond its text.
+    #[must_use]
+    pub fn with_rich(mut self, rich: Option<Box<RichOutput>>) -> Self {
+        self.rich = rich;
+        self
     }
 
     /// A failed result; `message` tells the model what went wrong.
@@ -276,6 +305,7 @@ impl ToolOutput {
             content: message.into(),
             is_error: true,
             answer_lost: false,
+            rich: None,
         }
     }
 
@@ -295,6 +325,7 @@ impl ToolOutput {
             content: reason.into(),
             is_error: true,
             answer_lost: true,
+            rich: None,
         }
     }
 

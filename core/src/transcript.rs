@@ -53,6 +53,10 @@ pub enum Message {
         content: String,
         /// True when the call failed or was refused.
         is_error: bool,
+        /// What the tool answered beyond its text, when it did
+        /// ([`ToolOutput::rich`]); a model is handed `content`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rich: Option<Box<crate::tool::RichOutput>>,
     },
 }
 
@@ -63,6 +67,7 @@ impl Message {
             name: call.name.clone(),
             content: output.content,
             is_error: output.is_error,
+            rich: output.rich,
         }
     }
 }

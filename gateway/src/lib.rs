@@ -743,18 +743,41 @@ impl toolgate::audit::DecisionLog for NoDecisions {
     }
 }
 
-/// The call's result as the run recorded it: its text, an error when it
-/// failed or was denied.
+/// The call's result as the run recorded it: what the tool answered —
+/// images, resources and structured content as it gave them, when it gave
+/// any, else its text — an error when it failed or was denied.
 fn answer(state: &RunState) -> CallToolResult {
     let result = state.transcript.iter().rev().find_map(|m| match m {
         Message::Tool {
-            content, is_error, ..
-        } => Some((content.clone(), *is_error)),
+            content,
+            is_error,
+            rich,
+            ..
+        } => Some((content, *is_error, rich)),
         _ => None,
     });
     match result {
-        Some((content, false)) => CallToolResult::success(vec![ContentBlock::text(content)]),
-        Some((content, true)) => CallToolResult::error(vec![ContentBlock::text(content)]),
+        Some((content, false, Some(rich))) => {
+            let blocks: Vec<ContentBlock> = rich
+                .blocks
+                .iter()
+                .map(|block| {
+                    serde_json::from_value(block.clone())
+                        .unwrap_or_else(|_| ContentBlock::text(block.to_string()))
+                })
+                .collect();
+            let mut result = CallToolResult::success(if blocks.is_empty() {
+                vec![ContentBlock::text(content.clone())]
+            } else {
+                blocks
+            });
+            result.structured_content.clone_from(&rich.structured);
+            result
+        }
+        Some((content, false, None)) => {
+            CallToolResult::success(vec![ContentBlock::text(content.clone())])
+        }
+        Some((content, true, _)) => CallToolResult::error(vec![ContentBlock::text(content.clone())]),
         None => refusal("the call has no result".to_owned()),
     }
 }

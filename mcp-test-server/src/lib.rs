@@ -20,6 +20,9 @@
 //! pads each page's cursor to N bytes (a server whose cursors are large);
 //! `--elicit NAME` makes a call of that tool ask its client for a user's
 //! input first (a server reaching for the prompt) and answer how it went;
+//! `--rich NAME` adds to a tool's answer an image ([`RICH_IMAGE`]) and
+//! structured content naming the tool and its arguments, a zero-width
+//! space in its text (an answer that is more than text);
 //! `--huge
 //! NAME=BYTES` pads a tool's result to that many bytes (past a client's limit
 //! for one message, say); `--describe`
@@ -43,6 +46,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
+
+/// The image `--rich` adds to an answer: a 1×1 PNG, base64.
+pub const RICH_IMAGE: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 /// How the server behaves.
 #[derive(Clone, Debug, Default)]
@@ -71,6 +78,7 @@ pub struct Options {
     pub filler_prefix: Option<String>,
     pub cursor_bytes: usize,
     pub elicit: Vec<String>,
+    pub rich: Vec<String>,
 }
 
 /// Parses the command-line flags (without the program name).
@@ -109,6 +117,7 @@ pub fn options(args: impl IntoIterator<Item = String>) -> Result<Options, String
             }
             "--filler-prefix" => options.filler_prefix = Some(value("--filler-prefix")?),
             "--elicit" => options.elicit.push(value("--elicit")?),
+            "--rich" => options.rich.push(value("--rich")?),
             "--cursor-bytes" => {
                 options.cursor_bytes = value("--cursor-bytes")?
                     .parse::<usize>()
@@ -441,6 +450,21 @@ impl ServerHandler for NotesServer {
             // The call ran (its ledger line is written); its answer never
             // leaves: the process ends, and the connection with it.
             std::process::exit(7);
+        }
+        if self
+            .options
+            .rich
+            .iter()
+            .any(|name| name == request.name.as_ref())
+        {
+            result
+                .content
+                .push(ContentBlock::image(RICH_IMAGE, "image/png"));
+            result.structured_content = Some(json!({
+                "tool": request.name.as_ref(),
+                "arguments": Value::Object(arguments.clone()),
+                "text": "struc\u{200b}tured",
+            }));
         }
         if let Some((_, bytes)) = self
             .options

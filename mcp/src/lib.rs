@@ -40,6 +40,6 @@ pub use import::{
     import_within,
 };
 pub use names::{SEPARATOR, SkipReason, local_name};
-pub use output::{MAX_OUTPUT_CHARS, sanitize};
+pub use output::{MAX_OUTPUT_CHARS, MAX_RICH_BYTES, rich, sanitize};
 pub use provider::{McpProvider, SkippedRow};
 pub use tool::McpTool;

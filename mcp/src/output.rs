@@ -49,6 +49,77 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
+/// The most bytes, as JSON, of what a remote answer holds beyond its text
+/// (images, audio, resources, structured content) kept for a client: 4 MiB.
+pub const MAX_RICH_BYTES: usize = 4 * 1024 * 1024;
+
+/// What a server answered beyond its text — its content blocks and its
+/// structured content — kept for a client that takes it
+/// ([`toolgate::RichOutput`]): `None` for an answer of text blocks alone.
+/// Every string in it loses its hidden characters, as text does
+/// ([`sanitize`], uncut); past [`MAX_RICH_BYTES`] it is left out, and the
+/// second value says so, for the text.
+pub fn rich(
+    blocks: &[rmcp::model::ContentBlock],
+    structured: Option<&serde_json::Value>,
+) -> (Option<Box<toolgate::RichOutput>>, Option<String>) {
+    let text_alone = blocks
+        .iter()
+        .all(|block| matches!(block, rmcp::model::ContentBlock::Text(_)));
+    if text_alone && structured.is_none() {
+        return (None, None);
+    }
+    let mut blocks: Vec<serde_json::Value> = blocks
+        .iter()
+        .filter_map(|block| serde_json::to_value(block).ok())
+        .collect();
+    let mut structured = structured.cloned();
+    for value in blocks.iter_mut().chain(structured.as_mut()) {
+        scrub(value);
+    }
+    let rich = toolgate::RichOutput { blocks, structured };
+    let size = serde_json::to_vec(&rich).map_or(usize::MAX, |bytes| bytes.len());
+    if size > MAX_RICH_BYTES {
+        return (
+            None,
+            Some(format!(
+                "[… the answer's images, resources and structured content ({size} bytes as JSON) were left out: more than {MAX_RICH_BYTES}]"
+            )),
+        );
+    }
+    (Some(Box::new(rich)), None)
+}
+
+/// Removes the hidden characters of every string in `value`, keys included.
+fn scrub(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    let clean = |text: &str| -> Option<String> {
+        text.chars()
+            .any(|c| is_hidden(c) && c != '\n' && c != '\t')
+            .then(|| {
+                text.chars()
+                    .filter(|&c| !is_hidden(c) || c == '\n' || c == '\t')
+                    .collect()
+            })
+    };
+    match value {
+        Value::String(text) => {
+            if let Some(cleaned) = clean(text) {
+                *text = cleaned;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(scrub),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (key, mut item) in entries {
+                scrub(&mut item);
+                map.insert(clean(&key).unwrap_or(key), item);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 /// A string a server wrote about its tools that a model reads as part of a
 /// tool's definition — its description, and the titles and descriptions in
 /// its input schema: every hidden character written as a visible `\u{..}`

@@ -27,9 +27,13 @@ const WAITING_V5: &str = include_str!("../fixtures/v5-waiting-for-input.json");
 const AWAITING_V6: &str = include_str!("../fixtures/v6-awaiting-approval.json");
 const WAITING_V6: &str = include_str!("../fixtures/v6-waiting-for-input.json");
 const ONE_CALL_V6: &str = include_str!("../fixtures/v6-one-call.json");
+const AWAITING_V7: &str = include_str!("../fixtures/v7-awaiting-approval.json");
+const WAITING_V7: &str = include_str!("../fixtures/v7-waiting-for-input.json");
+const ONE_CALL_V7: &str = include_str!("../fixtures/v7-one-call.json");
+const RICH_V7: &str = include_str!("../fixtures/v7-rich.json");
 
 /// A document of an earlier version as this build writes it back: the same
-/// body, as version 5, under the current plain checksum (which covers the
+/// body, as version 7, under the current plain checksum (which covers the
 /// header from version 5).
 fn as_current(document: &str) -> String {
     let fields: Map<String, Value> = serde_json::from_str(document).unwrap();
@@ -39,8 +43,8 @@ fn as_current(document: &str) -> String {
     let at = document.find(",\"body\":").unwrap() + ",\"body\":".len();
     let body = document.trim_end().strip_suffix('}').unwrap()[at..].to_owned();
     document
-        .replacen(&format!("\"version\":{version}"), "\"version\":6", 1)
-        .replacen(&old_checksum, &document_checksum(6, status, &body), 1)
+        .replacen(&format!("\"version\":{version}"), "\"version\":7", 1)
+        .replacen(&old_checksum, &document_checksum(7, status, &body), 1)
 }
 const WAITING_V1: &str = include_str!("../fixtures/v1-waiting-for-input.json");
 /// What the first digest rule (SHA-256 over the calls alone) gave the pending
@@ -150,13 +154,13 @@ fn golden_v3_documents_decode_with_their_review() {
         Err(error) => panic!("{error}"),
     };
     assert_ne!(run.digest(), v2.digest());
-    // Written back as version 6: the same body, under the current checksum.
+    // Written back as version 7: the same body, under the current checksum.
     assert_eq!(
         run.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(AWAITING_V6)
+        Some(AWAITING_V7)
     );
-    assert_eq!(as_current(AWAITING_V3), AWAITING_V6);
-    assert_eq!(as_current(AWAITING_V4), AWAITING_V6);
+    assert_eq!(as_current(AWAITING_V3), AWAITING_V7);
+    assert_eq!(as_current(AWAITING_V4), AWAITING_V7);
     let waiting = match SuspendedRun::decode(WAITING_V3) {
         Ok(run) => run,
         Err(error) => panic!("{error}"),
@@ -165,10 +169,10 @@ fn golden_v3_documents_decode_with_their_review() {
     assert_eq!(waiting.review().tools.len(), 2);
     assert_eq!(
         waiting.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(WAITING_V6)
+        Some(WAITING_V7)
     );
-    assert_eq!(as_current(WAITING_V3), WAITING_V6);
-    assert_eq!(as_current(WAITING_V4), WAITING_V6);
+    assert_eq!(as_current(WAITING_V3), WAITING_V7);
+    assert_eq!(as_current(WAITING_V4), WAITING_V7);
     // A review that does not match the pending calls is refused.
     let mut body: Value = match serde_json::from_str::<Value>(AWAITING_V3) {
         Ok(value) => value["body"].clone(),
@@ -213,9 +217,9 @@ fn golden_v4_documents_decode_to_the_v3_run_and_round_trip() {
 }
 
 /// Version 1 (before `max_calls_per_turn`) still decodes, to the same run as
-/// version 2 with the cap at its default, and is written back as version 6.
+/// version 2 with the cap at its default, and is written back as version 7.
 #[test]
-fn version_1_documents_decode_and_are_written_back_as_version_6() {
+fn version_1_documents_decode_and_are_written_back_as_the_current_version() {
     for (v1, v2) in [(AWAITING_V1, AWAITING), (WAITING_V1, WAITING)] {
         let (Ok(old), Ok(new)) = (SuspendedRun::decode(v1), SuspendedRun::decode(v2)) else {
             panic!("both versions decode");
@@ -364,9 +368,9 @@ fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
         (
             "future version",
             sealed(AWAITING, |d| {
-                d.insert("version".into(), json!(7));
+                d.insert("version".into(), json!(8));
             }),
-            "unknown version 7 (this build reads versions 1 to 6)",
+            "unknown version 8 (this build reads versions 1 to 7)",
         ),
         (
             "version as text",
@@ -966,7 +970,7 @@ fn a_field_is_read_only_under_the_versions_that_know_it() {
 }
 
 /// Version 5 seals the header with the body: the golden documents decode
-/// to the runs of version 4 and are written back as version 6; relabelled
+/// to the runs of version 4 and are written back as version 7; relabelled
 /// as version 4 (whose seal covered the body alone) or declaring the other
 /// status over the same body, they no longer match their seal.
 #[test]
@@ -998,7 +1002,7 @@ fn golden_v5_documents_seal_their_header_too() {
 }
 
 /// Version 6 adds runs of one call: the golden documents of version 5
-/// decode to the same runs as version 6 and are written back byte for byte;
+/// decode to the same runs as version 6 and are written back as version 7;
 /// a run of one call keeps its option, and a version-5 document that holds
 /// it — sealed as a writer of version 5 would — is refused, as is a
 /// version-6 document relabelled as version 5.
@@ -1010,7 +1014,7 @@ fn golden_v6_documents_keep_runs_of_one_call() {
         };
         assert_eq!(old, new);
         assert!(!new.state().options.one_call);
-        assert_eq!(new.encode().ok().map(|d| d + "\n").as_deref(), Some(v6));
+        assert_eq!(new.encode().ok().map(|d| d + "\n"), Some(as_current(v6)));
     }
     let one_call = match SuspendedRun::decode(ONE_CALL_V6) {
         Ok(SuspendedRun::AwaitingApproval(run)) => run,
@@ -1025,7 +1029,7 @@ fn golden_v6_documents_keep_runs_of_one_call() {
             .ok()
             .map(|d| d + "\n")
             .as_deref(),
-        Some(ONE_CALL_V6)
+        Some(ONE_CALL_V7)
     );
     let relabelled = ONE_CALL_V6.replacen("\"version\":6", "\"version\":5", 1);
     assert_eq!(
@@ -1048,6 +1052,60 @@ fn golden_v6_documents_keep_runs_of_one_call() {
         SuspendedRun::decode(&as_v5).err().map(|e| e.reason),
         Some(
             "`run.options.one_call` was added in version 6; a version-5 document cannot hold it"
+                .to_owned()
+        )
+    );
+}
+
+
+/// Version 7 keeps what a tool answered beyond its text: the golden
+/// documents of version 6 decode to the same runs as version 7 and are
+/// written back byte for byte as it; a tool result's images and structured
+/// content are read and written back as they were, while a version-6
+/// document that holds them — sealed as a writer of version 6 would — is
+/// refused.
+#[test]
+fn golden_v7_documents_keep_what_a_tool_answered_beyond_its_text() {
+    for (v6, v7) in [
+        (AWAITING_V6, AWAITING_V7),
+        (WAITING_V6, WAITING_V7),
+        (ONE_CALL_V6, ONE_CALL_V7),
+    ] {
+        let (Ok(old), Ok(new)) = (SuspendedRun::decode(v6), SuspendedRun::decode(v7)) else {
+            panic!("both versions decode");
+        };
+        assert_eq!(old, new);
+        assert_eq!(new.encode().ok().map(|d| d + "\n").as_deref(), Some(v7));
+    }
+    let rich = match SuspendedRun::decode(RICH_V7) {
+        Ok(run) => run,
+        Err(error) => panic!("{error}"),
+    };
+    let kept = rich.state().transcript.iter().find_map(|m| match m {
+        toolgate::run::Message::Tool { rich: Some(rich), .. } => Some(rich.clone()),
+        _ => None,
+    });
+    let kept = kept.unwrap_or_else(|| panic!("the rich result is kept"));
+    assert_eq!(kept.blocks.len(), 2);
+    assert_eq!(kept.blocks[1]["type"], "image");
+    assert_eq!(kept.blocks[1]["mimeType"], "image/png");
+    assert_eq!(kept.structured, Some(json!({"id": 7, "text": "a note"})));
+    assert_eq!(
+        rich.encode().ok().map(|d| d + "\n").as_deref(),
+        Some(RICH_V7)
+    );
+    // Resealed as version 6, as a writer without the field's version would.
+    let fields: Map<String, Value> = serde_json::from_str(RICH_V7).unwrap();
+    let old_checksum = fields["checksum"].as_str().unwrap().to_owned();
+    let at = RICH_V7.find(",\"body\":").unwrap() + ",\"body\":".len();
+    let body = &RICH_V7.trim_end().strip_suffix('}').unwrap()[at..];
+    let as_v6 = RICH_V7
+        .replacen("\"version\":7", "\"version\":6", 1)
+        .replacen(&old_checksum, &document_checksum(6, "awaiting_approval", body), 1);
+    assert_eq!(
+        SuspendedRun::decode(&as_v6).err().map(|e| e.reason),
+        Some(
+            "`run.transcript[].rich` was added in version 7; a version-6 document cannot hold it"
                 .to_owned()
         )
     );

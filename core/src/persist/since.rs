@@ -14,6 +14,7 @@
 //! | `body.review` | 3 | refused | optional (absent: a turn paused before reviews were kept) |
 //! | `run.options.one_call` | 6 | refused | optional (absent: a run with a model) |
 //! | `run.client` | 6 | refused | optional (absent: no client asked) |
+//! | `rich` of a `tool` message of `run.transcript` | 7 | refused | optional (absent: a result that is text alone) |
 //!
 //! A field a version always writes is required from that version on; a
 //! field stored by its absence when it holds its default stays optional,
@@ -37,6 +38,8 @@ const REVIEWS: u64 = 3;
 /// The version that added runs of one call and the client a requester
 /// asked through.
 const ONE_CALL: u64 = 6;
+/// The version that added what a tool answered beyond its text.
+const RICH: u64 = 7;
 
 /// A run as a document stores it, each later field kept as present or not.
 #[derive(Deserialize)]
@@ -124,6 +127,14 @@ impl StoredRun {
             options.one_call.is_some(),
         )?;
         known("run.client", ONE_CALL, version, client.is_some())?;
+        known(
+            "run.transcript[].rich",
+            RICH,
+            version,
+            transcript
+                .iter()
+                .any(|m| matches!(m, Message::Tool { rich: Some(_), .. })),
+        )?;
         Ok(RunState {
             run_id,
             requested_by,

@@ -165,11 +165,14 @@ fn answer_lost(plan: TurnPlan, index: usize, results: Vec<Message>, reason: Stri
         .into_iter()
         .filter_map(|message| match message {
             Message::Tool {
-                content, is_error, ..
+                content,
+                is_error,
+                rich,
+                ..
             } => Some(CallRecord::Ended(if is_error {
                 ToolOutput::error(content)
             } else {
-                ToolOutput::text(content)
+                ToolOutput::text(content).with_rich(rich)
             })),
             _ => None,
         })

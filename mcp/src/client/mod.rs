@@ -531,7 +531,12 @@ impl Connection {
                 self.server
             ))
         } else {
-            ToolOutput::text(text)
+            let (rich, left_out) =
+                crate::output::rich(&result.content, result.structured_content.as_ref());
+            match left_out {
+                Some(note) => ToolOutput::text(format!("{text}\n{note}")),
+                None => ToolOutput::text(text).with_rich(rich),
+            }
         })
     }
 }
