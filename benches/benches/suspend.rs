@@ -53,6 +53,7 @@ fn transcript() -> Vec<Message> {
             name: "append".into(),
             content: "x".repeat(400),
             is_error: false,
+            rich: None,
         });
         i += 1;
     }

@@ -400,6 +400,13 @@ pub(crate) struct GatewayArgs {
     /// out.
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     pub(crate) lease_ms: u64,
+    /// Four eyes: a held call is decided by someone other than `--user`.
+    #[arg(long)]
+    pub(crate) four_eyes: bool,
+    /// How many people approve a held call before it runs; from 2 on, none
+    /// of them `--user`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub(crate) approvals: u32,
 }
 
 #[derive(clap::Args, Debug)]

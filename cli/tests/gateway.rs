@@ -78,11 +78,22 @@ async fn connect_with<H: rmcp::ClientHandler>(
     wait: &str,
     handler: H,
 ) -> RunningService<RoleClient, H> {
+    connect_args(dir, &["--wait", wait], handler).await
+}
+
+/// `toolgate gateway --user alice ARGS…` over `dir`, and an MCP client
+/// connected to it, its notifications handled by `handler`.
+async fn connect_args<H: rmcp::ClientHandler>(
+    dir: &Path,
+    args: &[&str],
+    handler: H,
+) -> RunningService<RoleClient, H> {
     let mut command = tokio::process::Command::new(TOOLGATE);
     command
         .arg("--data-dir")
         .arg(dir)
-        .args(["gateway", "--user", "alice", "--wait", wait])
+        .args(["gateway", "--user", "alice"])
+        .args(args)
         .env_remove("TOOLGATE_DATABASE_URL")
         .envs(database_env(dir))
         .stdin(Stdio::piped())
@@ -266,7 +277,13 @@ async fn a_call_past_the_wait_is_answered_with_its_run_and_stays_decidable() {
         said.starts_with("the call waits for approval: run `"),
         "{said}"
     );
-    assert!(said.contains("toolgate runs approve"), "{said}");
+    // It names the run, never the digest a decision carries or the command
+    // that decides: the client's model reads this.
+    assert!(said.contains("toolgate runs show"), "{said}");
+    assert!(
+        !said.contains("sha256:") && !said.contains("runs approve"),
+        "{said}"
+    );
     let (run, digest) = waiting(dir).await;
     assert!(said.contains(&run), "{said}");
     assert_eq!(lines(&ledger), 0, "not run");
@@ -320,6 +337,17 @@ async fn a_call_the_gate_lets_run_is_forwarded_at_once() {
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
     assert_eq!(lines(&ledger), 1);
     let read = call(&client, "notes__read_note", json!({"id": 1})).await;
+    assert_eq!(read.is_error, Some(false), "{}", text(&read));
+    // The upstream dies mid-call: that call's answer is lost, said so; the
+    // next call is sent over a connection made again, and answered.
+    let lost = call(&client, "notes__crash", json!({})).await;
+    assert_eq!(lost.is_error, Some(true));
+    assert!(
+        text(&lost).contains("its answer was lost"),
+        "{}",
+        text(&lost)
+    );
+    let read = call(&client, "notes__read_note", json!({"id": 0})).await;
     assert_eq!(read.is_error, Some(false), "{}", text(&read));
     assert!(
         json_of(dir, &["runs", "list"])
@@ -616,7 +644,7 @@ async fn a_held_call_reports_progress_and_survives_its_client_giving_up() {
     }
     let told = progress.0.lock().unwrap()[0].clone();
     assert!(
-        told.contains(&run) && told.contains("toolgate runs approve"),
+        told.contains(&run) && told.contains("toolgate runs show") && !told.contains("sha256:"),
         "{told}"
     );
     // The client gives up: dropping the request sends `notifications/cancelled`.
@@ -753,23 +781,36 @@ async fn an_answer_that_is_more_than_text_reaches_the_client_whole() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let ledger = dir.join("ledger");
-    registered_with(dir, &ledger, &["--rich", "write_note", "--rich", "read_note"]);
+    registered_with(
+        dir,
+        &ledger,
+        &["--rich", "write_note", "--rich", "read_note"],
+    );
     let client = connect(dir, "20").await;
     let image_of = |result: &CallToolResult| {
-        result.content.iter().find_map(|c| {
-            c.as_image()
-                .map(|i| (i.data.clone(), i.mime_type.clone()))
-        })
+        result
+            .content
+            .iter()
+            .find_map(|c| c.as_image().map(|i| (i.data.clone(), i.mime_type.clone())))
     };
     let held = {
         let client = client.peer().clone();
-        tokio::spawn(async move { call(&client, "notes__write_note", json!({"text": "pic"})).await })
+        tokio::spawn(
+            async move { call(&client, "notes__write_note", json!({"text": "pic"})).await },
+        )
     };
     let (run, digest) = waiting(dir).await;
-    toolgate(dir, &["runs", "approve", &run, "--digest", &digest, "--as", "bob"]);
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
     let answered = held.await.unwrap();
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
-    assert!(text(&answered).contains("wrote note"), "{}", text(&answered));
+    assert!(
+        text(&answered).contains("wrote note"),
+        "{}",
+        text(&answered)
+    );
     assert_eq!(
         image_of(&answered),
         Some((
@@ -791,5 +832,43 @@ async fn an_answer_that_is_more_than_text_reaches_the_client_whole() {
         read.structured_content,
         Some(json!({"tool": "read_note", "arguments": {"id": 0}, "text": "structured"}))
     );
+    client.cancel().await.unwrap();
+}
+
+/// A gateway started with `--four-eyes` holds its user's calls for someone
+/// else: the requester's own approval is refused, another person's runs
+/// the call once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_four_eyes_the_gateways_user_cannot_approve_their_own_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered(dir, &ledger);
+    let client = connect_args(dir, &["--wait", "20", "--four-eyes"], ()).await;
+    let held = {
+        let client = client.peer().clone();
+        tokio::spawn(async move { call(&client, "notes__write_note", json!({"text": "4e"})).await })
+    };
+    let (run, digest) = waiting(dir).await;
+    let refused = common::command(dir)
+        .args([
+            "runs", "approve", &run, "--digest", &digest, "--as", "alice",
+        ])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("its approval must come from someone else"),
+        "{said}"
+    );
+    assert_eq!(lines(&ledger), 0);
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let answered = held.await.unwrap();
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1);
     client.cancel().await.unwrap();
 }

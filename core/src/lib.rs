@@ -144,7 +144,8 @@ pub use effect::{
 pub use registry::Registry;
 pub use run::Agent;
 pub use tool::{
-    Execute, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool, RichOutput, ToolOutput,
+    Execute, RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, RichOutput, Tool,
+    ToolOutput,
 };
 
 /// Derives [`Tool`] from `#[tool(...)]` declarations.

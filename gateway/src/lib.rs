@@ -98,6 +98,8 @@ pub struct GatewayBuilder {
     follow: Duration,
     remember: Duration,
     lease: Option<Duration>,
+    four_eyes: bool,
+    approvals: u32,
 }
 
 impl GatewayBuilder {
@@ -193,6 +195,22 @@ impl GatewayBuilder {
         self
     }
 
+    /// Four eyes: a held call is decided by someone other than the
+    /// gateway's user, who asked for it. Default: off.
+    #[must_use]
+    pub fn four_eyes(mut self, on: bool) -> Self {
+        self.four_eyes = on;
+        self
+    }
+
+    /// How many people approve a held call before it runs (at least 1; from
+    /// 2 on, none of them the requester). Default: 1.
+    #[must_use]
+    pub fn approvals(mut self, people: u32) -> Self {
+        self.approvals = people.max(1);
+        self
+    }
+
     /// The gateway, its registry booted.
     pub fn build(self) -> Result<Gateway, GatewayError> {
         toolgate::identity::Operator::new(&self.user, toolgate::identity::IdentitySource::Given)
@@ -219,6 +237,8 @@ impl GatewayBuilder {
                 poll: self.poll,
                 changes: self.changes,
                 remember: self.remember,
+                four_eyes: self.four_eyes,
+                approvals: self.approvals,
                 held: std::sync::Mutex::default(),
             }),
         })
@@ -244,6 +264,8 @@ struct Inner {
     changes: Duration,
     /// How long a held call's answer is kept for the same call again.
     remember: Duration,
+    four_eyes: bool,
+    approvals: u32,
     /// Calls held for a decision, from the moment their run is saved, by
     /// what makes a call the same call: the same call asked again — while
     /// it is held, or after it was answered "waits for approval" — waits on
@@ -260,12 +282,10 @@ struct SameCall {
     arguments: String,
 }
 
-/// A held call: its run, the digest its decision must carry, and — once
-/// the run was resumed — its answer.
+/// A held call: its run and — once the run was resumed — its answer.
 #[derive(Debug)]
 struct HeldCall {
     run_id: String,
-    digest: String,
     /// Whoever holds it waits for the decision and resumes the run: one at a
     /// time, so a run is resumed once however many times its call is asked.
     /// The answer is kept in it once given.
@@ -311,6 +331,8 @@ impl Gateway {
             follow: DEFAULT_FOLLOW,
             remember: DEFAULT_REMEMBER,
             lease: None,
+            four_eyes: false,
+            approvals: 1,
         }
     }
 
@@ -396,10 +418,6 @@ impl Gateway {
             let paused = inner.host.store().latest_suspended(&run_id).await.ok();
             let held = Arc::new(HeldCall {
                 run_id: run_id.clone(),
-                digest: paused
-                    .as_ref()
-                    .map(|run| run.digest().as_str().to_owned())
-                    .unwrap_or_default(),
                 turn: tokio::sync::Mutex::new(None),
             });
             let (result, over) = self.resume(&run_id, task).await;
@@ -479,10 +497,12 @@ impl Gateway {
             Some(client) => format!("`tools/call` of `{wire_name}` from client `{client}`"),
             None => format!("`tools/call` of `{wire_name}`"),
         };
-        let request = CallRequest {
+        let mut request = CallRequest {
             client,
             ..CallRequest::new(self.inner.user.clone(), context, call)
         };
+        request.options.four_eyes = self.inner.four_eyes;
+        request.options.approvals_required = self.inner.approvals;
         let agent = toolgate::Agent::new(&self.inner.registry, &NoModel, &NoDecisions);
         match agent.call(request).await {
             Ok(Outcome::Finished { state, .. }) => answer(&state),
@@ -498,15 +518,16 @@ impl Gateway {
                     .await
                 {
                     Ok(_) => refusal(format!(
-                        "the call waits for a user's input: run `{}`; give it with `toolgate runs input {} --digest {} --json DATA`",
+                        "the call waits for a user's input: run `{}`; it was not run. A person gives it (`toolgate runs show {}`)",
                         run.run_id(),
                         run.run_id(),
-                        run.digest().as_str()
                     )),
                     Err(error) => refusal(format!("the call could not be held: {error}")),
                 }
             }
-            Ok(other) => refusal(format!("the call ended unexpectedly: {other:?}")),
+            Ok(Outcome::LimitReached(_)) => {
+                refusal("the call's run reached its cap of turns without an answer".to_owned())
+            }
             Err(error) => refusal(run_error(&error)),
         }
     }
@@ -533,7 +554,6 @@ impl Gateway {
         }
         let held = Arc::new(HeldCall {
             run_id: run.run_id().to_owned(),
-            digest: run.digest().as_str().to_owned(),
             turn: tokio::sync::Mutex::new(None),
         });
         tracing::info!(run = %held.run_id, "a gated call waits for a decision");
@@ -569,10 +589,25 @@ impl Gateway {
     /// cancels, or goes away, never cuts a resume short.
     async fn join(&self, held: &Arc<HeldCall>, mut asker: Asker) -> Joined {
         let deadline = tokio::time::Instant::now() + self.inner.wait;
+        // Told when the client gives up: the wait ends — never a resume
+        // under way — and a decision taken later is applied when the same
+        // call is asked again.
+        let (client_left, left) = tokio::sync::watch::channel(false);
         let waiting = {
             let gateway = self.clone();
             let held = Arc::clone(held);
-            tokio::spawn(async move { gateway.wait_and_resume(&held, deadline).await })
+            tokio::spawn(async move {
+                let stop = || {
+                    let mut left = left.clone();
+                    async move {
+                        tokio::select! {
+                            () = tokio::time::sleep_until(deadline) => {}
+                            _ = left.wait_for(|gone| *gone) => {}
+                        }
+                    }
+                };
+                gateway.wait_and_resume(&held, stop).await
+            })
         };
         let progress = progress(held, asker.progress.take());
         tokio::select! {
@@ -587,18 +622,24 @@ impl Gateway {
             },
             () = &mut asker.cancelled => {
                 tracing::info!(run = %held.run_id, "the client cancelled a held call; its run stays");
+                let _ = client_left.send(true);
                 Joined::Answered(waits_for_approval(held))
             }
             () = progress => Joined::Answered(waits_for_approval(held)),
         }
     }
 
-    /// One waiter at a time, up to `deadline`: the answer given before, or
-    /// the run's decision and the resumed run's result.
-    async fn wait_and_resume(&self, held: &HeldCall, deadline: tokio::time::Instant) -> Waited {
+    /// One waiter at a time, until `stop` resolves: the answer given
+    /// before, or the run's decision and the resumed run's result.
+    async fn wait_and_resume<S: Future<Output = ()>>(
+        &self,
+        held: &HeldCall,
+        stop: impl Fn() -> S,
+    ) -> Waited {
         let inner = &self.inner;
-        let Ok(mut turn) = tokio::time::timeout_at(deadline, held.turn.lock()).await else {
-            return Waited::Undecided;
+        let mut turn = tokio::select! {
+            turn = held.turn.lock() => turn,
+            () = stop() => return Waited::Undecided,
         };
         if let Some(answered) = turn.as_ref() {
             return Waited::Answer(answered.result.clone());
@@ -607,7 +648,7 @@ impl Gateway {
             Ok(true) => {
                 inner
                     .host
-                    .wait_until(&held.run_id, inner.poll, deadline)
+                    .wait_until(&held.run_id, inner.poll, stop())
                     .await
             }
             // Decided while no one waited, or picked up after a host stopped.
@@ -659,10 +700,7 @@ impl Gateway {
                     )),
                     false,
                 ),
-                (ended, _) => (
-                    refusal(format!("run `{run_id}` did not finish: {ended:?}")),
-                    false,
-                ),
+                (ended, _) => (refusal(not_finished(run_id, ended)), false),
             },
             Err(error) => (
                 refusal(format!("run `{run_id}` could not be resumed: {error}")),
@@ -688,12 +726,36 @@ enum Waited {
     Gone,
 }
 
+/// Why a resumed run of one call gave no answer, in words.
+fn not_finished(run_id: &str, ended: &Ended) -> String {
+    match ended {
+        Ended::Refused { reason } => format!(
+            "the decision on run `{run_id}` was refused when the call was to run: {reason}. It was not run; the run waits for a fresh decision (`toolgate runs show {run_id}`)"
+        ),
+        Ended::Suspended { status } => format!(
+            "run `{run_id}` waits again ({}); it was not run (`toolgate runs show {run_id}`)",
+            status.as_str()
+        ),
+        Ended::Failed { error } => format!("run `{run_id}` failed: {error}"),
+        Ended::Interrupted { error } => format!(
+            "run `{run_id}` stopped: its record could not be written ({error}); a gateway of this name picks it up from its journal once its lease runs out"
+        ),
+        Ended::Lost => format!(
+            "run `{run_id}` was taken over by another gateway of this name; `toolgate runs show {run_id}` tells how it ended"
+        ),
+        _ => format!("run `{run_id}` ended without an answer (`toolgate runs show {run_id}`)"),
+    }
+}
+
 /// The answer to a held call not decided in time.
+///
+/// It names the run, never the digest a decision carries or the command
+/// that decides it: what the client reads, the model reads, and a decision
+/// is an operator's to take, from what `toolgate runs show` shows them.
 fn waits_for_approval(held: &HeldCall) -> CallToolResult {
     refusal(format!(
-        "the call waits for approval: run `{run}` (digest {digest}). An operator decides it with `toolgate runs show {run}` and `toolgate runs approve {run} --digest {digest}` (or `deny`); it was not run. Asked again once decided, the same call is answered by that decision",
+        "the call waits for approval: run `{run}`; it was not run. A person decides it (`toolgate runs show {run}`); asked again once decided, the same call is answered by that decision",
         run = held.run_id,
-        digest = held.digest
     ))
 }
 
@@ -708,8 +770,8 @@ async fn progress(held: &HeldCall, to: Option<(ProgressToken, rmcp::Peer<RoleSer
         tokio::time::sleep(PROGRESS_EVERY).await;
         ticks += 1;
         let message = format!(
-            "waits for an operator's decision: run `{}` (`toolgate runs approve {} --digest {}`)",
-            held.run_id, held.run_id, held.digest
+            "waits for a person's decision: run `{}` (`toolgate runs show {}`)",
+            held.run_id, held.run_id
         );
         let sent = peer
             .notify_progress(
@@ -777,7 +839,9 @@ fn answer(state: &RunState) -> CallToolResult {
         Some((content, false, None)) => {
             CallToolResult::success(vec![ContentBlock::text(content.clone())])
         }
-        Some((content, true, _)) => CallToolResult::error(vec![ContentBlock::text(content.clone())]),
+        Some((content, true, _)) => {
+            CallToolResult::error(vec![ContentBlock::text(content.clone())])
+        }
         None => refusal("the call has no result".to_owned()),
     }
 }

@@ -1057,7 +1057,6 @@ fn golden_v6_documents_keep_runs_of_one_call() {
     );
 }
 
-
 /// Version 7 keeps what a tool answered beyond its text: the golden
 /// documents of version 6 decode to the same runs as version 7 and are
 /// written back byte for byte as it; a tool result's images and structured
@@ -1082,7 +1081,9 @@ fn golden_v7_documents_keep_what_a_tool_answered_beyond_its_text() {
         Err(error) => panic!("{error}"),
     };
     let kept = rich.state().transcript.iter().find_map(|m| match m {
-        toolgate::run::Message::Tool { rich: Some(rich), .. } => Some(rich.clone()),
+        toolgate::run::Message::Tool {
+            rich: Some(rich), ..
+        } => Some(rich.clone()),
         _ => None,
     });
     let kept = kept.unwrap_or_else(|| panic!("the rich result is kept"));
@@ -1101,7 +1102,11 @@ fn golden_v7_documents_keep_what_a_tool_answered_beyond_its_text() {
     let body = &RICH_V7.trim_end().strip_suffix('}').unwrap()[at..];
     let as_v6 = RICH_V7
         .replacen("\"version\":7", "\"version\":6", 1)
-        .replacen(&old_checksum, &document_checksum(6, "awaiting_approval", body), 1);
+        .replacen(
+            &old_checksum,
+            &document_checksum(6, "awaiting_approval", body),
+            1,
+        );
     assert_eq!(
         SuspendedRun::decode(&as_v6).err().map(|e| e.reason),
         Some(

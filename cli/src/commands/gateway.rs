@@ -15,6 +15,8 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
         .wait(Duration::from_secs(args.wait))
         .follow(Duration::from_millis(args.follow_ms))
         .lease(Duration::from_millis(args.lease_ms))
+        .four_eyes(args.four_eyes)
+        .approvals(args.approvals)
         .build()
         .map_err(|e| Failure::Refused(e.to_string()))?;
     tracing::info!(user = %args.user, host = %args.name, "gateway serving over stdio");

@@ -53,13 +53,23 @@ fn message() -> impl Strategy<Value = Message> {
             "[a-z_0-9]{1,8}",
             "[a-z_.]{1,10}",
             "\\PC{0,20}",
-            any::<bool>()
+            any::<bool>(),
+            proptest::option::of("\\PC{0,12}"),
         )
-            .prop_map(|(call_id, name, content, is_error)| Message::Tool {
+            .prop_map(|(call_id, name, content, is_error, rich)| Message::Tool {
                 call_id,
                 name,
                 content,
-                is_error
+                is_error,
+                rich: rich.map(|text| {
+                    Box::new(crate::tool::RichOutput {
+                        blocks: vec![
+                            serde_json::json!({"type": "text", "text": text}),
+                            serde_json::json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
+                        ],
+                        structured: Some(serde_json::json!({ "text": text })),
+                    })
+                }),
             }),
     ]
 }

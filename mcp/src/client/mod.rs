@@ -370,10 +370,22 @@ impl Connection {
         &self,
     ) -> Result<(rmcp::Peer<RoleClient>, Option<watch::Receiver<u64>>), ClientError> {
         let mut session = self.session.lock().await;
-        if let Some(live) = session.as_ref()
+        // A session is used while it is alive: not closed, its transport
+        // open, its server's process running. One that died — the server
+        // exited after a call, say — is made again before a request is sent
+        // over it, so a call is never lost to a connection known dead.
+        if let Some(live) = session.as_mut()
             && !live.service.is_closed()
+            && !live.service.peer().is_transport_closed()
+            && !live
+                .child
+                .as_mut()
+                .is_some_and(|child| matches!(child.try_wait(), Ok(Some(_))))
         {
             return Ok((live.service.peer().clone(), live.oversized.clone()));
+        }
+        if session.is_some() {
+            tracing::info!(server = %self.server, "the server's connection closed; it is made again");
         }
         let fresh = self.connect().await?;
         let peer = (fresh.service.peer().clone(), fresh.oversized.clone());

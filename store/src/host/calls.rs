@@ -106,26 +106,28 @@ impl CallHost {
     /// handle of this process's store (or, on PostgreSQL, by anyone).
     pub async fn wait_for(&self, run_id: &str, poll: Duration) -> Result<Resumable, StoreError> {
         loop {
-            if let Some(task) = self.host.wait_to_claim(poll, Some(run_id), None).await? {
+            if let Some(task) = self
+                .host
+                .wait_to_claim(poll, Some(run_id), std::future::pending())
+                .await?
+            {
                 return Ok(task);
             }
         }
     }
 
-    /// [`CallHost::wait_for`] until `deadline`: `None` when the run was not
-    /// decided by then. The deadline is looked at between claims, never
-    /// during one, so no run is left claimed with no one to resume it — as
-    /// a timeout around [`CallHost::wait_for`] may leave one, cutting its
-    /// claim short.
+    /// [`CallHost::wait_for`] until `stop` resolves (a deadline, a client
+    /// that no longer waits): `None` when the run was not decided by then.
+    /// `stop` is looked at between claims, never during one, so no run is
+    /// left claimed with no one to resume it — as a timeout around
+    /// [`CallHost::wait_for`] may leave one, cutting its claim short.
     pub async fn wait_until(
         &self,
         run_id: &str,
         poll: Duration,
-        deadline: tokio::time::Instant,
+        stop: impl Future<Output = ()>,
     ) -> Result<Option<Resumable>, StoreError> {
-        self.host
-            .wait_to_claim(poll, Some(run_id), Some(deadline))
-            .await
+        self.host.wait_to_claim(poll, Some(run_id), stop).await
     }
 
     /// Resumes a claimed run of one call: the turn runs as decided, through

@@ -318,7 +318,10 @@ impl Host {
     /// process's store.
     pub async fn wait(&self, poll: Duration) -> Result<Resumable, StoreError> {
         loop {
-            if let Some(task) = self.wait_to_claim(poll, None, None).await? {
+            if let Some(task) = self
+                .wait_to_claim(poll, None, std::future::pending())
+                .await?
+            {
                 return Ok(task);
             }
         }
@@ -330,9 +333,10 @@ impl Host {
         &self,
         poll: Duration,
         run_id: Option<&str>,
-        until: Option<tokio::time::Instant>,
+        stop: impl Future<Output = ()>,
     ) -> Result<Option<Resumable>, StoreError> {
         self.store.listen();
+        let mut stop = std::pin::pin!(stop);
         loop {
             let notified = self.store.inbox.notified();
             let claimed = match run_id {
@@ -342,16 +346,12 @@ impl Host {
             if claimed.is_some() {
                 return Ok(claimed);
             }
-            // The deadline is looked at between claims, never during one: a
-            // claim is never cut short with its run claimed and not handed on.
-            let until = until.map_or_else(
-                || futures_util::future::Either::Left(std::future::pending()),
-                |at| futures_util::future::Either::Right(tokio::time::sleep_until(at)),
-            );
+            // `stop` is looked at between claims, never during one: a claim
+            // is never cut short with its run claimed and not handed on.
             tokio::select! {
                 () = notified => {}
                 () = tokio::time::sleep(poll) => {}
-                () = until => return Ok(None),
+                () = &mut stop => return Ok(None),
             }
         }
     }
