@@ -11,8 +11,19 @@
 //! (`toolgate runs approve|deny`), up to [`Gateway::wait`]. Decided in time,
 //! the run is resumed and the held call answered — an approval runs it once,
 //! a denial answers with its reason as an error result. Past the wait, the
-//! client is answered with an error that names the run and how to decide
-//! it; the run stays, visible and decidable.
+//! client is answered with an error that names the run (never the digest a
+//! decision carries: the model reads it); the run stays, visible and
+//! decidable, and the same call asked again — same tool, same arguments by
+//! [`toolgate::suspend::arguments_digest`], same client — waits on it or is
+//! answered by it: an approved call runs once, a call that ran answers its
+//! kept result ([`GatewayBuilder::remember`]), never runs twice.
+//!
+//! A forwarded call costs one hop and the scan: the operator's revision is
+//! read at most once per [`GatewayBuilder::follow`], not per call. A run
+//! whose gateway was killed mid-call is picked up from its journal by the
+//! next gateway of the same name ([`Gateway::recover`]). What a tool answers
+//! beyond its text — images, resources, structured content — reaches the
+//! client as the tool gave it ([`toolgate::RichOutput`]).
 //!
 //! ```no_run
 //! # async fn serve(store: toolgate_store::Store) -> Result<(), Box<dyn std::error::Error>> {
