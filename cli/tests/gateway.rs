@@ -122,6 +122,24 @@ async fn call(client: &Peer<RoleClient>, name: &str, arguments: Value) -> CallTo
         .expect("the call is answered")
 }
 
+/// `write_note` of `text` asked through `client`, in a task of its own: a
+/// call held while the test decides it.
+fn write_in_background(
+    client: &Peer<RoleClient>,
+    text: &'static str,
+) -> tokio::task::JoinHandle<CallToolResult> {
+    let client = client.clone();
+    tokio::spawn(async move { call(&client, "notes__write_note", json!({"text": text})).await })
+}
+
+/// Bob approves `run`'s turn of `digest` from the command line.
+fn approve(dir: &Path, run: &str, digest: &str) {
+    toolgate(
+        dir,
+        &["runs", "approve", run, "--digest", digest, "--as", "bob"],
+    );
+}
+
 fn text(result: &CallToolResult) -> String {
     result
         .content
@@ -224,22 +242,14 @@ async fn a_clients_write_through_the_gateway_runs_only_once_approved() {
     assert_eq!(lines(&ledger), 0);
 
     // A write waits; the operator approves it while it is held; it runs once.
-    let held = {
-        let client = client.peer().clone();
-        tokio::spawn(
-            async move { call(&client, "notes__write_note", json!({"text": "hello"})).await },
-        )
-    };
+    let held = write_in_background(client.peer(), "hello");
     let (run, digest) = waiting(dir).await;
     let shown = json_of(dir, &["runs", "show", &run]);
     assert_eq!(shown["requested_by"], "alice");
     assert_eq!(shown["pending"][0]["name"], "notes.write_note");
     assert!(shown["client"]["name"].is_string(), "{shown}");
     assert_eq!(lines(&ledger), 0, "nothing ran before the decision");
-    toolgate(
-        dir,
-        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
-    );
+    approve(dir, &run, &digest);
     let answered = held.await.unwrap();
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
     assert_eq!(lines(&ledger), 1, "ran once");
@@ -247,10 +257,7 @@ async fn a_clients_write_through_the_gateway_runs_only_once_approved() {
     assert_eq!(ended["outcome"], "finished", "{ended}");
 
     // Denied while held: answered with the denial, never run.
-    let held = {
-        let client = client.peer().clone();
-        tokio::spawn(async move { call(&client, "notes__write_note", json!({"text": "no"})).await })
-    };
+    let held = write_in_background(client.peer(), "no");
     let (run, digest) = waiting(dir).await;
     toolgate(
         dir,
@@ -298,10 +305,7 @@ async fn a_call_past_the_wait_is_answered_with_its_run_and_stays_decidable() {
 
     // Decided while the client was away; the same call again is answered by
     // that decision, and runs once.
-    toolgate(
-        dir,
-        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
-    );
+    approve(dir, &run, &digest);
     let answered = call(&client, "notes__write_note", json!({"text": "later"})).await;
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
     assert_eq!(lines(&ledger), 1, "ran once");
@@ -360,12 +364,7 @@ async fn a_call_the_gate_lets_run_is_forwarded_at_once() {
     // call (past its `--follow-ms`) is gated anew, held, not run.
     toolgate(dir, &["server", "set-approval", "notes", "on"]);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let gated = {
-        let client = client.peer().clone();
-        tokio::spawn(
-            async move { call(&client, "notes__write_note", json!({"text": "gated"})).await },
-        )
-    };
+    let gated = write_in_background(client.peer(), "gated");
     let (run, _) = waiting(dir).await;
     assert_eq!(lines(&ledger), 1, "held, not run");
     gated.abort();
@@ -446,16 +445,12 @@ async fn two_gateways_on_one_store_each_resume_only_their_own_runs() {
     registered(dir, &ledger);
     let first = connect(dir, "30").await;
     let second = connect(dir, "30").await;
-    let asked = |client: &RunningService<RoleClient, ()>, said: &'static str| {
-        let client = client.peer().clone();
-        tokio::spawn(async move { call(&client, "notes__write_note", json!({"text": said})).await })
-    };
-    let from_first = asked(&first, "from the first");
-    let from_second = asked(&second, "from the second");
+    let from_first = write_in_background(first.peer(), "from the first");
+    let from_second = write_in_background(second.peer(), "from the second");
     // The second client asks the first's very call: the same person, the
     // same client program, the same arguments — through another gateway,
     // it is a run of its own.
-    let same_as_first = asked(&second, "from the first");
+    let same_as_first = write_in_background(second.peer(), "from the first");
     let runs = open_runs(dir, 3).await;
     assert_eq!(lines(&ledger), 0, "nothing ran undecided");
     let of = |said: &str| {
@@ -542,18 +537,10 @@ async fn an_upstream_killed_mid_call_leaves_an_outcome_to_choose_and_runs_nothin
     let ledger = dir.join("ledger");
     registered_with(dir, &ledger, &["--drop-answer", "write_note"]);
     let client = connect(dir, "20").await;
-    let asked = || {
-        let client = client.peer().clone();
-        tokio::spawn(
-            async move { call(&client, "notes__write_note", json!({"text": "once"})).await },
-        )
-    };
+    let asked = || write_in_background(client.peer(), "once");
     let held = asked();
     let (run, digest) = waiting(dir).await;
-    toolgate(
-        dir,
-        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
-    );
+    approve(dir, &run, &digest);
     let answered = held.await.unwrap();
     assert_eq!(answered.is_error, Some(true));
     let said = text(&answered);
@@ -629,12 +616,7 @@ async fn a_held_call_reports_progress_and_survives_its_client_giving_up() {
     registered(dir, &ledger);
     let progress = Progress::default();
     let client = connect_with(dir, "30", progress.clone()).await;
-    let held = {
-        let client = client.peer().clone();
-        tokio::spawn(
-            async move { call(&client, "notes__write_note", json!({"text": "kept"})).await },
-        )
-    };
+    let held = write_in_background(client.peer(), "kept");
     let (run, digest) = waiting(dir).await;
     let mut waited = 0;
     while progress.0.lock().unwrap().is_empty() {
@@ -652,10 +634,7 @@ async fn a_held_call_reports_progress_and_survives_its_client_giving_up() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (still, _) = waiting(dir).await;
     assert_eq!(still, run, "the run stays, decidable");
-    toolgate(
-        dir,
-        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
-    );
+    approve(dir, &run, &digest);
     let answered = call(&client, "notes__write_note", json!({"text": "kept"})).await;
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
     assert_eq!(lines(&ledger), 1, "ran once");
@@ -698,17 +677,9 @@ async fn a_gateway_killed_mid_call_leaves_its_run_to_the_next_and_nothing_runs_t
     let ledger = dir.join("ledger");
     registered_with(dir, &ledger, &["--delay", "write_note=1"]);
     let (mut first, client) = killable(dir, "1000").await;
-    let held = {
-        let client = client.peer().clone();
-        tokio::spawn(
-            async move { call(&client, "notes__write_note", json!({"text": "once"})).await },
-        )
-    };
+    let held = write_in_background(client.peer(), "once");
     let (run, digest) = waiting(dir).await;
-    toolgate(
-        dir,
-        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
-    );
+    approve(dir, &run, &digest);
     // Claimed and running (the upstream waits a second before it writes).
     for _ in 0..100 {
         if json_of(dir, &["runs", "show", &run])["execution"] == "resuming" {
@@ -737,12 +708,7 @@ async fn a_gateway_killed_mid_call_leaves_its_run_to_the_next_and_nothing_runs_t
     }
     assert!(unknown.is_object(), "the run was not picked up");
     // The same call, asked of the new gateway: its run, not a new one.
-    let again = {
-        let client = client.peer().clone();
-        tokio::spawn(
-            async move { call(&client, "notes__write_note", json!({"text": "once"})).await },
-        )
-    };
+    let again = write_in_background(client.peer(), "once");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let open = json_of(dir, &["runs", "list"]);
     assert_eq!(open.as_array().map(Vec::len), Some(1), "{open}");
@@ -793,17 +759,9 @@ async fn an_answer_that_is_more_than_text_reaches_the_client_whole() {
             .iter()
             .find_map(|c| c.as_image().map(|i| (i.data.clone(), i.mime_type.clone())))
     };
-    let held = {
-        let client = client.peer().clone();
-        tokio::spawn(
-            async move { call(&client, "notes__write_note", json!({"text": "pic"})).await },
-        )
-    };
+    let held = write_in_background(client.peer(), "pic");
     let (run, digest) = waiting(dir).await;
-    toolgate(
-        dir,
-        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
-    );
+    approve(dir, &run, &digest);
     let answered = held.await.unwrap();
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
     assert!(
@@ -845,10 +803,7 @@ async fn under_four_eyes_the_gateways_user_cannot_approve_their_own_call() {
     let ledger = dir.join("ledger");
     registered(dir, &ledger);
     let client = connect_args(dir, &["--wait", "20", "--four-eyes"], ()).await;
-    let held = {
-        let client = client.peer().clone();
-        tokio::spawn(async move { call(&client, "notes__write_note", json!({"text": "4e"})).await })
-    };
+    let held = write_in_background(client.peer(), "4e");
     let (run, digest) = waiting(dir).await;
     let refused = common::command(dir)
         .args([
@@ -863,10 +818,7 @@ async fn under_four_eyes_the_gateways_user_cannot_approve_their_own_call() {
         "{said}"
     );
     assert_eq!(lines(&ledger), 0);
-    toolgate(
-        dir,
-        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
-    );
+    approve(dir, &run, &digest);
     let answered = held.await.unwrap();
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
     assert_eq!(lines(&ledger), 1);
