@@ -707,7 +707,7 @@ impl Gateway {
                 (Ended::Finished { .. }, Some(state)) => (answer(state), true),
                 (Ended::OutcomeUnknown { why, .. }, _) => (
                     refusal(format!(
-                        "run `{run_id}`: the call's outcome is unknown ({why}); it may have run. An operator chooses with `toolgate runs rerun {run_id}` or `toolgate runs skip {run_id}`; asked again, the same call is answered by that choice"
+                        "run `{run_id}`: the call's outcome is unknown ({why}); it may have run. A person chooses to run it again or not (`toolgate runs show {run_id}`); asked again, the same call is answered by that choice"
                     )),
                     false,
                 ),
