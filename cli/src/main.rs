@@ -90,6 +90,10 @@ pub(crate) enum Command {
     /// Serve every registered server's tools over stdio, as one MCP server
     /// whose every call passes the gate: point an MCP client at this.
     Gateway(GatewayArgs),
+    /// The people who sign in to the web inbox to decide: add (with a
+    /// one-time sign-in link), list, revoke.
+    #[command(subcommand)]
+    Operator(OperatorCommand),
     /// Serve the built-in MCP test server over stdio (used by the demo).
     #[command(hide = true, name = "mcp-test-server")]
     McpTestServer {
@@ -407,6 +411,33 @@ pub(crate) struct GatewayArgs {
     /// of them `--user`.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub(crate) approvals: u32,
+}
+
+/// `toolgate operator …`.
+#[derive(clap::Subcommand, Debug)]
+pub(crate) enum OperatorCommand {
+    /// Add an operator — or give one a new link — and print a one-time
+    /// sign-in link: it signs them in once, before it expires. Only its hash
+    /// is stored.
+    Add {
+        /// Their name, as decisions will record it.
+        name: String,
+        /// Where the inbox is reached from the operator's browser: the
+        /// link's base.
+        #[arg(long, default_value = "http://127.0.0.1:8640")]
+        public_url: String,
+        /// How long the link works, in minutes.
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=10_080))]
+        valid_for_mins: u64,
+    },
+    /// Revoke an operator: every session of theirs ends at once, every
+    /// unused link stops working.
+    Revoke {
+        /// Their name.
+        name: String,
+    },
+    /// Every operator, with their live sessions.
+    List,
 }
 
 #[derive(clap::Args, Debug)]

@@ -546,7 +546,10 @@ async fn an_upstream_killed_mid_call_leaves_an_outcome_to_choose_and_runs_nothin
     let said = text(&answered);
     assert!(said.contains("outcome is unknown"), "{said}");
     assert!(said.contains("toolgate runs show"), "{said}");
-    assert!(!said.contains("runs rerun") && !said.contains("runs skip"), "{said}");
+    assert!(
+        !said.contains("runs rerun") && !said.contains("runs skip"),
+        "{said}"
+    );
     assert_eq!(lines(&ledger), 1, "the write ran; its answer was lost");
 
     // Asked again: it waits on the same run, for the operator's choice.

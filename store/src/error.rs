@@ -65,6 +65,23 @@ pub enum StoreError {
         /// How its placeholders and its arguments differ.
         mismatch: ArityMismatch,
     },
+    /// No operator of that name.
+    #[error("no operator `{0}`: add them with `toolgate operator add`")]
+    NoSuchOperator(String),
+    /// An operator's name that cannot stand for a person.
+    #[error("unusable operator name `{name}`: {reason}")]
+    InvalidOperatorName {
+        /// The name, escaped.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// A sign-in link that signs no one in: unknown, used, expired, or its
+    /// operator revoked — one answer for all, so a guess learns nothing.
+    #[error(
+        "this sign-in link signs no one in: it was used, it expired, or it never was one; an operator gets a new one from `toolgate operator add NAME`"
+    )]
+    SignInRefused,
     /// No server has that identifier.
     #[error("no server `{0}`")]
     NoSuchServer(String),

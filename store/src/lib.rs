@@ -53,6 +53,7 @@ mod names;
     expect(unreachable_pub, reason = "public only behind `test-util`")
 )]
 mod open;
+mod operators;
 mod runs;
 mod servers;
 mod stored_json;
@@ -84,6 +85,7 @@ use open::MigrateTo;
 #[doc(hidden)]
 pub use open::{MigrateTo, latest_version};
 use open::{migration_lock, open_postgres, open_sqlite, run_migrations};
+pub use operators::{NewSession, OperatorRecord, Session, SignInLink};
 
 pub use catalogue::{
     Acceptance, Accepted, CatalogueBounds, CatalogueChange, CatalogueRow, CatalogueStage,

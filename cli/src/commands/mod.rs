@@ -12,6 +12,7 @@ mod gateway;
 mod host;
 mod identity;
 mod import;
+mod operators;
 mod runs;
 mod servers;
 mod tools;
@@ -87,6 +88,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Demo(args) => demo::demo(&store, &workspace, out, args).await,
         Command::Host(args) => host::host(&store, &workspace, out, args).await,
         Command::Gateway(args) => gateway::gateway(&store, args).await,
+        Command::Operator(command) => operators::operator(&store, out, command).await,
         Command::McpTestServer { .. } => Ok(()),
     };
     store.close().await;
