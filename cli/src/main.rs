@@ -407,8 +407,8 @@ pub(crate) struct GatewayArgs {
     /// Four eyes: a held call is decided by someone other than `--user`.
     #[arg(long)]
     pub(crate) four_eyes: bool,
-    /// How many people approve a held call before it runs; from 2 on, none
-    /// of them `--user`.
+    /// How many distinct people approve a held call before it runs; with
+    /// `--four-eyes`, none of them `--user`.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub(crate) approvals: u32,
 }

@@ -828,3 +828,57 @@ async fn under_four_eyes_the_gateways_user_cannot_approve_their_own_call() {
     assert_eq!(lines(&ledger), 1);
     client.cancel().await.unwrap();
 }
+
+/// A call whose outcome is unknown and whose choice is not made within the
+/// wait is told so again — it may have run — never that it waits for
+/// approval and was not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_outcome_asked_again_is_still_told_it_may_have_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered_with(dir, &ledger, &["--drop-answer", "write_note"]);
+    let client = connect(dir, "5").await;
+    let held = write_in_background(client.peer(), "once");
+    let (run, digest) = waiting(dir).await;
+    approve(dir, &run, &digest);
+    let first = held.await.unwrap();
+    assert!(
+        text(&first).contains("outcome is unknown"),
+        "{}",
+        text(&first)
+    );
+    let again = call(&client, "notes__write_note", json!({"text": "once"})).await;
+    let said = text(&again);
+    assert_eq!(again.is_error, Some(true));
+    assert!(
+        said.contains("outcome is unknown")
+            && said.contains("it may have run")
+            && said.contains(&run),
+        "{said}"
+    );
+    assert!(!said.contains("was not run"), "{said}");
+    assert_eq!(lines(&ledger), 1);
+    client.cancel().await.unwrap();
+}
+
+/// A client that goes away while its call is held ends the wait: a decision
+/// taken after that runs nothing until the same call is asked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_leaves_its_call_decidable_and_unrun() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    registered(dir, &ledger);
+    let (mut gateway, client) = killable(dir, "30000").await;
+    let held = write_in_background(client.peer(), "gone");
+    let (run, digest) = waiting(dir).await;
+    held.abort();
+    drop(client);
+    approve(dir, &run, &digest);
+    let ended = tokio::time::timeout(Duration::from_secs(10), gateway.wait()).await;
+    assert!(ended.is_ok(), "the gateway ends with its client");
+    assert_eq!(lines(&ledger), 0, "no one asked; nothing ran");
+    let shown = json_of(dir, &["runs", "show", &run]);
+    assert_eq!(shown["state"], "decided", "{shown}");
+}

@@ -365,7 +365,10 @@ fn normalise(name: &str) -> Result<String, IdentityError> {
     if name.is_empty() {
         return Err(IdentityError::Empty);
     }
-    if name.chars().any(|c| is_hidden(c) || c.is_control()) {
+    if name
+        .chars()
+        .any(|c| is_hidden(c) || c.is_control() || unreadable(c))
+    {
         return Err(IdentityError::Unprintable {
             shown: visible(name).into_owned(),
         });
@@ -386,6 +389,17 @@ fn normalise(name: &str) -> Result<String, IdentityError> {
         });
     }
     Ok(name.to_owned())
+}
+
+/// A character no reader can tell apart in a name: one Unicode does not
+/// characterise for identifiers (TS #39 gives it no identifier type:
+/// unassigned, private use, a noncharacter), the object and replacement
+/// characters, and a skin-tone modifier on its own. Appended to a name, each
+/// would make another name that reads the same.
+fn unreadable(c: char) -> bool {
+    !c.is_ascii()
+        && (c.identifier_type().is_none()
+            || matches!(c, '\u{fffc}' | '\u{fffd}' | '\u{1f3fb}'..='\u{1f3ff}'))
 }
 
 /// Latin small capitals (and the IPA letters drawn as them; there is no small
@@ -474,6 +488,23 @@ mod tests {
             "alice\u{e0080}",
             "alice\u{fff0}",
             "alice\u{13430}",
+            // Characters nobody can tell apart at the end of a name:
+            // private use, unassigned, noncharacters, the object and
+            // replacement characters, a lone skin-tone modifier, blanks
+            // that are no space.
+            "alice\u{e000}",
+            "alice\u{f8ff}",
+            "alice\u{f0000}",
+            "alice\u{100000}",
+            "alice\u{378}",
+            "alice\u{fffe}",
+            "alice\u{ffff}",
+            "alice\u{fdd0}",
+            "alice\u{fffc}",
+            "alice\u{fffd}",
+            "alice\u{1f3fb}",
+            "alice\u{1d159}",
+            "alice\u{2800}",
         ] {
             assert!(
                 matches!(op(hidden), Err(IdentityError::Unprintable { .. })),

@@ -38,8 +38,10 @@ use serde_json::Value;
 /// isolates, variation selectors, fillers, tag characters and the whole
 /// ignorable plane-14 block, reserved ones included); the remaining format
 /// characters (general category Cf, such as the Arabic number signs and the
-/// Egyptian hieroglyph format controls); and the line and paragraph
-/// separators. A character assigned later inside these ranges is covered
+/// Egyptian hieroglyph format controls); the line and paragraph
+/// separators; the Braille pattern blank, a blank that is no space; the
+/// private-use characters, which have no glyph a reader can rely on; and the
+/// noncharacters. A character assigned later inside these ranges is covered
 /// already.
 pub fn is_hidden(c: char) -> bool {
     // Most text is ASCII: of it, exactly the C0 controls and DEL are hidden.
@@ -63,7 +65,13 @@ pub fn is_hidden(c: char) -> bool {
         | '\u{110bd}' | '\u{110cd}' | '\u{fff9}'..='\u{fffb}' | '\u{13430}'..='\u{1343f}'
         // Line and paragraph separators.
         | '\u{2028}' | '\u{2029}'
-    )
+        // A blank that is not a space (Braille pattern blank).
+        | '\u{2800}'
+        // Private use: no glyph a reader can rely on.
+        | '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..='\u{ffffd}' | '\u{100000}'..='\u{10fffd}'
+        // Noncharacters.
+        | '\u{fdd0}'..='\u{fdef}'
+    ) || u32::from(c) & 0xfffe == 0xfffe
 }
 
 /// `text` with every hidden character (see [`is_hidden`]) written as

@@ -57,7 +57,7 @@ use toolgate::registry::{Registry, ToolProvider};
 use toolgate::run::{CallRequest, Message, NoModel, Outcome, RunError, RunState, ToolCall};
 use toolgate::suspend::SuspendedRun;
 use toolgate_mcp::{Deadlines, McpProvider};
-use toolgate_store::{CallHost, Ended, Store, StoreError};
+use toolgate_store::{CallHost, Ended, Store, StoreError, WaitsFor};
 
 mod follow;
 use follow::Followed;
@@ -214,8 +214,9 @@ impl GatewayBuilder {
         self
     }
 
-    /// How many people approve a held call before it runs (at least 1; from
-    /// 2 on, none of them the requester). Default: 1.
+    /// How many distinct people approve a held call before it runs (at
+    /// least 1); with [`GatewayBuilder::four_eyes`], none of them the
+    /// gateway's user. Default: 1.
     #[must_use]
     pub fn approvals(mut self, people: u32) -> Self {
         self.approvals = people.max(1);
@@ -251,6 +252,7 @@ impl GatewayBuilder {
                 four_eyes: self.four_eyes,
                 approvals: self.approvals,
                 held: std::sync::Mutex::default(),
+                left: tokio::sync::watch::Sender::new(false),
             }),
         })
     }
@@ -282,6 +284,8 @@ struct Inner {
     /// it is held, or after it was answered "waits for approval" — waits on
     /// (or is answered by) its run rather than starting another.
     held: std::sync::Mutex<HashMap<SameCall, Arc<HeldCall>>>,
+    /// Set when the client went away ([`Gateway::client_left`]).
+    left: tokio::sync::watch::Sender<bool>,
 }
 
 /// What makes a retry the same call: the client, the tool and the
@@ -312,7 +316,7 @@ struct Answered {
 /// What the client that asked a call can be told while it is held, and how
 /// it says it no longer waits.
 struct Asker {
-    /// Resolves when the client cancels the request.
+    /// Resolves when the client cancels the request, or goes away.
     cancelled: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Where to send progress, when the client asked for it.
     progress: Option<(ProgressToken, rmcp::Peer<RoleServer>)>,
@@ -350,6 +354,16 @@ impl Gateway {
     /// How long a gated call is held for a decision.
     pub fn wait(&self) -> Duration {
         self.inner.wait
+    }
+
+    /// Tells the gateway its client went away — over stdio, its input
+    /// ended: every held call stops waiting, and its run stays, decidable; a
+    /// decision is applied when the same call is asked again. (A transport
+    /// may end only once the calls in flight are answered, so the end of the
+    /// input is the first sign.)
+    pub fn client_left(&self) {
+        tracing::info!("the client went away; held calls stop waiting");
+        self.inner.left.send_replace(true);
     }
 
     /// Closes the connections to upstream servers.
@@ -624,7 +638,12 @@ impl Gateway {
         tokio::select! {
             waited = waiting => match waited {
                 Ok(Waited::Answer(answer)) => Joined::Answered(answer),
-                Ok(Waited::Undecided) => Joined::Answered(waits_for_approval(held)),
+                Ok(Waited::Undecided(WaitsFor::Decision)) => {
+                    Joined::Answered(waits_for_approval(held))
+                }
+                Ok(Waited::Undecided(WaitsFor::Choice)) => {
+                    Joined::Answered(waits_for_a_choice(held))
+                }
                 Ok(Waited::Gone) => Joined::Gone(asker),
                 Err(error) => Joined::Answered(refusal(format!(
                     "the wait for run `{}` ended: {error}",
@@ -632,7 +651,7 @@ impl Gateway {
                 ))),
             },
             () = &mut asker.cancelled => {
-                tracing::info!(run = %held.run_id, "the client cancelled a held call; its run stays");
+                tracing::info!(run = %held.run_id, "the client cancelled a held call, or went away; its run stays");
                 let _ = client_left.send(true);
                 Joined::Answered(waits_for_approval(held))
             }
@@ -650,20 +669,22 @@ impl Gateway {
         let inner = &self.inner;
         let mut turn = tokio::select! {
             turn = held.turn.lock() => turn,
-            () = stop() => return Waited::Undecided,
+            () = stop() => return Waited::Undecided(WaitsFor::Decision),
         };
         if let Some(answered) = turn.as_ref() {
             return Waited::Answer(answered.result.clone());
         }
-        let task = match inner.host.is_waiting(&held.run_id).await {
-            Ok(true) => {
+        let mut waits = WaitsFor::Decision;
+        let task = match inner.host.waits_for(&held.run_id).await {
+            Ok(Some(what)) => {
+                waits = what;
                 inner
                     .host
                     .wait_until(&held.run_id, inner.poll, stop())
                     .await
             }
             // Decided while no one waited, or picked up after a host stopped.
-            Ok(false) => match inner.host.claim(&held.run_id).await {
+            Ok(None) => match inner.host.claim(&held.run_id).await {
                 Ok(None) => return Waited::Gone,
                 claimed => claimed,
             },
@@ -671,7 +692,7 @@ impl Gateway {
         };
         let task = match task {
             Ok(Some(task)) => task,
-            Ok(None) => return Waited::Undecided,
+            Ok(None) => return Waited::Undecided(waits),
             // Not kept: the same call asked again tries again.
             Err(error) => {
                 return Waited::Answer(refusal(format!(
@@ -731,10 +752,18 @@ enum Joined {
 enum Waited {
     /// The call's answer.
     Answer(CallToolResult),
-    /// Not decided in time.
-    Undecided,
+    /// Not decided in time: it still waits for this.
+    Undecided(WaitsFor),
     /// The run no longer waits and was not resumed here.
     Gone,
+}
+
+/// The answer to a held call whose outcome is unknown, not chosen in time.
+fn waits_for_a_choice(held: &HeldCall) -> CallToolResult {
+    refusal(format!(
+        "run `{run}`: the call's outcome is unknown; it may have run. A person chooses to run it again or not (`toolgate runs show {run}`); asked again once chosen, the same call is answered by that choice",
+        run = held.run_id,
+    ))
 }
 
 /// Why a resumed run of one call gave no answer, in words.
@@ -921,12 +950,37 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let client = context.peer.peer_info().map(|info| {
-            DeclaredClient::new(&info.client_info.name, Some(&info.client_info.version))
-        });
+        // As the client declared itself: in this request, or at initialize.
+        let client = context
+            .meta
+            .client_info()
+            .or_else(|| {
+                context
+                    .peer
+                    .peer_info()
+                    .map(|info| info.client_info.clone())
+            })
+            .map(|info| DeclaredClient::new(&info.name, Some(&info.version)));
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let gone = {
+            let peer = context.peer.clone();
+            let poll = self.inner.poll;
+            async move {
+                while !peer.is_transport_closed() {
+                    tokio::time::sleep(poll).await;
+                }
+            }
+        };
+        let cancelled = context.ct.clone().cancelled_owned();
+        let mut left = self.inner.left.subscribe();
         let asker = Asker {
-            cancelled: Box::pin(context.ct.clone().cancelled_owned()),
+            cancelled: Box::pin(async move {
+                tokio::select! {
+                    () = cancelled => {}
+                    () = gone => {}
+                    _ = left.wait_for(|gone| *gone) => {}
+                }
+            }),
             progress: context
                 .meta
                 .get_progress_token()

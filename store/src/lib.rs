@@ -99,7 +99,7 @@ pub use flag::StoredFlag;
 #[doc(hidden)]
 pub use flag::approval_from_stored;
 pub use host::choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
-pub use host::{CallHost, Ended, Host, Resumable, Resumed, SetAside};
+pub use host::{CallHost, Ended, Host, Resumable, Resumed, SetAside, WaitsFor};
 /// Not public API: the rule for a host's name, for tests (`test-util`);
 /// [`Host::new`] applies it.
 #[cfg(feature = "test-util")]

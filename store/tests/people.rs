@@ -401,3 +401,48 @@ impl Execute for Pay {
         ToolOutput::text("paid")
     }
 }
+
+/// The runs that wait, a page at a time, newest first: every one once,
+/// none of a run that is done.
+#[tokio::test]
+async fn the_waiting_runs_come_a_page_at_a_time_newest_first() {
+    let dir = TestDb::new().await;
+    let store = store(&dir).await;
+    let registry = registry();
+    let mut runs = Vec::new();
+    for _ in 0..7 {
+        runs.push(paused(&store, &registry, RunOptions::default()).await);
+    }
+    // The first is denied and resumed: done, it waits no more.
+    let done = &runs[0];
+    store
+        .decide(
+            done.run_id(),
+            Some(&done.digest()),
+            &person("bob"),
+            Answer::Deny,
+        )
+        .await
+        .unwrap();
+    let host = CallHost::new(store.clone(), "gateway.zed").unwrap();
+    let task = host.claim(done.run_id()).await.unwrap().unwrap();
+    host.resume(task, &registry).await.unwrap();
+
+    let mut seen = Vec::new();
+    let mut before = None;
+    loop {
+        let page = store.waiting_page(before, 3).await.unwrap();
+        assert!(page.len() <= 3);
+        let Some(last) = page.last() else { break };
+        before = Some(last.suspension_id);
+        seen.extend(page.iter().map(|r| (r.suspension_id, r.run_id.clone())));
+    }
+    let ids: Vec<i64> = seen.iter().map(|(id, _)| *id).collect();
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+    let mut expected: Vec<String> = runs[1..].iter().map(|r| r.run_id().to_owned()).collect();
+    expected.reverse();
+    assert_eq!(
+        seen.into_iter().map(|(_, run)| run).collect::<Vec<_>>(),
+        expected
+    );
+}

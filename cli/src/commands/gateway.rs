@@ -20,9 +20,14 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
         .build()
         .map_err(|e| Failure::Refused(e.to_string()))?;
     tracing::info!(user = %args.user, host = %args.name, "gateway serving over stdio");
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let input = UntilEnd {
+        inner: stdin,
+        gateway: Some(gateway.clone()),
+    };
     let running = gateway
         .clone()
-        .serve(rmcp::transport::stdio())
+        .serve((input, stdout))
         .await
         .map_err(|e| Failure::Error(format!("cannot serve over stdio: {e}")))?;
     let ended = running.waiting().await;
@@ -30,4 +35,29 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
     ended
         .map(drop)
         .map_err(|e| Failure::Error(format!("the gateway stopped: {e}")))
+}
+
+/// The client's input, which tells the gateway when it ends: a client that
+/// closed its side is gone, and its held calls stop waiting.
+struct UntilEnd<R> {
+    inner: R,
+    gateway: Option<toolgate_gateway::Gateway>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for UntilEnd<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let ended = matches!(polled, std::task::Poll::Ready(Ok(())))
+            && buf.filled().len() == before
+            && buf.remaining() > 0;
+        if ended && let Some(gateway) = self.gateway.take() {
+            gateway.client_left();
+        }
+        polled
+    }
 }

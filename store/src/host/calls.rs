@@ -11,6 +11,16 @@ use toolgate::suspend::SuspendedRun;
 use super::{Host, Resumable, Resumed};
 use crate::{Store, StoreError};
 
+/// What a run of one call waits for from a person ([`CallHost::waits_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitsFor {
+    /// A verdict (or input) on its call.
+    Decision,
+    /// An operator's choice — run again or not — on a call whose outcome
+    /// is unknown.
+    Choice,
+}
+
 /// A host of runs of one call ([`toolgate::Agent::call`]), named `gateway`
 /// or `gateway.…` — names a [`Host`] is refused. It saves only runs of one
 /// call, claims only the run it is asked for, by id — never "the next
@@ -86,19 +96,28 @@ impl CallHost {
             .collect()
     }
 
-    /// Whether the run `run_id`, of this host's, still waits for a person:
-    /// for a decision, or for an operator's choice on a call whose outcome
-    /// is unknown.
-    pub async fn is_waiting(&self, run_id: &str) -> Result<bool, StoreError> {
-        let open: Option<i64> = crate::db::Query::new(
-            "SELECT id FROM suspended_run WHERE run_id = $1 AND owner = $2
-               AND (state = 'open' OR execution = 'outcome_unknown') LIMIT 1",
+    /// What the run `run_id`, of this host's, waits for from a person: a
+    /// decision, or an operator's choice on a call whose outcome is
+    /// unknown; `None` when it waits for no one.
+    pub async fn waits_for(&self, run_id: &str) -> Result<Option<WaitsFor>, StoreError> {
+        let row = crate::db::Query::new(
+            "SELECT state, execution FROM suspended_run WHERE run_id = $1 AND owner = $2
+               AND (state = 'open' OR execution = 'outcome_unknown')
+             ORDER BY id DESC LIMIT 1",
         )
         .bind(run_id)
         .bind(self.host.name())
-        .scalar_optional(&self.host.store.pool)
+        .fetch_optional(&self.host.store.pool)
         .await?;
-        Ok(open.is_some())
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let state: String = row.try_get("state")?;
+        Ok(Some(if state == "open" {
+            WaitsFor::Decision
+        } else {
+            WaitsFor::Choice
+        }))
     }
 
     /// Waits for the run `run_id` to be decided and claims it: polls every

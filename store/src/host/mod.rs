@@ -21,7 +21,7 @@ use toolgate::suspend::{Refusal, SuspendedRun, SuspendedStatus};
 
 use crate::{Store, StoreError};
 
-pub use calls::CallHost;
+pub use calls::{CallHost, WaitsFor};
 
 mod calls;
 pub(crate) mod choose;

@@ -420,20 +420,36 @@ impl Store {
         self.listed("", None).await
     }
 
+    /// The runs that are not done, newest first: one page of at most
+    /// `limit`, after the suspension `before` (the last of the previous
+    /// page; `None` for the first). Keyset pagination over an index of
+    /// exactly these rows (`suspended_run_not_done`), so a page costs the
+    /// same however many runs there are, done or waiting.
+    pub async fn waiting_page(
+        &self,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<OpenRun>, StoreError> {
+        let query = Query::new(format!(
+            "{} WHERE ({}) AND s.id < $1 ORDER BY s.id DESC LIMIT $2",
+            listing(),
+            crate::suspension::when::S_NOT_DONE
+        ))
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(i64::from(limit));
+        self.rows_listed(query).await
+    }
+
     async fn listed(&self, filter: &str, run_id: Option<&str>) -> Result<Vec<OpenRun>, StoreError> {
-        let query = format!(
-            "SELECT s.*, (SELECT e.call_id || ' (' || e.tool || ')' FROM turn_plan p
-                          JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
-                          WHERE p.suspension_id = s.id ORDER BY p.turn DESC LIMIT 1) AS executing,
-                    (SELECT COUNT(*) FROM decision d WHERE d.suspension_id = s.id AND {approving}) AS approvals
-             FROM suspended_run s {filter} ORDER BY s.id",
-            approving = approving()
-        );
         // `filter` is one of this module's fixed clauses, never input.
-        let mut query = Query::new(query);
+        let mut query = Query::new(format!("{} {filter} ORDER BY s.id", listing()));
         if let Some(run_id) = run_id {
             query = query.bind(run_id);
         }
+        self.rows_listed(query).await
+    }
+
+    async fn rows_listed(&self, query: Query) -> Result<Vec<OpenRun>, StoreError> {
         let rows = query.fetch_all(&self.pool).await?;
         let mut runs = Vec::with_capacity(rows.len());
         for row in rows {
@@ -552,6 +568,19 @@ impl Store {
         .await?;
         self.decoded(run_id, row)
     }
+}
+
+/// The `SELECT` every listing of suspensions shares: the row, the call a
+/// host runs (if one does), and how many approvals stand.
+fn listing() -> String {
+    format!(
+        "SELECT s.*, (SELECT e.call_id || ' (' || e.tool || ')' FROM turn_plan p
+                      JOIN call_execution e ON e.plan_id = p.id AND e.state = 'started'
+                      WHERE p.suspension_id = s.id ORDER BY p.turn DESC LIMIT 1) AS executing,
+                (SELECT COUNT(*) FROM decision d WHERE d.suspension_id = s.id AND {approving}) AS approvals
+         FROM suspended_run s",
+        approving = approving()
+    )
 }
 
 #[cfg(test)]
