@@ -90,6 +90,9 @@ pub(crate) enum Command {
     /// Serve every registered server's tools over stdio, as one MCP server
     /// whose every call passes the gate: point an MCP client at this.
     Gateway(GatewayArgs),
+    /// Serve the operator's inbox on the web: the runs that wait, and a
+    /// decision per run from a browser, for operators signed in.
+    Inbox(InboxArgs),
     /// The people who sign in to the web inbox to decide: add (with a
     /// one-time sign-in link), list, revoke.
     #[command(subcommand)]
@@ -411,6 +414,18 @@ pub(crate) struct GatewayArgs {
     /// `--four-eyes`, none of them `--user`.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub(crate) approvals: u32,
+}
+
+/// `toolgate inbox`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct InboxArgs {
+    /// Where to listen: a loopback address and port.
+    #[arg(long, default_value = "127.0.0.1:8640")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Where a browser reaches the inbox, when not at the listen address (a
+    /// proxy in front): every change must come from this origin.
+    #[arg(long)]
+    pub(crate) public_url: Option<String>,
 }
 
 /// `toolgate operator …`.

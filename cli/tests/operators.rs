@@ -90,3 +90,56 @@ fn operators_are_added_with_a_link_listed_and_revoked() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// `toolgate inbox` listens on loopback only, and serves: a page asked for
+/// without a session sends the browser to sign in.
+#[test]
+fn the_inbox_serves_on_loopback_only() {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let refused = common::command(dir)
+        .args(["inbox", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("loopback address only"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
+    let mut inbox = common::command(dir)
+        .args(["inbox", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(inbox.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let address = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        stream,
+        "GET / HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    inbox.kill().unwrap();
+    let _ = inbox.wait();
+    assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
+    assert!(
+        answer
+            .to_ascii_lowercase()
+            .contains("location: /signed-out"),
+        "{answer}"
+    );
+    assert!(answer.contains("default-src 'none'"), "{answer}");
+}

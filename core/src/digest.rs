@@ -378,7 +378,7 @@ pub(crate) fn tool_definition_digest(
 }
 
 /// The digest of a call's arguments, as decision records name them
-/// ([`crate::audit::DecisionRecord::arguments_digest`]) and a gateway knows
+/// ([`crate::audit::AuditedCall::arguments_digest`]) and a gateway knows
 /// a call asked again: SHA-256 of their canonical JSON.
 pub fn arguments_digest(arguments: &Value) -> String {
     sha256_of(arguments)

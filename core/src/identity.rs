@@ -50,6 +50,9 @@ pub enum IdentitySource {
     /// The operating system's user (`USER` / `LOGNAME`), when nothing else
     /// named the operator.
     OsUser,
+    /// The operator signed in (the web inbox), with a one-time link made
+    /// for them by name.
+    SignedIn,
     /// Recorded before sources were kept.
     Unknown,
 }
@@ -62,6 +65,7 @@ impl IdentitySource {
             IdentitySource::Flag => "flag",
             IdentitySource::Environment => "environment",
             IdentitySource::OsUser => "os_user",
+            IdentitySource::SignedIn => "signed_in",
             IdentitySource::Unknown => "unknown",
         }
     }
@@ -73,6 +77,7 @@ impl IdentitySource {
             IdentitySource::Flag,
             IdentitySource::Environment,
             IdentitySource::OsUser,
+            IdentitySource::SignedIn,
         ]
         .into_iter()
         .find(|s| s.as_str() == name)

@@ -1,0 +1,36 @@
+//! `toolgate inbox`: the operator's inbox on the web (`toolgate_inbox`),
+//! served on a loopback address.
+
+use toolgate_store::Store;
+
+use crate::output::say;
+use crate::{Failure, InboxArgs};
+
+pub(super) async fn inbox(store: &Store, args: InboxArgs) -> Result<(), Failure> {
+    if !args.listen.ip().is_loopback() {
+        return Err(Failure::Refused(format!(
+            "the inbox listens on a loopback address only (127.0.0.1 or ::1), not {}: reach it from elsewhere through a proxy of your own",
+            args.listen
+        )));
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| Failure::Error(format!("cannot listen on {}: {e}", args.listen)))?;
+    // The address bound (a port of 0 is chosen by the system).
+    let bound = listener.local_addr().unwrap_or(args.listen);
+    let public_url = args.public_url.unwrap_or_else(|| format!("http://{bound}"));
+    let inbox = toolgate_inbox::Inbox::new(store.clone(), &public_url);
+    say!(
+        "the inbox is at {} (changes accepted from {} only); sign in with a link from `toolgate operator add NAME --public-url {}`",
+        public_url,
+        inbox.origin(),
+        public_url
+    );
+    tracing::info!(listen = %bound, origin = inbox.origin(), "inbox serving");
+    axum::serve(listener, inbox.router())
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(|e| Failure::Error(format!("the inbox stopped: {e}")))
+}

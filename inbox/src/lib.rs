@@ -1,0 +1,468 @@
+//! The operator's inbox on the web: the runs that wait, each call readable,
+//! and a decision from a browser — at least as safe as the console.
+//!
+//! - **Who decides.** An operator signs in once with the one-time link
+//!   `toolgate operator add NAME` printed; the session cookie that opens is
+//!   `HttpOnly`, `SameSite=Strict`, expiring, and new at every sign-in. The
+//!   signed-in name decides, through the channel `inbox`, under the same
+//!   identity rules as the console: four eyes and several approvers hold
+//!   across both. Revoking the operator ends their sessions at once.
+//! - **Every change** is a `POST` that carries the session's own token
+//!   against cross-site requests and comes from the inbox's own origin; a
+//!   decision carries the digest the page was shown with, and a run that
+//!   changed since is refused with a link to it as it is now.
+//! - **Everything a model, a server or the database wrote** is rendered as
+//!   text: escaped by the markup ([`maud`]), its hidden characters shown as
+//!   escapes ([`toolgate::visible`]), each in a direction-isolated element.
+//!   No script runs on any page (the content security policy allows none);
+//!   every action is a form.
+//!
+//! ```no_run
+//! # async fn serve(store: toolgate_store::Store) -> std::io::Result<()> {
+//! let inbox = toolgate_inbox::Inbox::new(store, "http://127.0.0.1:8640");
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8640").await?;
+//! axum::serve(listener, inbox.router()).await
+//! # }
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use toolgate::identity::{Channel, IdentitySource, Operator};
+use toolgate::suspend::TurnDigest;
+use toolgate_store::{Answer, ClaimError, Session, Store, StoreError};
+
+mod pages;
+
+/// The session cookie's name.
+pub const SESSION_COOKIE: &str = "toolgate_session";
+
+/// How long a session lasts by default: 12 hours.
+pub const DEFAULT_SESSION: Duration = Duration::from_hours(12);
+
+/// How many failed sign-ins a minute the inbox takes before it refuses every
+/// sign-in for the rest of that minute.
+pub const SIGN_IN_FAILURES_PER_MINUTE: usize = 10;
+
+/// How many runs a page of the waiting list shows.
+pub const PAGE: u32 = 50;
+
+/// The inbox over a store. Cheap to clone.
+#[derive(Clone)]
+pub struct Inbox {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    /// The origin a browser reaches the inbox at (`scheme://host:port`):
+    /// every change must come from it.
+    origin: String,
+    /// Whether the cookie is sent over HTTPS only.
+    secure: bool,
+    session_for: Duration,
+    /// When recent sign-ins failed, for the rate limit.
+    failures: Mutex<VecDeque<Instant>>,
+}
+
+impl Inbox {
+    /// An inbox over `store`, reached by browsers at `public_url`
+    /// (`http://127.0.0.1:8640`, say): its origin is the one every change
+    /// must come from.
+    pub fn new(store: Store, public_url: &str) -> Self {
+        let origin = origin_of(public_url);
+        Self {
+            inner: Arc::new(Inner {
+                secure: origin.starts_with("https://"),
+                origin,
+                store,
+                session_for: DEFAULT_SESSION,
+                failures: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The same inbox, its sessions lasting `session_for`.
+    #[must_use]
+    pub fn with_session_for(self, session_for: Duration) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                store: inner.store.clone(),
+                origin: inner.origin.clone(),
+                secure: inner.secure,
+                session_for,
+                failures: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The origin every change must come from.
+    pub fn origin(&self) -> &str {
+        &self.inner.origin
+    }
+
+    /// Every page and action, each answer with the inbox's security
+    /// headers.
+    pub fn router(self) -> Router {
+        Router::new()
+            .route("/", get(waiting))
+            .route("/style.css", get(style))
+            .route("/sign-in", get(sign_in_page).post(sign_in))
+            .route("/sign-out", post(sign_out))
+            .route("/signed-out", get(signed_out))
+            .route("/runs/{run}", get(run_page))
+            .route("/runs/{run}/decide", post(decide))
+            .layer(axum::middleware::map_response(secured))
+            .with_state(self)
+    }
+
+    fn store(&self) -> &Store {
+        &self.inner.store
+    }
+}
+
+/// `scheme://host[:port]` of a URL, lower-cased, without a path or a
+/// trailing slash.
+fn origin_of(url: &str) -> String {
+    let url = url.trim().trim_end_matches('/');
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    format!(
+        "{}://{}",
+        scheme.to_ascii_lowercase(),
+        authority.to_ascii_lowercase()
+    )
+}
+
+/// The security headers of every answer: no script, no frame, no referrer,
+/// no caching, no sniffing.
+async fn secured(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let set = |headers: &mut HeaderMap, name: header::HeaderName, value: &'static str| {
+        headers.insert(name, HeaderValue::from_static(value));
+    };
+    set(
+        headers,
+        header::CONTENT_SECURITY_POLICY,
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    set(headers, header::X_FRAME_OPTIONS, "DENY");
+    set(headers, header::REFERRER_POLICY, "no-referrer");
+    set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+    set(headers, header::CACHE_CONTROL, "no-store");
+    response
+}
+
+async fn style() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        pages::STYLE,
+    )
+        .into_response()
+}
+
+/// Why a request was refused, as the page that says so.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error("you are not signed in, or your session ended")]
+    NotSignedIn,
+    #[error("this request did not come from the inbox's own pages")]
+    WrongOrigin,
+    #[error("this form is not one the inbox gave this session")]
+    BadToken,
+    #[error("too many sign-ins failed in the last minute; wait a minute")]
+    TooManySignIns,
+    #[error("{0}")]
+    SignIn(StoreError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            Refused::NotSignedIn => return Redirect::to("/signed-out").into_response(),
+            Refused::WrongOrigin | Refused::BadToken => StatusCode::FORBIDDEN,
+            Refused::TooManySignIns => StatusCode::TOO_MANY_REQUESTS,
+            Refused::SignIn(_) => StatusCode::UNAUTHORIZED,
+            Refused::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        tracing::warn!(status = status.as_u16(), reason = %self, "inbox request refused");
+        (status, pages::refused(&self.to_string(), None)).into_response()
+    }
+}
+
+/// The session the request's cookie names, if it is live.
+async fn session_of(inbox: &Inbox, headers: &HeaderMap) -> Result<(String, Session), Refused> {
+    let secret = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|cookie| cookie.name() == SESSION_COOKIE)
+        .map(|cookie| cookie.value().to_owned())
+        .ok_or(Refused::NotSignedIn)?;
+    let session = inbox
+        .store()
+        .session(&secret)
+        .await?
+        .ok_or(Refused::NotSignedIn)?;
+    Ok((secret, session))
+}
+
+/// A change must come from the inbox's own origin.
+fn same_origin(inbox: &Inbox, headers: &HeaderMap) -> Result<(), Refused> {
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok())
+        .map(origin_of);
+    if origin.as_deref() == Some(inbox.origin()) {
+        Ok(())
+    } else {
+        Err(Refused::WrongOrigin)
+    }
+}
+
+/// The form's token must be the session's own.
+fn token_matches(session: &Session, given: &str) -> Result<(), Refused> {
+    let expected = session.csrf_token.as_bytes();
+    let given = given.as_bytes();
+    // Compared in full whatever the first difference, so the time taken
+    // tells nothing.
+    let differs = expected.len() != given.len()
+        || expected
+            .iter()
+            .zip(given)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            != 0;
+    if differs {
+        Err(Refused::BadToken)
+    } else {
+        Ok(())
+    }
+}
+
+#[derive(Deserialize)]
+struct SignInQuery {
+    #[serde(default)]
+    token: String,
+}
+
+/// The page a sign-in link opens: a button that signs in. Opening a link
+/// uses nothing up — a preview of the link cannot spend it.
+async fn sign_in_page(Query(query): Query<SignInQuery>) -> Response {
+    pages::sign_in(&query.token).into_response()
+}
+
+#[derive(Deserialize)]
+struct SignInForm {
+    #[serde(default)]
+    token: String,
+}
+
+async fn sign_in(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Form(form): Form<SignInForm>,
+) -> Result<Response, Refused> {
+    same_origin(&inbox, &headers)?;
+    let minute = Duration::from_mins(1);
+    {
+        let mut failures = inbox
+            .inner
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while failures.front().is_some_and(|at| at.elapsed() > minute) {
+            failures.pop_front();
+        }
+        if failures.len() >= SIGN_IN_FAILURES_PER_MINUTE {
+            return Err(Refused::TooManySignIns);
+        }
+    }
+    match inbox
+        .store()
+        .sign_in(&form.token, inbox.inner.session_for)
+        .await
+    {
+        Ok(opened) => {
+            let cookie = cookie::Cookie::build((SESSION_COOKIE, opened.secret))
+                .http_only(true)
+                .same_site(cookie::SameSite::Strict)
+                .path("/")
+                .secure(inbox.inner.secure)
+                .max_age(cookie::time::Duration::seconds(
+                    i64::try_from(inbox.inner.session_for.as_secs()).unwrap_or(i64::MAX),
+                ))
+                .build();
+            tracing::info!(operator = %opened.session.operator, "signed in to the inbox");
+            Ok((
+                [(header::SET_COOKIE, cookie.to_string())],
+                Redirect::to("/"),
+            )
+                .into_response())
+        }
+        Err(StoreError::SignInRefused) => {
+            inbox
+                .inner
+                .failures
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push_back(Instant::now());
+            Err(Refused::SignIn(StoreError::SignInRefused))
+        }
+        Err(error) => Err(Refused::Store(error)),
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn sign_out(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Form(form): Form<TokenForm>,
+) -> Result<Response, Refused> {
+    same_origin(&inbox, &headers)?;
+    let (secret, session) = session_of(&inbox, &headers).await?;
+    token_matches(&session, &form.csrf)?;
+    inbox.store().end_session(&secret).await?;
+    let cleared = cookie::Cookie::build((SESSION_COOKIE, ""))
+        .http_only(true)
+        .same_site(cookie::SameSite::Strict)
+        .path("/")
+        .max_age(cookie::time::Duration::ZERO)
+        .build();
+    Ok((
+        [(header::SET_COOKIE, cleared.to_string())],
+        Redirect::to("/signed-out"),
+    )
+        .into_response())
+}
+
+async fn signed_out() -> Response {
+    pages::signed_out().into_response()
+}
+
+#[derive(Deserialize)]
+struct PageQuery {
+    before: Option<i64>,
+}
+
+async fn waiting(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Query(query): Query<PageQuery>,
+) -> Result<Response, Refused> {
+    let (_, session) = session_of(&inbox, &headers).await?;
+    let runs = inbox.store().waiting_page(query.before, PAGE).await?;
+    let next = (runs.len() == PAGE as usize)
+        .then(|| runs.last().map(|r| r.suspension_id))
+        .flatten();
+    Ok(pages::waiting(&session, &runs, next).into_response())
+}
+
+async fn run_page(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Path(run): Path<String>,
+) -> Result<Response, Refused> {
+    let (_, session) = session_of(&inbox, &headers).await?;
+    let history = inbox.store().run_history(&run).await?;
+    let paused = inbox.store().latest_suspended(&run).await.ok();
+    if history.suspensions.is_empty() {
+        return Ok((
+            StatusCode::NOT_FOUND,
+            pages::refused("there is no such run", None),
+        )
+            .into_response());
+    }
+    Ok(pages::run(&session, &run, paused.as_ref(), &history).into_response())
+}
+
+#[derive(Deserialize)]
+struct DecideForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    digest: String,
+    #[serde(default)]
+    verdict: String,
+}
+
+async fn decide(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Path(run): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Result<Response, Refused> {
+    same_origin(&inbox, &headers)?;
+    let (_, session) = session_of(&inbox, &headers).await?;
+    token_matches(&session, &form.csrf)?;
+    let answer = match form.verdict.as_str() {
+        "approve" => Answer::Approve,
+        "deny" => Answer::Deny,
+        _ => {
+            return Ok((
+                StatusCode::BAD_REQUEST,
+                pages::refused("the form names no verdict: approve or deny", None),
+            )
+                .into_response());
+        }
+    };
+    let decider = Operator::new(&session.operator, IdentitySource::SignedIn)
+        .map_err(|error| {
+            Refused::Store(StoreError::InvalidOperatorName {
+                name: toolgate::visible::visible(&session.operator).into_owned(),
+                reason: error.to_string(),
+            })
+        })?
+        .via(Channel::Inbox);
+    let digest = TurnDigest::from_text(form.digest);
+    let fresh = format!("/runs/{}", pages::path_segment(&run));
+    match inbox
+        .store()
+        .decide(&run, Some(&digest), &decider, answer)
+        .await
+    {
+        Ok(_) => Ok(Redirect::to(&fresh).into_response()),
+        Err(ClaimError::StaleDigest { .. }) => Ok((
+            StatusCode::CONFLICT,
+            pages::refused(
+                "this run changed since the page was shown — decided elsewhere, or paused afresh; nothing was recorded",
+                Some(&fresh),
+            ),
+        )
+            .into_response()),
+        Err(ClaimError::NotFound(_)) => Ok((
+            StatusCode::CONFLICT,
+            pages::refused(
+                "this run no longer waits for a decision; nothing was recorded",
+                Some(&fresh),
+            ),
+        )
+            .into_response()),
+        Err(error @ ClaimError::AlreadyDecided { .. }) => Ok((
+            StatusCode::CONFLICT,
+            pages::refused(&error.to_string(), Some(&fresh)),
+        )
+            .into_response()),
+        Err(error) => Ok((
+            StatusCode::FORBIDDEN,
+            pages::refused(&error.to_string(), Some(&fresh)),
+        )
+            .into_response()),
+    }
+}

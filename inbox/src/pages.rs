@@ -1,0 +1,283 @@
+//! The pages, written with [`maud`]: every value spliced in is escaped by
+//! the markup, and every text a model, a server or the database wrote goes
+//! through [`toolgate::visible`] first and into a `<bdi>`, so that neither a
+//! hidden character nor right-to-left letters reorder what a reader sees.
+
+use std::fmt::Write as _;
+
+use maud::{DOCTYPE, Markup, html};
+use toolgate::suspend::SuspendedRun;
+use toolgate::visible::{visible, visible_json};
+use toolgate_store::{OpenRun, RunHistory, Session};
+
+/// The inbox's one style sheet, served from `/style.css`.
+pub(crate) const STYLE: &str = include_str!("style.css");
+
+/// Text someone else wrote, shown as it is: escaped, hidden characters as
+/// escapes, isolated from the text around it.
+fn shown(text: &str) -> Markup {
+    html! { bdi { (visible(text)) } }
+}
+
+/// A JSON value someone else wrote, as readable text — an object key by
+/// key, a string with its line breaks — and as exact JSON, hidden
+/// characters escaped in both.
+fn json_block(value: &serde_json::Value) -> Markup {
+    let readable = |value: &serde_json::Value| match value {
+        serde_json::Value::String(text) => {
+            html! { pre.text { bdi { (toolgate::visible::visible_lines(text)) } } }
+        }
+        other => html! { pre.json { bdi { (visible_json(other)) } } },
+    };
+    html! {
+        @if let serde_json::Value::Object(fields) = value {
+            dl.arguments {
+                @for (key, field) in fields {
+                    dt { code { (shown(key)) } }
+                    dd { (readable(field)) }
+                }
+            }
+        } @else {
+            (readable(value))
+        }
+        details {
+            summary { "exact JSON" }
+            pre.json { bdi { (visible_json(value)) } }
+        }
+    }
+}
+
+/// A run id as a path segment: only the characters of a run id pass; any
+/// other is percent-encoded.
+pub(crate) fn path_segment(run: &str) -> String {
+    let mut out = String::with_capacity(run.len());
+    for byte in run.bytes() {
+        if byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_' {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
+/// A time, in UTC, from milliseconds since the Unix epoch.
+fn at(ms: i64) -> String {
+    match cookie::time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000)) {
+        Ok(t) => format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}Z",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        ),
+        Err(_) => ms.to_string(),
+    }
+}
+
+fn page(title: &str, session: Option<&Session>, body: &Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " — toolgate inbox" }
+                link rel="stylesheet" href="/style.css";
+            }
+            body {
+                header {
+                    a.home href="/" { "toolgate inbox" }
+                    @if let Some(session) = session {
+                        span.who { "signed in as " (shown(&session.operator)) }
+                        form.inline method="post" action="/sign-out" {
+                            input type="hidden" name="csrf" value=(session.csrf_token);
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// What a sign-in link opens: one button.
+pub(crate) fn sign_in(token: &str) -> Markup {
+    page(
+        "Sign in",
+        None,
+        &html! {
+            h1 { "Sign in" }
+            p { "This link signs you in once. Signed in, you decide the runs that wait." }
+            form method="post" action="/sign-in" {
+                input type="hidden" name="token" value=(token);
+                button type="submit" { "Sign in" }
+            }
+        },
+    )
+}
+
+pub(crate) fn signed_out() -> Markup {
+    page(
+        "Signed out",
+        None,
+        &html! {
+            h1 { "Not signed in" }
+            p {
+                "Sign in with the one-time link an operator prints with "
+                code { "toolgate operator add NAME" } "."
+            }
+        },
+    )
+}
+
+/// A refusal: what happened, and where to go from here.
+pub(crate) fn refused(why: &str, fresh: Option<&str>) -> Markup {
+    page(
+        "Refused",
+        None,
+        &html! {
+            h1 { "Refused" }
+            p.refusal { (shown(why)) }
+            @if let Some(fresh) = fresh {
+                p { a href=(fresh) { "See the run as it is now" } }
+            }
+        },
+    )
+}
+
+/// The runs that wait, newest first.
+pub(crate) fn waiting(session: &Session, runs: &[OpenRun], next: Option<i64>) -> Markup {
+    page(
+        "Waiting",
+        Some(session),
+        &html! {
+            h1 { "Waiting" }
+            @if runs.is_empty() {
+                p { "Nothing waits." }
+            } @else {
+                table {
+                    thead { tr {
+                        th { "run" } th { "requested by" } th { "host" }
+                        th { "state" } th { "since" } th { "expires" }
+                    } }
+                    tbody {
+                        @for run in runs {
+                            tr {
+                                td { a href={ "/runs/" (path_segment(&run.run_id)) } { code { (shown(&run.run_id)) } } }
+                                td { (shown(&run.requested_by)) }
+                                td { (shown(&run.owner)) }
+                                td { (shown(&run.standing())) }
+                                td { (at(run.created_at)) }
+                                td {
+                                    @match run.expires_at.and_then(|e| i64::try_from(e).ok()) {
+                                        Some(expires) => { (at(expires)) }
+                                        None => { "—" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if let Some(next) = next {
+                    p { a href={ "/?before=" (next) } { "Older runs" } }
+                }
+            }
+        },
+    )
+}
+
+/// One run: its pending turn call by call, the decision forms while it
+/// waits, the decisions so far and the calls its host ran.
+pub(crate) fn run(
+    session: &Session,
+    run_id: &str,
+    paused: Option<&SuspendedRun>,
+    history: &RunHistory,
+) -> Markup {
+    let latest = history.suspensions.last();
+    let open = latest.is_some_and(|s| s.state == "open");
+    page(
+        "Run",
+        Some(session),
+        &html! {
+            h1 { "Run " code { (shown(run_id)) } }
+            @if let Some(latest) = latest {
+                p.state { (shown(&latest.standing())) }
+                p { "Requested by " (shown(&latest.requested_by)) " · host " (shown(&latest.owner)) }
+            }
+            @if let Some(paused) = paused {
+                @if let Some(client) = &paused.state().client {
+                    p { "Through the client " (shown(&client.to_string())) " (as it declared itself)" }
+                }
+                h2 { "The turn" }
+                @for (index, call) in paused.pending().iter().enumerate() {
+                    @let reviewed = paused.review().tools.get(index).and_then(Option::as_ref);
+                    section.call {
+                        h3 { "Call " code { (shown(&call.id)) } ": " (shown(&call.name)) }
+                        @if let Some(tool) = reviewed {
+                            p {
+                                "Effect " code { (tool.effect.as_str()) } " · "
+                                @if tool.needs_approval { "needs approval" } @else { "runs without approval" }
+                            }
+                            p.description { (shown(&tool.description)) }
+                        }
+                        h4 { "Arguments" }
+                        (json_block(&call.arguments))
+                        @if let Some(tool) = reviewed {
+                            details {
+                                summary { "Parameter schema, as reviewed" }
+                                (json_block(&tool.parameters))
+                            }
+                        }
+                    }
+                }
+                @if open && paused.status().as_str() == "awaiting_approval" {
+                    h2 { "Decide" }
+                    form method="post" action={ "/runs/" (path_segment(run_id)) "/decide" } {
+                        input type="hidden" name="csrf" value=(session.csrf_token);
+                        input type="hidden" name="digest" value=(paused.digest().as_str());
+                        button type="submit" name="verdict" value="approve" { "Approve every call" }
+                        " "
+                        button type="submit" name="verdict" value="deny" { "Deny every call" }
+                    }
+                    p.digest { "Decided on digest " code { (paused.digest().as_str()) } }
+                }
+            }
+            h2 { "Decisions" }
+            @if history.decisions.is_empty() {
+                p { "None yet." }
+            } @else {
+                ul {
+                    @for decision in &history.decisions {
+                        li {
+                            (decision.record.verdict.as_str()) " by " (shown(&decision.record.decided_by))
+                            @if let Some(channel) = decision.record.channel {
+                                " through " (channel.as_str())
+                            }
+                            " at " (at(i64::try_from(decision.record.at_unix_ms).unwrap_or(i64::MAX)))
+                            @if decision.partial { " (one of several approvals)" }
+                            @if let Some(why) = &decision.record.voided {
+                                " — voided: " (shown(why))
+                            }
+                        }
+                    }
+                }
+            }
+            @if !history.calls.is_empty() {
+                h2 { "Calls the host ran" }
+                ul {
+                    @for call in &history.calls {
+                        li {
+                            code { (shown(&call.call_id)) } " " (shown(&call.tool)) ": " (shown(&call.state))
+                            @if let Some(result) = &call.result { " — " (shown(result)) }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}

@@ -1,0 +1,548 @@
+//! The inbox's router against a real store, on SQLite and again on
+//! PostgreSQL: sign-in with a one-time link, the session cookie, the
+//! waiting page, a run's page, a decision — and every refusal: no session,
+//! a used or made-up link, a revoked operator, a missing or wrong token, a
+//! wrong origin, a stale digest, four eyes. Everything a model wrote is
+//! rendered as text.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Map, Value, json};
+use toolgate::run::{Outcome, Reply, RunOptions, RunRequest, ToolCall};
+use toolgate::suspend::SuspendedRun;
+use toolgate::testing::{MemoryLog, ScriptedModel};
+use toolgate::{Agent, Execute, Registry, Tool, ToolOutput};
+use toolgate_inbox::{Inbox, SESSION_COOKIE};
+use toolgate_store::Store;
+use tower::ServiceExt as _;
+
+#[path = "../../store/tests/backend/mod.rs"]
+mod backend;
+use backend::TestDb;
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    backend::rerun_on_postgres();
+}
+
+const ORIGIN: &str = "http://127.0.0.1:8640";
+
+/// Deletes a branch.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+struct DeleteBranch;
+
+impl Execute for DeleteBranch {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        ToolOutput::text("deleted")
+    }
+}
+
+/// A run of alice's, paused for approval of `delete_branch` with
+/// `arguments`, saved for the host `demo`.
+async fn paused(store: &Store, arguments: Value, options: RunOptions) -> SuspendedRun {
+    let registry = Registry::builder().builtin(DeleteBranch).build().unwrap();
+    let model = ScriptedModel::new([Reply::Calls {
+        content: None,
+        calls: vec![ToolCall {
+            id: "c1".into(),
+            name: "delete_branch".into(),
+            arguments,
+        }],
+    }]);
+    let log = MemoryLog::new();
+    let agent = Agent::new(&registry, &model, &log);
+    let request = RunRequest {
+        options,
+        ..RunRequest::new("alice", "tidy the branches")
+    };
+    let Ok(Outcome::AwaitingApproval(run)) = agent.start(request).await else {
+        panic!("an approval pause");
+    };
+    let run = SuspendedRun::AwaitingApproval(run);
+    store.save_suspended(&run, "demo").await.unwrap();
+    run
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: String,
+}
+
+async fn send(inbox: &Inbox, request: Request<Body>) -> Answer {
+    let response = inbox.clone().router().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 24)
+        .await
+        .unwrap();
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
+    let mut request = Request::get(path);
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, format!("{SESSION_COOKIE}={cookie}"));
+    }
+    request.body(Body::empty()).unwrap()
+}
+
+fn post(
+    path: &str,
+    cookie: Option<&str>,
+    origin: Option<&str>,
+    form: &[(&str, &str)],
+) -> Request<Body> {
+    let mut request =
+        Request::post(path).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, format!("{SESSION_COOKIE}={cookie}"));
+    }
+    if let Some(origin) = origin {
+        request = request.header(header::ORIGIN, origin);
+    }
+    let body = form
+        .iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect::<Vec<_>>()
+        .join("&");
+    request.body(Body::from(body)).unwrap()
+}
+
+/// Form encoding: every byte but the unreserved ones percent-encoded.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Signs `name` in through the inbox, as a browser does: the link's page,
+/// then its form. Returns the session cookie's value and the page's token.
+async fn signed_in(inbox: &Inbox, store: &Store, name: &str) -> (String, String) {
+    let link = store
+        .add_operator(name, Duration::from_mins(10))
+        .await
+        .unwrap();
+    let page = send(inbox, get(&format!("/sign-in?token={}", link.secret), None)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.body.contains(&link.secret),
+        "the form carries the token"
+    );
+    let answer = send(
+        inbox,
+        post("/sign-in", None, Some(ORIGIN), &[("token", &link.secret)]),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let set = answer.headers[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age="] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    let secret = set
+        .split(';')
+        .next()
+        .and_then(|pair| pair.strip_prefix(&format!("{SESSION_COOKIE}=")))
+        .unwrap()
+        .to_owned();
+    let session = store.session(&secret).await.unwrap().unwrap();
+    (secret, session.csrf_token)
+}
+
+async fn inbox(db: &TestDb) -> (Store, Inbox) {
+    let store = Store::open(db.location()).await.unwrap();
+    let inbox = Inbox::new(store.clone(), &format!("{ORIGIN}/"));
+    (store, inbox)
+}
+
+#[tokio::test]
+async fn without_a_session_every_page_sends_you_to_sign_in() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
+    for path in ["/".to_owned(), format!("/runs/{}", run.run_id())] {
+        for cookie in [None, Some("0".repeat(64))] {
+            let answer = send(&inbox, get(&path, cookie.as_deref())).await;
+            assert_eq!(answer.status, StatusCode::SEE_OTHER, "{path}");
+            assert_eq!(answer.headers[header::LOCATION], "/signed-out");
+        }
+    }
+    // A decision without a session records nothing.
+    let answer = send(
+        &inbox,
+        post(
+            &format!("/runs/{}/decide", run.run_id()),
+            None,
+            Some(ORIGIN),
+            &[
+                ("csrf", "x"),
+                ("digest", run.digest().as_str()),
+                ("verdict", "approve"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    assert!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_link_signs_in_once_from_the_inbox_own_origin() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let link = store
+        .add_operator("bob", Duration::from_mins(10))
+        .await
+        .unwrap();
+    // From another origin — another port of 127.0.0.1 is same-site, not
+    // same-origin — or with none: refused, the link not spent.
+    for origin in [
+        None,
+        Some("http://127.0.0.1:9999"),
+        Some("http://evil.example"),
+    ] {
+        let answer = send(
+            &inbox,
+            post("/sign-in", None, origin, &[("token", &link.secret)]),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{origin:?}");
+        assert!(!answer.headers.contains_key(header::SET_COOKIE));
+    }
+    let answer = send(
+        &inbox,
+        post("/sign-in", None, Some(ORIGIN), &[("token", &link.secret)]),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    let cookie = answer.headers[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(cookie.starts_with(SESSION_COOKIE), "{cookie}");
+    // Used once.
+    let again = send(
+        &inbox,
+        post("/sign-in", None, Some(ORIGIN), &[("token", &link.secret)]),
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::UNAUTHORIZED);
+    assert!(again.body.contains("signs no one in"), "{}", again.body);
+}
+
+#[tokio::test]
+async fn the_waiting_page_and_a_run_render_what_a_model_wrote_as_text() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let hostile = json!({
+        "branch": "<script>document.title='owned'</script>",
+        "note": "<img src=x onerror=alert(1)>",
+        "link": "javascript:alert(1)",
+        "style": "</pre><style>body{display:none}</style>",
+        "rtl": "abc\u{202e}fed",
+        "hidden": "a\u{200b}b",
+        "arabic": "שלום world",
+    });
+    let run = paused(&store, hostile, RunOptions::default()).await;
+    let (cookie, _) = signed_in(&inbox, &store, "bob").await;
+    let list = send(&inbox, get("/", Some(&cookie))).await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert!(list.body.contains(run.run_id()), "{}", list.body);
+    assert!(list.body.contains("awaiting approval"), "{}", list.body);
+
+    let page = send(
+        &inbox,
+        get(&format!("/runs/{}", run.run_id()), Some(&cookie)),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+    for injected in ["<script>", "<img", "<style>", "</pre><style>"] {
+        assert!(!body.contains(injected), "{injected} reached the page raw");
+    }
+    assert!(body.contains("&lt;script&gt;"), "shown as text");
+    assert!(body.contains("\\u{202e}"), "the override shown escaped");
+    assert!(
+        body.contains("\\u{200b}"),
+        "the zero-width space shown escaped"
+    );
+    assert!(!body.contains('\u{202e}') && !body.contains('\u{200b}'));
+    assert!(body.contains("<bdi>"), "isolated");
+    assert!(
+        body.contains(run.digest().as_str()),
+        "the digest the decision carries"
+    );
+    // The headers of every page.
+    let csp = page.headers[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && !csp.contains("script-src"),
+        "{csp}"
+    );
+    assert_eq!(page.headers[header::X_FRAME_OPTIONS], "DENY");
+    assert_eq!(page.headers[header::REFERRER_POLICY], "no-referrer");
+    assert_eq!(page.headers[header::CACHE_CONTROL], "no-store");
+}
+
+#[tokio::test]
+async fn a_decision_carries_the_session_token_the_origin_and_the_shown_digest() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let path = format!("/runs/{}/decide", run.run_id());
+    let digest = run.digest();
+    let refused = [
+        (None, csrf.as_str(), digest.as_str(), StatusCode::FORBIDDEN),
+        (
+            Some("http://127.0.0.1:9999"),
+            csrf.as_str(),
+            digest.as_str(),
+            StatusCode::FORBIDDEN,
+        ),
+        (Some(ORIGIN), "", digest.as_str(), StatusCode::FORBIDDEN),
+        (Some(ORIGIN), "0123", digest.as_str(), StatusCode::FORBIDDEN),
+        (
+            Some(ORIGIN),
+            csrf.as_str(),
+            "sha256:00",
+            StatusCode::CONFLICT,
+        ),
+    ];
+    for (origin, token, shown, status) in refused {
+        let answer = send(
+            &inbox,
+            post(
+                &path,
+                Some(&cookie),
+                origin,
+                &[("csrf", token), ("digest", shown), ("verdict", "approve")],
+            ),
+        )
+        .await;
+        assert_eq!(
+            answer.status, status,
+            "{origin:?} {token} {shown}: {}",
+            answer.body
+        );
+        assert!(
+            store
+                .run_history(run.run_id())
+                .await
+                .unwrap()
+                .decisions
+                .is_empty()
+        );
+    }
+    decided_once(&inbox, &store, &run, &cookie, &csrf).await;
+}
+
+/// A stale digest is refused with a link to the run as it is now; the shown
+/// one records the signed-in operator's denial through the inbox, once.
+async fn decided_once(inbox: &Inbox, store: &Store, run: &SuspendedRun, cookie: &str, csrf: &str) {
+    let path = format!("/runs/{}/decide", run.run_id());
+    let digest = run.digest();
+    let stale = send(
+        inbox,
+        post(
+            &path,
+            Some(cookie),
+            Some(ORIGIN),
+            &[
+                ("csrf", csrf),
+                ("digest", "sha256:00"),
+                ("verdict", "approve"),
+            ],
+        ),
+    )
+    .await;
+    assert!(
+        stale.body.contains("changed since the page was shown"),
+        "{}",
+        stale.body
+    );
+    assert!(
+        stale.body.contains(&format!("/runs/{}", run.run_id())),
+        "a link to the fresh view"
+    );
+
+    let decided = send(
+        inbox,
+        post(
+            &path,
+            Some(cookie),
+            Some(ORIGIN),
+            &[
+                ("csrf", csrf),
+                ("digest", digest.as_str()),
+                ("verdict", "deny"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(decided.status, StatusCode::SEE_OTHER, "{}", decided.body);
+    let history = store.run_history(run.run_id()).await.unwrap();
+    let [decision] = history.decisions.as_slice() else {
+        panic!("one decision: {:?}", history.decisions);
+    };
+    assert_eq!(decision.record.decided_by, "bob");
+    assert_eq!(decision.record.decided_by_source.as_str(), "signed_in");
+    assert_eq!(
+        decision
+            .record
+            .channel
+            .map(toolgate::identity::Channel::as_str),
+        Some("inbox")
+    );
+    assert_eq!(decision.record.verdict.as_str(), "denied");
+    // The same form again: the run no longer waits.
+    let again = send(
+        inbox,
+        post(
+            &path,
+            Some(cookie),
+            Some(ORIGIN),
+            &[
+                ("csrf", csrf),
+                ("digest", digest.as_str()),
+                ("verdict", "approve"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.body);
+    assert_eq!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn four_eyes_holds_in_the_browser_and_a_revoked_operator_is_signed_out() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let options = RunOptions {
+        four_eyes: true,
+        ..RunOptions::default()
+    };
+    let run = paused(&store, json!({"branch": "old"}), options).await;
+    // The requester, signed in as `Alice`: the same person.
+    let (cookie, csrf) = signed_in(&inbox, &store, "Alice").await;
+    let path = format!("/runs/{}/decide", run.run_id());
+    let digest = run.digest();
+    let answer = send(
+        &inbox,
+        post(
+            &path,
+            Some(&cookie),
+            Some(ORIGIN),
+            &[
+                ("csrf", &csrf),
+                ("digest", digest.as_str()),
+                ("verdict", "approve"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{}", answer.body);
+    assert!(
+        answer.body.contains("must come from someone else"),
+        "{}",
+        answer.body
+    );
+    assert!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .is_empty()
+    );
+
+    store.revoke_operator("alice").await.unwrap();
+    let after = send(&inbox, get("/", Some(&cookie))).await;
+    assert_eq!(after.status, StatusCode::SEE_OTHER);
+    assert_eq!(after.headers[header::LOCATION], "/signed-out");
+}
+
+#[tokio::test]
+async fn failed_sign_ins_are_limited_and_sign_out_ends_the_session() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "carol").await;
+    // Signing out needs the session's token too.
+    let refused = send(
+        &inbox,
+        post(
+            "/sign-out",
+            Some(&cookie),
+            Some(ORIGIN),
+            &[("csrf", "nope")],
+        ),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let out = send(
+        &inbox,
+        post("/sign-out", Some(&cookie), Some(ORIGIN), &[("csrf", &csrf)]),
+    )
+    .await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert!(store.session(&cookie).await.unwrap().is_none());
+
+    for _ in 0..toolgate_inbox::SIGN_IN_FAILURES_PER_MINUTE {
+        let guess = send(
+            &inbox,
+            post("/sign-in", None, Some(ORIGIN), &[("token", "guess")]),
+        )
+        .await;
+        assert_eq!(guess.status, StatusCode::UNAUTHORIZED);
+    }
+    // Past the limit even a good link waits a minute.
+    let link = store
+        .add_operator("carol", Duration::from_mins(10))
+        .await
+        .unwrap();
+    let limited = send(
+        &inbox,
+        post("/sign-in", None, Some(ORIGIN), &[("token", &link.secret)]),
+    )
+    .await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+}
