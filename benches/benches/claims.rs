@@ -8,13 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use divan::counter::ItemsCount;
-use serde_json::{Map, Value, json};
-use toolgate::{
-    Agent, Execute, Registry, Tool, ToolOutput,
-    run::{Outcome, Reply, RunRequest, ToolCall},
-    suspend::SuspendedRun,
-    testing::{MemoryLog, ScriptedModel},
-};
 use toolgate_store::{Answer, Backend, ClaimError, Store};
 
 #[path = "../../store/tests/backend/mod.rs"]
@@ -41,17 +34,7 @@ fn backend_of(name: &str) -> Backend {
     }
 }
 
-/// Deletes a branch.
-#[derive(Tool)]
-#[tool(effect = non_idempotent_write)]
-struct DeleteBranch;
-
-impl Execute for DeleteBranch {
-    type Args = Map<String, Value>;
-    async fn execute(&self, _: Self::Args) -> ToolOutput {
-        ToolOutput::text("deleted")
-    }
-}
+mod shared;
 
 struct Fixture {
     _db: backend::TestDb,
@@ -78,26 +61,7 @@ impl Fixture {
                 Ok(store) => store,
                 Err(error) => panic!("{error}"),
             };
-            let registry = match Registry::builder().builtin(DeleteBranch).build() {
-                Ok(registry) => registry,
-                Err(error) => panic!("{error}"),
-            };
-            let model = ScriptedModel::new([Reply::Calls {
-                content: None,
-                calls: vec![ToolCall {
-                    id: "c1".into(),
-                    name: "delete_branch".into(),
-                    arguments: json!({"branch": "old"}),
-                }],
-            }]);
-            let log = MemoryLog::new();
-            let agent = Agent::new(&registry, &model, &log);
-            let Ok(Outcome::AwaitingApproval(run)) =
-                agent.start(RunRequest::new("alice", "tidy")).await
-            else {
-                panic!("expected an approval pause");
-            };
-            (store, run.encode().unwrap_or_default())
+            (store, shared::template().await)
         });
         Self {
             _db: db,
@@ -114,19 +78,7 @@ impl Fixture {
             let mut runs = Vec::with_capacity(count);
             for _ in 0..count {
                 let id = format!("run-{}", self.next.fetch_add(1, Ordering::Relaxed));
-                let mut value: Value = serde_json::from_str(&self.template).unwrap_or_default();
-                if let Some(run_id) = value.pointer_mut("/body/run/run_id") {
-                    *run_id = json!(id);
-                }
-                let body = value["body"].to_string();
-                value["checksum"] = json!(toolgate::testing::rules::document_checksum(
-                    value["version"].as_u64().unwrap_or_default(),
-                    value["status"].as_str().unwrap_or_default(),
-                    &body
-                ));
-                let Ok(run) = SuspendedRun::decode(&value.to_string()) else {
-                    panic!("decodes");
-                };
+                let run = shared::reidentified(&self.template, &id);
                 assert!(self.store.save_suspended(&run, "bench").await.is_ok());
                 runs.push((id, run.digest()));
             }

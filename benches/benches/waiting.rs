@@ -5,30 +5,13 @@
 
 use std::sync::OnceLock;
 
-use serde_json::{Map, Value, json};
-use toolgate::{
-    Agent, Execute, Registry, Tool, ToolOutput,
-    run::{Outcome, Reply, RunRequest, ToolCall},
-    suspend::SuspendedRun,
-    testing::{MemoryLog, ScriptedModel},
-};
 use toolgate_store::{Location, Store};
 
 fn main() {
     divan::main();
 }
 
-/// Deletes a branch.
-#[derive(Tool)]
-#[tool(effect = non_idempotent_write)]
-struct DeleteBranch;
-
-impl Execute for DeleteBranch {
-    type Args = Map<String, Value>;
-    async fn execute(&self, _: Self::Args) -> ToolOutput {
-        ToolOutput::text("deleted")
-    }
-}
+mod shared;
 
 struct Waiting {
     runtime: tokio::runtime::Runtime,
@@ -46,29 +29,6 @@ fn runtime() -> tokio::runtime::Runtime {
     }
 }
 
-/// A paused run's document, to be saved again under fresh run ids.
-async fn template() -> String {
-    let registry = match Registry::builder().builtin(DeleteBranch).build() {
-        Ok(registry) => registry,
-        Err(error) => panic!("{error}"),
-    };
-    let model = ScriptedModel::new([Reply::Calls {
-        content: None,
-        calls: vec![ToolCall {
-            id: "c1".into(),
-            name: "delete_branch".into(),
-            arguments: json!({"branch": "old"}),
-        }],
-    }]);
-    let log = MemoryLog::new();
-    let agent = Agent::new(&registry, &model, &log);
-    let Ok(Outcome::AwaitingApproval(run)) = agent.start(RunRequest::new("alice", "tidy")).await
-    else {
-        panic!("expected an approval pause");
-    };
-    run.encode().unwrap_or_default()
-}
-
 /// A store with `count` runs waiting, each saved through the store.
 fn waiting(count: usize) -> Waiting {
     let runtime = runtime();
@@ -81,21 +41,9 @@ fn waiting(count: usize) -> Waiting {
             Ok(store) => store,
             Err(error) => panic!("{error}"),
         };
-        let template = template().await;
+        let template = shared::template().await;
         for n in 0..count {
-            let mut value: Value = serde_json::from_str(&template).unwrap_or_default();
-            if let Some(run_id) = value.pointer_mut("/body/run/run_id") {
-                *run_id = json!(format!("run-{n}"));
-            }
-            let body = value["body"].to_string();
-            value["checksum"] = json!(toolgate::testing::rules::document_checksum(
-                value["version"].as_u64().unwrap_or_default(),
-                value["status"].as_str().unwrap_or_default(),
-                &body
-            ));
-            let Ok(run) = SuspendedRun::decode(&value.to_string()) else {
-                panic!("decodes");
-            };
+            let run = shared::reidentified(&template, &format!("run-{n}"));
             if let Err(error) = store.save_suspended(&run, "bench").await {
                 panic!("{error}");
             }

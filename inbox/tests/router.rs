@@ -172,6 +172,28 @@ async fn signed_in(inbox: &Inbox, store: &Store, name: &str) -> (String, String)
     (secret, session.csrf_token)
 }
 
+/// `verdict` on the run at `path`, from the inbox's origin, with the
+/// session `cookie` and its token `csrf`, on `digest`.
+async fn decide_as(
+    inbox: &Inbox,
+    path: &str,
+    cookie: &str,
+    csrf: &str,
+    digest: &str,
+    verdict: &str,
+) -> Answer {
+    send(
+        inbox,
+        post(
+            path,
+            Some(cookie),
+            Some(ORIGIN),
+            &[("csrf", csrf), ("digest", digest), ("verdict", verdict)],
+        ),
+    )
+    .await
+}
+
 async fn inbox(db: &TestDb) -> (Store, Inbox) {
     let store = Store::open(db.location()).await.unwrap();
     let inbox = Inbox::new(store.clone(), &format!("{ORIGIN}/"));
@@ -373,20 +395,7 @@ async fn a_decision_carries_the_session_token_the_origin_and_the_shown_digest() 
 async fn decided_once(inbox: &Inbox, store: &Store, run: &SuspendedRun, cookie: &str, csrf: &str) {
     let path = format!("/runs/{}/decide", run.run_id());
     let digest = run.digest();
-    let stale = send(
-        inbox,
-        post(
-            &path,
-            Some(cookie),
-            Some(ORIGIN),
-            &[
-                ("csrf", csrf),
-                ("digest", "sha256:00"),
-                ("verdict", "approve"),
-            ],
-        ),
-    )
-    .await;
+    let stale = decide_as(inbox, &path, cookie, csrf, "sha256:00", "approve").await;
     assert!(
         stale.body.contains("changed since the page was shown"),
         "{}",
@@ -397,20 +406,7 @@ async fn decided_once(inbox: &Inbox, store: &Store, run: &SuspendedRun, cookie: 
         "a link to the fresh view"
     );
 
-    let decided = send(
-        inbox,
-        post(
-            &path,
-            Some(cookie),
-            Some(ORIGIN),
-            &[
-                ("csrf", csrf),
-                ("digest", digest.as_str()),
-                ("verdict", "deny"),
-            ],
-        ),
-    )
-    .await;
+    let decided = decide_as(inbox, &path, cookie, csrf, digest.as_str(), "deny").await;
     assert_eq!(decided.status, StatusCode::SEE_OTHER, "{}", decided.body);
     let history = store.run_history(run.run_id()).await.unwrap();
     let [decision] = history.decisions.as_slice() else {
@@ -427,20 +423,7 @@ async fn decided_once(inbox: &Inbox, store: &Store, run: &SuspendedRun, cookie: 
     );
     assert_eq!(decision.record.verdict.as_str(), "denied");
     // The same form again: the run no longer waits.
-    let again = send(
-        inbox,
-        post(
-            &path,
-            Some(cookie),
-            Some(ORIGIN),
-            &[
-                ("csrf", csrf),
-                ("digest", digest.as_str()),
-                ("verdict", "approve"),
-            ],
-        ),
-    )
-    .await;
+    let again = decide_as(inbox, &path, cookie, csrf, digest.as_str(), "approve").await;
     assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.body);
     assert_eq!(
         store
@@ -466,20 +449,7 @@ async fn four_eyes_holds_in_the_browser_and_a_revoked_operator_is_signed_out() {
     let (cookie, csrf) = signed_in(&inbox, &store, "Alice").await;
     let path = format!("/runs/{}/decide", run.run_id());
     let digest = run.digest();
-    let answer = send(
-        &inbox,
-        post(
-            &path,
-            Some(&cookie),
-            Some(ORIGIN),
-            &[
-                ("csrf", &csrf),
-                ("digest", digest.as_str()),
-                ("verdict", "approve"),
-            ],
-        ),
-    )
-    .await;
+    let answer = decide_as(&inbox, &path, &cookie, &csrf, digest.as_str(), "approve").await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN, "{}", answer.body);
     assert!(
         answer.body.contains("must come from someone else"),
