@@ -36,7 +36,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use toolgate::identity::{Channel, IdentitySource, Operator};
-use toolgate::suspend::TurnDigest;
+use toolgate::suspend::{CallVerdict, TurnDigest};
 use toolgate_store::{Answer, ClaimError, Session, Store, StoreError};
 
 mod pages;
@@ -392,35 +392,93 @@ async fn run_page(
     Ok(pages::run(&session, &run, paused.as_ref(), &history).into_response())
 }
 
-#[derive(Deserialize)]
+/// A decision form's fields, each named once: `csrf`, `digest`, `verdict`
+/// (`approve`, `deny`, or `calls` — then `call:ID` = `approve`, `deny` or
+/// `edit` for each call, with `reason:ID` and `args:ID`).
 struct DecideForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    digest: String,
-    #[serde(default)]
-    verdict: String,
+    fields: std::collections::BTreeMap<String, String>,
+}
+
+impl DecideForm {
+    /// The fields, or the first one named twice: a form whose meaning
+    /// depends on which copy is read is refused.
+    fn new(pairs: Vec<(String, String)>) -> Result<Self, String> {
+        let mut fields = std::collections::BTreeMap::new();
+        for (name, value) in pairs {
+            if fields.contains_key(&name) {
+                return Err(name);
+            }
+            fields.insert(name, value);
+        }
+        Ok(Self { fields })
+    }
+
+    fn get(&self, name: &str) -> &str {
+        self.fields.get(name).map_or("", String::as_str)
+    }
+
+    /// The answer the form gives, or why it gives none.
+    fn answer(&self) -> Result<Answer, String> {
+        match self.get("verdict") {
+            "approve" => Ok(Answer::Approve),
+            "deny" => Ok(Answer::Deny),
+            "calls" => {
+                let mut calls = std::collections::BTreeMap::new();
+                for (name, choice) in &self.fields {
+                    let Some(call) = name.strip_prefix("call:") else {
+                        continue;
+                    };
+                    let verdict = match choice.as_str() {
+                        "approve" => CallVerdict::Approve,
+                        "deny" => CallVerdict::Deny {
+                            reason: self.get(&format!("reason:{call}")).trim().to_owned(),
+                        },
+                        "edit" => {
+                            let text = self.get(&format!("args:{call}"));
+                            let arguments = serde_json::from_str(text).map_err(|error| {
+                                format!(
+                                    "the edited arguments of call `{}` are not JSON: {error}",
+                                    toolgate::visible::visible(call)
+                                )
+                            })?;
+                            CallVerdict::Edit { arguments }
+                        }
+                        other => {
+                            return Err(format!(
+                                "call `{}`: `{}` is no verdict (approve, deny or edit)",
+                                toolgate::visible::visible(call),
+                                toolgate::visible::visible(other)
+                            ));
+                        }
+                    };
+                    calls.insert(call.to_owned(), verdict);
+                }
+                Ok(Answer::Calls(calls))
+            }
+            _ => Err("the form names no verdict: approve, deny, or call by call".to_owned()),
+        }
+    }
 }
 
 async fn decide(
     State(inbox): State<Inbox>,
     headers: HeaderMap,
     Path(run): Path<String>,
-    Form(form): Form<DecideForm>,
+    Form(pairs): Form<Vec<(String, String)>>,
 ) -> Result<Response, Refused> {
     same_origin(&inbox, &headers)?;
     let (_, session) = session_of(&inbox, &headers).await?;
-    token_matches(&session, &form.csrf)?;
-    let answer = match form.verdict.as_str() {
-        "approve" => Answer::Approve,
-        "deny" => Answer::Deny,
-        _ => {
-            return Ok((
-                StatusCode::BAD_REQUEST,
-                pages::refused("the form names no verdict: approve or deny", None),
-            )
-                .into_response());
-        }
+    let bad_form =
+        |why: String| (StatusCode::BAD_REQUEST, pages::refused(&why, None)).into_response();
+    // A field named twice: no form the inbox gave names one twice.
+    let form = DecideForm::new(pairs).map_err(|twice| {
+        tracing::warn!(field = %toolgate::visible::visible(&twice), "a decision form names a field twice");
+        Refused::BadToken
+    })?;
+    token_matches(&session, form.get("csrf"))?;
+    let answer = match form.answer() {
+        Ok(answer) => answer,
+        Err(why) => return Ok(bad_form(why)),
     };
     let decider = Operator::new(&session.operator, IdentitySource::SignedIn)
         .map_err(|error| {
@@ -430,7 +488,7 @@ async fn decide(
             })
         })?
         .via(Channel::Inbox);
-    let digest = TurnDigest::from_text(form.digest);
+    let digest = TurnDigest::from_text(form.get("digest"));
     let fresh = format!("/runs/{}", pages::path_segment(&run));
     match inbox
         .store()

@@ -236,15 +236,7 @@ pub(crate) fn run(
                     }
                 }
                 @if open && paused.status().as_str() == "awaiting_approval" {
-                    h2 { "Decide" }
-                    form method="post" action={ "/runs/" (path_segment(run_id)) "/decide" } {
-                        input type="hidden" name="csrf" value=(session.csrf_token);
-                        input type="hidden" name="digest" value=(paused.digest().as_str());
-                        button type="submit" name="verdict" value="approve" { "Approve every call" }
-                        " "
-                        button type="submit" name="verdict" value="deny" { "Deny every call" }
-                    }
-                    p.digest { "Decided on digest " code { (paused.digest().as_str()) } }
+                    (decide_forms(session, run_id, paused))
                 }
             }
             h2 { "Decisions" }
@@ -280,4 +272,44 @@ pub(crate) fn run(
             }
         },
     )
+}
+
+/// The forms that decide a waiting turn: all at once, or call by call.
+fn decide_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> Markup {
+    html! {
+            @let action = format!("/runs/{}/decide", path_segment(run_id));
+            h2 { "Decide" }
+            form method="post" action=(action) {
+                input type="hidden" name="csrf" value=(session.csrf_token);
+                input type="hidden" name="digest" value=(paused.digest().as_str());
+                button type="submit" name="verdict" value="approve" { "Approve every call" }
+                " "
+                button type="submit" name="verdict" value="deny" { "Deny every call" }
+            }
+            h3 { "Call by call" }
+            form.calls method="post" action=(action) {
+                input type="hidden" name="csrf" value=(session.csrf_token);
+                input type="hidden" name="digest" value=(paused.digest().as_str());
+                input type="hidden" name="verdict" value="calls";
+                @for (index, call) in paused.pending().iter().enumerate() {
+                    @let needs = paused.review().tools.get(index).and_then(Option::as_ref).is_none_or(|t| t.needs_approval);
+                    @if needs {
+                        fieldset {
+                            legend { "Call " code { (shown(&call.id)) } ": " (shown(&call.name)) }
+                            label { input type="radio" name={ "call:" (call.id) } value="approve"; " approve" }
+                            label { input type="radio" name={ "call:" (call.id) } value="deny"; " deny, because " }
+                            input type="text" name={ "reason:" (call.id) } placeholder="the reason the model reads";
+                            label { input type="radio" name={ "call:" (call.id) } value="edit"; " approve with these arguments (JSON, checked against the schema):" }
+                            // JSON whose hidden characters are `\u` escapes:
+                            // the same arguments, every character seen.
+                            textarea name={ "args:" (call.id) } rows="4" {
+                                (visible_json(&call.arguments))
+                            }
+                        }
+                    }
+                }
+                button type="submit" { "Record these verdicts" }
+            }
+            p.digest { "Decided on digest " code { (paused.digest().as_str()) } }
+    }
 }

@@ -516,3 +516,134 @@ async fn failed_sign_ins_are_limited_and_sign_out_ends_the_session() {
     .await;
     assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
 }
+
+/// A run of alice's whose turn holds two `delete_branch` calls.
+async fn two_calls(store: &Store) -> SuspendedRun {
+    let registry = Registry::builder().builtin(DeleteBranch).build().unwrap();
+    let call = |id: &str, branch: &str| ToolCall {
+        id: id.into(),
+        name: "delete_branch".into(),
+        arguments: json!({"branch": branch}),
+    };
+    let model = ScriptedModel::new([Reply::Calls {
+        content: None,
+        calls: vec![call("c1", "old"), call("c2", "stale")],
+    }]);
+    let log = MemoryLog::new();
+    let agent = Agent::new(&registry, &model, &log);
+    let Ok(Outcome::AwaitingApproval(run)) = agent.start(RunRequest::new("alice", "tidy")).await
+    else {
+        panic!("an approval pause");
+    };
+    let run = SuspendedRun::AwaitingApproval(run);
+    store.save_suspended(&run, "demo").await.unwrap();
+    run
+}
+
+/// Call by call: one denied with a reason, one approved with edited
+/// arguments — recorded as such; a form that names a field twice, misses
+/// a call, or edits into what the schema refuses records nothing.
+#[tokio::test]
+async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = two_calls(&store).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let page = send(
+        &inbox,
+        get(&format!("/runs/{}", run.run_id()), Some(&cookie)),
+    )
+    .await;
+    assert!(
+        page.body.contains("name=\"call:c1\"") && page.body.contains("name=\"args:c2\""),
+        "{}",
+        page.body
+    );
+    let path = format!("/runs/{}/decide", run.run_id());
+    let digest = run.digest();
+    let with = |fields: &[(&'static str, &'static str)]| {
+        let mut all = vec![
+            ("csrf", csrf.clone()),
+            ("digest", digest.as_str().to_owned()),
+            ("verdict", "calls".to_owned()),
+        ];
+        all.extend(fields.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        all
+    };
+    let refused: [(&[(&str, &str)], StatusCode); 4] = [
+        // One call left out.
+        (&[("call:c1", "approve")], StatusCode::FORBIDDEN),
+        // Arguments that are not JSON.
+        (
+            &[
+                ("call:c1", "approve"),
+                ("call:c2", "edit"),
+                ("args:c2", "{"),
+            ],
+            StatusCode::BAD_REQUEST,
+        ),
+        // Arguments the schema refuses (an object is required).
+        (
+            &[
+                ("call:c1", "approve"),
+                ("call:c2", "edit"),
+                ("args:c2", "[1]"),
+            ],
+            StatusCode::FORBIDDEN,
+        ),
+        // A field named twice.
+        (
+            &[
+                ("call:c1", "approve"),
+                ("call:c1", "deny"),
+                ("call:c2", "approve"),
+            ],
+            StatusCode::FORBIDDEN,
+        ),
+    ];
+    for (fields, status) in refused {
+        let form = with(fields);
+        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let answer = send(&inbox, post(&path, Some(&cookie), Some(ORIGIN), &pairs)).await;
+        assert_eq!(answer.status, status, "{fields:?}: {}", answer.body);
+        assert!(
+            store
+                .run_history(run.run_id())
+                .await
+                .unwrap()
+                .decisions
+                .is_empty(),
+            "{fields:?}"
+        );
+    }
+    let form = with(&[
+        ("call:c1", "deny"),
+        ("reason:c1", "keep the old branch"),
+        ("call:c2", "edit"),
+        ("args:c2", "{\"branch\": \"stale-2\"}"),
+    ]);
+    let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let answer = send(&inbox, post(&path, Some(&cookie), Some(ORIGIN), &pairs)).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let history = store.run_history(run.run_id()).await.unwrap();
+    let [decision] = history.decisions.as_slice() else {
+        panic!("{:?}", history.decisions);
+    };
+    let verdicts: Vec<(String, String)> = decision
+        .record
+        .calls
+        .iter()
+        .map(|c| {
+            (
+                c.call_id.clone(),
+                serde_json::to_string(&c.verdict).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    assert!(
+        verdicts[0].1.contains("keep the old branch"),
+        "{verdicts:?}"
+    );
+    assert!(verdicts[1].1.contains("stale-2"), "{verdicts:?}");
+}
