@@ -219,16 +219,32 @@ async fn session_of(inbox: &Inbox, headers: &HeaderMap) -> Result<(String, Sessi
     Ok((secret, session))
 }
 
-/// A change must come from the inbox's own origin.
+/// A change must come from the inbox's own origin: its `Origin` header
+/// names it — or, where the browser withholds the origin (under the
+/// inbox's own `Referrer-Policy: no-referrer` a form's `Origin` is `null`),
+/// the browser says the request comes from the same origin
+/// (`Sec-Fetch-Site: same-origin`, which no page can set). Anything else —
+/// another origin, another port of the same host (same-site, not
+/// same-origin), no word at all — is refused.
 fn same_origin(inbox: &Inbox, headers: &HeaderMap) -> Result<(), Refused> {
-    let origin = headers
-        .get(header::ORIGIN)
-        .and_then(|value| value.to_str().ok())
-        .map(origin_of);
-    if origin.as_deref() == Some(inbox.origin()) {
-        Ok(())
-    } else {
-        Err(Refused::WrongOrigin)
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::trim)
+    };
+    let fetched_from = text("sec-fetch-site");
+    match text(header::ORIGIN.as_str()) {
+        Some(origin) if origin != "null" => {
+            if origin_of(origin) == inbox.origin() {
+                Ok(())
+            } else {
+                Err(Refused::WrongOrigin)
+            }
+        }
+        // No origin given, or `null`: only the browser's word will do.
+        _ if fetched_from == Some("same-origin") => Ok(()),
+        _ => Err(Refused::WrongOrigin),
     }
 }
 

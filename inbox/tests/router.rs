@@ -261,11 +261,24 @@ async fn a_link_signs_in_once_from_the_inbox_own_origin() {
         assert_eq!(answer.status, StatusCode::FORBIDDEN, "{origin:?}");
         assert!(!answer.headers.contains_key(header::SET_COOKIE));
     }
-    let answer = send(
-        &inbox,
-        post("/sign-in", None, Some(ORIGIN), &[("token", &link.secret)]),
-    )
-    .await;
+    // `Origin: null`, as a browser sends under `no-referrer`, with
+    // `Sec-Fetch-Site` other than `same-origin`: refused too.
+    for site in [None, Some("same-site"), Some("cross-site"), Some("none")] {
+        let mut request = post("/sign-in", None, Some("null"), &[("token", &link.secret)]);
+        if let Some(site) = site {
+            request
+                .headers_mut()
+                .insert("sec-fetch-site", site.parse().unwrap());
+        }
+        let answer = send(&inbox, request).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{site:?}");
+    }
+    // The browser's own word: `null` and `Sec-Fetch-Site: same-origin`.
+    let mut request = post("/sign-in", None, Some("null"), &[("token", &link.secret)]);
+    request
+        .headers_mut()
+        .insert("sec-fetch-site", "same-origin".parse().unwrap());
+    let answer = send(&inbox, request).await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER);
     let cookie = answer.headers[header::SET_COOKIE]
         .to_str()

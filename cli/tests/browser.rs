@@ -1,0 +1,368 @@
+//! The inbox in a real browser: Debian's Chromium, driven over WebDriver
+//! (chromedriver) — without them this test fails, it does not skip. An
+//! operator signs in with the link `toolgate operator add` printed, sees the
+//! demo's paused run, denies one call and approves another with edited
+//! arguments; `toolgate host` resumes it and the page shows what ran. A run
+//! whose arguments hold markup renders it as text and runs nothing; a form
+//! posted from another port of 127.0.0.1 — same-site, so the cookie is sent
+//! — is refused. Each page is saved as a screenshot under the target
+//! directory (`inbox-screenshots/`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
+
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Map, Value, json};
+use toolgate::run::{CallRequest, NoModel, Outcome, ToolCall};
+use toolgate::suspend::SuspendedRun;
+use toolgate::{Agent, Execute, Registry, Tool, ToolOutput};
+
+mod common;
+use common::toolgate;
+
+/// A child process killed when the test ends, however it ends.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free port on 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `toolgate inbox` on a port the system picks; its URL.
+fn inbox(dir: &Path) -> (Killed, String) {
+    let mut child = common::command(dir)
+        .args(["inbox", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    (Killed(child), url)
+}
+
+/// chromedriver, listening; its URL.
+fn chromedriver() -> (Killed, String) {
+    let port = free_port();
+    let child = Killed(
+        Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver runs (Debian's chromium-driver; `.ci/run` installs it)"),
+    );
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return (child, format!("http://127.0.0.1:{port}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("chromedriver does not listen");
+}
+
+async fn browser(webdriver: &str) -> Client {
+    let mut capabilities = Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,1600"],
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector)
+        .capabilities(capabilities)
+        .connect(webdriver)
+        .await
+        .expect("a Chromium session")
+}
+
+fn screenshots() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("inbox-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn snap(client: &Client, name: &str) {
+    let png = client.screenshot().await.unwrap();
+    std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap();
+}
+
+fn json_of(dir: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&toolgate(dir, &[&["--json"][..], args].concat())).unwrap()
+}
+
+/// Deletes a branch: a write, so a call of it waits for approval.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+struct DeleteBranch;
+
+impl Execute for DeleteBranch {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        ToolOutput::text("deleted")
+    }
+}
+
+/// Pausing a call records no decision.
+struct NoDecisions;
+
+impl toolgate::audit::DecisionLog for NoDecisions {
+    fn record<'a>(
+        &'a self,
+        _: &'a toolgate::audit::DecisionRecord,
+    ) -> toolgate::erased::BoxFuture<'a, Result<(), toolgate::audit::LogError>> {
+        Box::pin(async {
+            Err(toolgate::audit::LogError::new(
+                "no decision is recorded here",
+            ))
+        })
+    }
+}
+
+/// A run whose one call's arguments hold markup, saved in `dir`'s store.
+async fn hostile_run(dir: &Path) -> String {
+    let store = toolgate_store::Store::open(&common::location(dir))
+        .await
+        .unwrap();
+    let registry = Registry::builder().builtin(DeleteBranch).build().unwrap();
+    let log = NoDecisions;
+    let agent = Agent::new(&registry, &NoModel, &log);
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "delete_branch".into(),
+        arguments: json!({
+            "branch": "<script>window.__xss = 1</script>",
+            "image": "<img src=x onerror=\"window.__xss = 2\">",
+            "link": "<a href=\"javascript:window.__xss=3\">click</a>",
+            "style": "</pre><style>body{display:none}</style>",
+            "rtl": "abc\u{202e}fed",
+            "hidden": "a\u{200b}b",
+        }),
+    };
+    let Ok(Outcome::AwaitingApproval(run)) = agent
+        .call(CallRequest::new("carol", "a hostile call", call))
+        .await
+    else {
+        panic!("an approval pause");
+    };
+    let run = SuspendedRun::AwaitingApproval(run);
+    toolgate_store::CallHost::new(store.clone(), "gateway.browser")
+        .unwrap()
+        .save(&run)
+        .await
+        .unwrap();
+    store.close().await;
+    run.run_id().to_owned()
+}
+
+/// A page on another port of 127.0.0.1 with a form that posts a decision
+/// to the inbox: what a hostile site the operator visits would send.
+fn hostile_site(target: &str) -> (u16, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let page = format!(
+        "<!DOCTYPE html><html><body><form method=\"post\" action=\"{target}\">\
+         <input name=\"verdict\" value=\"approve\"><input name=\"digest\" value=\"x\">\
+         <input name=\"csrf\" value=\"guess\"><button id=\"go\" type=\"submit\">win</button></form></body></html>"
+    );
+    let handle = std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    (port, handle)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_decides_in_a_real_browser_and_nothing_injected_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    toolgate(dir, &["demo", "--detach"]);
+    let runs = json_of(dir, &["runs", "list"]);
+    let run = runs[0]["run"].as_str().unwrap().to_owned();
+    let hostile = hostile_run(dir).await;
+    let (_inbox, url) = inbox(dir);
+    let link = json_of(dir, &["operator", "add", "bob", "--public-url", &url])["link"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_driver, webdriver) = chromedriver();
+    let client = browser(&webdriver).await;
+
+    // Sign in with the printed link: its page, then its button.
+    client.goto(&link).await.unwrap();
+    snap(&client, "1-sign-in").await;
+    client
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let waiting = client.source().await.unwrap();
+    assert!(
+        waiting.contains(&run) && waiting.contains(&hostile),
+        "{waiting}"
+    );
+    assert!(waiting.contains("signed in as"), "{waiting}");
+    snap(&client, "2-waiting").await;
+
+    let edited = decide_call_by_call(&client, dir, &url, &run).await;
+
+    // The host resumes it; the page shows what ran.
+    toolgate(dir, &["host", "--once"]);
+    client.refresh().await.unwrap();
+    let after = client.source().await.unwrap();
+    assert!(after.contains("Calls the host ran"), "{after}");
+    // The host ran the edited call and skipped the denied one.
+    let ran = json_of(dir, &["runs", "show", &run]);
+    let ended: Vec<&str> = ran["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|call| call["state"] == "ended")
+        .map(|call| call["call"].as_str().unwrap())
+        .collect();
+    assert!(ended.contains(&edited.as_str()), "{ran}");
+    snap(&client, "5-ran").await;
+
+    hostile_checks(&client, dir, &url, &hostile).await;
+    client.close().await.unwrap();
+}
+
+/// On the demo's run, one write denied with a reason and the other
+/// approved with edited arguments, call by call; the edited call's id.
+async fn decide_call_by_call(client: &Client, dir: &Path, url: &str, run: &str) -> String {
+    client.goto(&format!("{url}/runs/{run}")).await.unwrap();
+    snap(client, "3-run").await;
+    let pending: Vec<String> = json_of(dir, &["runs", "show", run])["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|call| call["name"] == "write_file")
+        .map(|call| call["id"].as_str().unwrap().to_owned())
+        .collect();
+    let [denied, edited] = pending.as_slice() else {
+        panic!("two writes wait: {pending:?}");
+    };
+    let css = |selector: String| Locator::Css(Box::leak(selector.into_boxed_str()));
+    client
+        .find(css(format!("input[name='call:{denied}'][value='deny']")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    client
+        .find(css(format!("input[name='reason:{denied}']")))
+        .await
+        .unwrap()
+        .send_keys("not this file")
+        .await
+        .unwrap();
+    client
+        .find(css(format!("input[name='call:{edited}'][value='edit']")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let arguments = client
+        .find(css(format!("textarea[name='args:{edited}']")))
+        .await
+        .unwrap();
+    arguments.clear().await.unwrap();
+    arguments
+        .send_keys(r#"{"path": "NOTES.md", "content": "edited in the inbox\n"}"#)
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("form.calls button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let decided = json_of(dir, &["runs", "show", run]);
+    assert_eq!(decided["state"], "decided", "{decided}");
+    assert_eq!(decided["decisions"][0]["by"], "bob", "{decided}");
+    assert_eq!(decided["decisions"][0]["channel"], "inbox", "{decided}");
+    snap(client, "4-decided").await;
+
+    edited.clone()
+}
+
+/// The hostile run: every piece of markup shown as text, none of it run;
+/// and a form posted to it from another port of 127.0.0.1 refused.
+async fn hostile_checks(client: &Client, dir: &Path, url: &str, hostile: &str) {
+    client.goto(&format!("{url}/runs/{hostile}")).await.unwrap();
+    snap(client, "6-hostile").await;
+    let probe = client
+        .execute(
+            "return [typeof window.__xss, document.querySelectorAll('script, img, style, main a[href^=\"javascript\"]').length, document.body.innerText];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(probe[0], "undefined", "a script ran: {probe}");
+    assert_eq!(probe[1], 0, "an element was injected: {probe}");
+    let text = probe[2].as_str().unwrap();
+    assert!(text.contains("<script>window.__xss = 1</script>"), "{text}");
+    assert!(
+        text.contains("\\u{202e}") && text.contains("\\u{200b}"),
+        "{text}"
+    );
+
+    // A form posted from another port of 127.0.0.1: same-site, so the
+    // cookie goes with it; the origin and the missing token refuse it.
+    let (port, site) = hostile_site(&format!("{url}/runs/{hostile}/decide"));
+    client
+        .goto(&format!("http://127.0.0.1:{port}/"))
+        .await
+        .unwrap();
+    client
+        .find(Locator::Id("go"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let refused = client.source().await.unwrap();
+    assert!(refused.contains("Refused"), "{refused}");
+    snap(client, "7-cross-origin-refused").await;
+    let _ = site.join();
+    let shown = json_of(dir, &["runs", "show", hostile]);
+    assert_eq!(shown["state"], "open", "nothing recorded: {shown}");
+}
