@@ -120,6 +120,7 @@ impl Inbox {
             .route("/signed-out", get(signed_out))
             .route("/runs/{run}", get(run_page))
             .route("/runs/{run}/decide", post(decide))
+            .route("/runs/{run}/choose", post(choose))
             .layer(axum::middleware::map_response(secured))
             .with_state(self)
     }
@@ -398,6 +399,7 @@ async fn run_page(
     let (_, session) = session_of(&inbox, &headers).await?;
     let history = inbox.store().run_history(&run).await?;
     let paused = inbox.store().latest_suspended(&run).await.ok();
+    let unknown = inbox.store().unknown_calls(&run).await?;
     if history.suspensions.is_empty() {
         return Ok((
             StatusCode::NOT_FOUND,
@@ -405,7 +407,7 @@ async fn run_page(
         )
             .into_response());
     }
-    Ok(pages::run(&session, &run, paused.as_ref(), &history).into_response())
+    Ok(pages::run(&session, &run, paused.as_ref(), &history, &unknown).into_response())
 }
 
 /// A decision form's fields, each named once: `csrf`, `digest`, `verdict`
@@ -438,6 +440,9 @@ impl DecideForm {
         match self.get("verdict") {
             "approve" => Ok(Answer::Approve),
             "deny" => Ok(Answer::Deny),
+            "input" => serde_json::from_str(self.get("input"))
+                .map(Answer::Input)
+                .map_err(|error| format!("the input is not JSON: {error}")),
             "calls" => {
                 let mut calls = std::collections::BTreeMap::new();
                 for (name, choice) in &self.fields {
@@ -471,7 +476,7 @@ impl DecideForm {
                 }
                 Ok(Answer::Calls(calls))
             }
-            _ => Err("the form names no verdict: approve, deny, or call by call".to_owned()),
+            _ => Err("the form names no verdict: approve, deny, call by call, or input".to_owned()),
         }
     }
 }
@@ -533,6 +538,56 @@ async fn decide(
             pages::refused(&error.to_string(), Some(&fresh)),
         )
             .into_response()),
+        Err(error) => Ok((
+            StatusCode::FORBIDDEN,
+            pages::refused(&error.to_string(), Some(&fresh)),
+        )
+            .into_response()),
+    }
+}
+
+/// Run again, or not, a call whose outcome is unknown: `csrf`, `call`,
+/// `digest` (the one shown beside the call), `choice` (`rerun` or `skip`)
+/// and `reason`.
+async fn choose(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Path(run): Path<String>,
+    Form(pairs): Form<Vec<(String, String)>>,
+) -> Result<Response, Refused> {
+    same_origin(&inbox, &headers)?;
+    let (_, session) = session_of(&inbox, &headers).await?;
+    let form = DecideForm::new(pairs).map_err(|_| Refused::BadToken)?;
+    token_matches(&session, form.get("csrf"))?;
+    let choice = match form.get("choice") {
+        "rerun" => toolgate_store::Choice::Rerun,
+        "skip" => toolgate_store::Choice::Skip,
+        _ => {
+            return Ok((
+                StatusCode::BAD_REQUEST,
+                pages::refused("the form names no choice: rerun or skip", None),
+            )
+                .into_response());
+        }
+    };
+    let decider = Operator::new(&session.operator, IdentitySource::SignedIn)
+        .map_err(|error| {
+            Refused::Store(StoreError::InvalidOperatorName {
+                name: toolgate::visible::visible(&session.operator).into_owned(),
+                reason: error.to_string(),
+            })
+        })?
+        .via(Channel::Inbox);
+    let digest = toolgate::suspend::RerunDigest::from_text(form.get("digest"));
+    let choosing = toolgate_store::Choosing {
+        call_id: form.get("call"),
+        digest: &digest,
+        choice,
+        reason: form.get("reason"),
+    };
+    let fresh = format!("/runs/{}", pages::path_segment(&run));
+    match inbox.store().choose(&run, &decider, &choosing).await {
+        Ok(_) => Ok(Redirect::to(&fresh).into_response()),
         Err(error) => Ok((
             StatusCode::FORBIDDEN,
             pages::refused(&error.to_string(), Some(&fresh)),

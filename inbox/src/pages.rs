@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use maud::{DOCTYPE, Markup, html};
 use toolgate::suspend::SuspendedRun;
 use toolgate::visible::{visible, visible_json};
-use toolgate_store::{OpenRun, RunHistory, Session};
+use toolgate_store::{OpenRun, RunHistory, Session, UnknownCall};
 
 /// The inbox's one style sheet, served from `/style.css`.
 pub(crate) const STYLE: &str = include_str!("style.css");
@@ -197,6 +197,7 @@ pub(crate) fn run(
     run_id: &str,
     paused: Option<&SuspendedRun>,
     history: &RunHistory,
+    unknown: &[UnknownCall],
 ) -> Markup {
     let latest = history.suspensions.last();
     let open = latest.is_some_and(|s| s.state == "open");
@@ -238,6 +239,12 @@ pub(crate) fn run(
                 @if open && paused.status().as_str() == "awaiting_approval" {
                     (decide_forms(session, run_id, paused))
                 }
+                @if open && paused.status().as_str() == "waiting_for_input" {
+                    (input_form(session, run_id, paused))
+                }
+            }
+            @if !unknown.is_empty() {
+                (choices(session, run_id, unknown))
             }
             h2 { "Decisions" }
             @if history.decisions.is_empty() {
@@ -311,5 +318,49 @@ fn decide_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> Marku
                 button type="submit" { "Record these verdicts" }
             }
             p.digest { "Decided on digest " code { (paused.digest().as_str()) } }
+    }
+}
+
+/// The form that gives a waiting call its input, as JSON.
+fn input_form(session: &Session, run_id: &str, paused: &SuspendedRun) -> Markup {
+    html! {
+        h2 { "Input" }
+        form method="post" action={ "/runs/" (path_segment(run_id)) "/decide" } {
+            input type="hidden" name="csrf" value=(session.csrf_token);
+            input type="hidden" name="digest" value=(paused.digest().as_str());
+            input type="hidden" name="verdict" value="input";
+            label { "The input, as JSON (checked against the schema the call asked for):" }
+            textarea name="input" rows="6" { "{}" }
+            button type="submit" { "Give this input" }
+        }
+    }
+}
+
+/// Each call whose outcome is unknown, with the choice to run it again or
+/// not.
+fn choices(session: &Session, run_id: &str, unknown: &[UnknownCall]) -> Markup {
+    html! {
+        h2 { "Outcome unknown" }
+        @for call in unknown {
+            section.call {
+                h3 { "Call " code { (shown(&call.call_id)) } ": " (shown(&call.tool)) }
+                p {
+                    "Started and never ended (attempt " (call.attempt) "); it may have run. "
+                    "Reruns chosen: " (call.reruns.0) " of " (call.reruns.1) "."
+                }
+                h4 { "Arguments" }
+                (json_block(&call.arguments))
+                form method="post" action={ "/runs/" (path_segment(run_id)) "/choose" } {
+                    input type="hidden" name="csrf" value=(session.csrf_token);
+                    input type="hidden" name="call" value=(call.call_id);
+                    input type="hidden" name="digest" value=(call.digest.as_str());
+                    input type="text" name="reason" placeholder="why, for the record";
+                    " "
+                    button type="submit" name="choice" value="rerun" { "Run it again" }
+                    " "
+                    button type="submit" name="choice" value="skip" { "Do not run it again" }
+                }
+            }
+        }
     }
 }

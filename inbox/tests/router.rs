@@ -660,3 +660,191 @@ async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
     );
     assert!(verdicts[1].1.contains("stale-2"), "{verdicts:?}");
 }
+
+/// What a user types for [`PickBranch`].
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Pick {
+    /// The branch.
+    branch: String,
+}
+
+/// Checks out the branch a user picks: its call waits for their input.
+#[derive(Tool)]
+#[tool(effect = read_only, input = Pick)]
+struct PickBranch;
+
+impl Execute for PickBranch {
+    type Args = Pick;
+    async fn execute(&self, pick: Pick) -> ToolOutput {
+        ToolOutput::text(format!("checked out {}", pick.branch))
+    }
+}
+
+/// A run that waits for input is given it as JSON, checked against the
+/// schema the call asked for.
+#[tokio::test]
+async fn a_run_waiting_for_input_is_given_it() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let registry = Registry::builder().builtin(PickBranch).build().unwrap();
+    let model = ScriptedModel::new([Reply::Calls {
+        content: None,
+        calls: vec![ToolCall {
+            id: "p1".into(),
+            name: "pick_branch".into(),
+            arguments: json!({}),
+        }],
+    }]);
+    let log = MemoryLog::new();
+    let agent = Agent::new(&registry, &model, &log);
+    let Ok(Outcome::WaitingForInput(run)) = agent.start(RunRequest::new("alice", "pick")).await
+    else {
+        panic!("an input pause");
+    };
+    let run = SuspendedRun::WaitingForInput(run);
+    store.save_suspended(&run, "demo").await.unwrap();
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let page = send(
+        &inbox,
+        get(&format!("/runs/{}", run.run_id()), Some(&cookie)),
+    )
+    .await;
+    assert!(page.body.contains("name=\"input\""), "{}", page.body);
+    assert!(!page.body.contains("Approve every call"), "{}", page.body);
+    let path = format!("/runs/{}/decide", run.run_id());
+    let digest = run.digest();
+    let give = |input: &'static str| {
+        let (csrf, digest) = (csrf.clone(), digest.as_str().to_owned());
+        post(
+            &path,
+            Some(&cookie),
+            Some(ORIGIN),
+            &[
+                ("csrf", &csrf),
+                ("digest", &digest),
+                ("verdict", "input"),
+                ("input", input),
+            ],
+        )
+    };
+    for (input, status) in [
+        ("{", StatusCode::BAD_REQUEST),
+        (r#"{"branch": 5}"#, StatusCode::FORBIDDEN),
+    ] {
+        let answer = send(&inbox, give(input)).await;
+        assert_eq!(answer.status, status, "{input}: {}", answer.body);
+        assert!(
+            store
+                .run_history(run.run_id())
+                .await
+                .unwrap()
+                .decisions
+                .is_empty()
+        );
+    }
+    let answer = send(&inbox, give(r#"{"branch": "main"}"#)).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let history = store.run_history(run.run_id()).await.unwrap();
+    assert_eq!(
+        history.decisions[0].record.verdict.as_str(),
+        "input submitted"
+    );
+    assert_eq!(history.decisions[0].record.decided_by, "bob");
+}
+
+/// A write whose answer is lost after it reached its tool.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+struct LoseAnswer;
+
+impl Execute for LoseAnswer {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        ToolOutput::answer_lost("the connection closed")
+    }
+}
+
+/// A call whose outcome is unknown is chosen from the page — with a reason
+/// for the record, the session's token and the digest shown beside it.
+#[tokio::test]
+async fn a_call_of_unknown_outcome_is_chosen_from_the_page() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let registry = Registry::builder().builtin(LoseAnswer).build().unwrap();
+    let model = ScriptedModel::new([
+        Reply::Calls {
+            content: None,
+            calls: vec![ToolCall {
+                id: "w1".into(),
+                name: "lose_answer".into(),
+                arguments: json!({}),
+            }],
+        },
+        Reply::Text("done".into()),
+    ]);
+    let log = MemoryLog::new();
+    let agent = Agent::new(&registry, &model, &log);
+    let Ok(Outcome::AwaitingApproval(run)) = agent.start(RunRequest::new("alice", "write")).await
+    else {
+        panic!("an approval pause");
+    };
+    let run = SuspendedRun::AwaitingApproval(run);
+    store.save_suspended(&run, "demo").await.unwrap();
+    let bob =
+        toolgate::identity::Operator::new("bob", toolgate::identity::IdentitySource::Flag).unwrap();
+    store
+        .decide(
+            run.run_id(),
+            Some(&run.digest()),
+            &bob,
+            toolgate_store::Answer::Approve,
+        )
+        .await
+        .unwrap();
+    let host = toolgate_store::Host::new(store.clone(), "demo").unwrap();
+    let task = host.next().await.unwrap().unwrap();
+    host.resume(task, &registry, &model).await.unwrap();
+    let unknown = store.unknown_calls(run.run_id()).await.unwrap();
+    let [call] = unknown.as_slice() else {
+        panic!("one call of unknown outcome: {unknown:?}");
+    };
+
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let page = send(
+        &inbox,
+        get(&format!("/runs/{}", run.run_id()), Some(&cookie)),
+    )
+    .await;
+    assert!(
+        page.body.contains("Outcome unknown") && page.body.contains(call.digest.as_str()),
+        "{}",
+        page.body
+    );
+    let path = format!("/runs/{}/choose", run.run_id());
+    let form = |token: &str, reason: &str| {
+        post(
+            &path,
+            Some(&cookie),
+            Some(ORIGIN),
+            &[
+                ("csrf", token),
+                ("call", &call.call_id),
+                ("digest", call.digest.as_str()),
+                ("choice", "skip"),
+                ("reason", reason),
+            ],
+        )
+    };
+    let refused = send(&inbox, form("wrong", "checked by hand")).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let chosen = send(&inbox, form(&csrf, "checked by hand")).await;
+    assert_eq!(chosen.status, StatusCode::SEE_OTHER, "{}", chosen.body);
+    let history = store.run_history(run.run_id()).await.unwrap();
+    let recorded: Vec<&String> = history.calls.iter().flat_map(|c| &c.choices).collect();
+    assert!(
+        recorded.iter().any(|c| c.contains("skip by bob")
+            && c.contains("inbox")
+            && c.contains("checked by hand")),
+        "{recorded:?}"
+    );
+}
