@@ -161,7 +161,7 @@ pub(crate) fn waiting(session: &Session, runs: &[OpenRun], next: Option<i64>) ->
             } @else {
                 table {
                     thead { tr {
-                        th { "run" } th { "requested by" } th { "host" }
+                        th { "run" } th { "requested by" } th { "through" } th { "host" }
                         th { "state" } th { "since" } th { "expires" }
                     } }
                     tbody {
@@ -169,6 +169,13 @@ pub(crate) fn waiting(session: &Session, runs: &[OpenRun], next: Option<i64>) ->
                             tr {
                                 td { a href={ "/runs/" (path_segment(&run.run_id)) } { code { (shown(&run.run_id)) } } }
                                 td { (shown(&run.requested_by)) }
+                                td {
+                                    @if toolgate_store::is_reserved_host_name(&run.owner) {
+                                        "an MCP client, through the gateway"
+                                    } @else {
+                                        "an agent's host"
+                                    }
+                                }
                                 td { (shown(&run.owner)) }
                                 td { (shown(&run.standing())) }
                                 td { (at(run.created_at)) }

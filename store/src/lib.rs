@@ -104,7 +104,8 @@ pub use host::{CallHost, Ended, Host, Resumable, Resumed, SetAside, WaitsFor};
 /// [`Host::new`] applies it.
 #[cfg(feature = "test-util")]
 #[doc(hidden)]
-pub use names::{host_name_problem, is_reserved_host_name};
+pub use names::host_name_problem;
+pub use names::is_reserved_host_name;
 pub use runs::{
     Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory, StoredDecision,
 };
