@@ -228,8 +228,20 @@ pub(crate) fn run(
                         h3 { "Call " code { (shown(&call.id)) } ": " (shown(&call.name)) }
                         @if let Some(tool) = reviewed {
                             p {
-                                "Effect " code { (tool.effect.as_str()) } " · "
-                                @if tool.needs_approval { "needs approval" } @else { "runs without approval" }
+                                // A local tool's name holds no `.`; an imported
+                                // one's is `server.tool`.
+                                @match call.name.split_once('.') {
+                                    Some((server, _)) => { "Remote, server " code { (shown(server)) } }
+                                    None => { "Local (built in)" }
+                                }
+                                " · effect " code { (tool.effect.as_str()) } " · gate: "
+                                @if tool.needs_approval {
+                                    @if call.name.contains('.') {
+                                        "approval (the operator's declaration for its server, or the tool changed since it was accepted)"
+                                    } @else {
+                                        "approval (a declared write, or the tool's own rule)"
+                                    }
+                                } @else { "runs without approval" }
                             }
                             p.description { (shown(&tool.description)) }
                         }

@@ -848,3 +848,21 @@ async fn a_call_of_unknown_outcome_is_chosen_from_the_page() {
         "{recorded:?}"
     );
 }
+
+/// A session past its time is no session: the page sends the browser to
+/// sign in again.
+#[tokio::test]
+async fn an_expired_session_signs_no_one_in() {
+    let db = TestDb::new().await;
+    let store = Store::open(db.location()).await.unwrap();
+    let inbox = Inbox::new(store.clone(), ORIGIN).with_session_for(Duration::from_secs(1));
+    let (cookie, _) = signed_in(&inbox, &store, "dora").await;
+    assert_eq!(
+        send(&inbox, get("/", Some(&cookie))).await.status,
+        StatusCode::OK
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let after = send(&inbox, get("/", Some(&cookie))).await;
+    assert_eq!(after.status, StatusCode::SEE_OTHER);
+    assert_eq!(after.headers[header::LOCATION], "/signed-out");
+}
