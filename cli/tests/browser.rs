@@ -113,6 +113,19 @@ async fn snap(client: &Client, name: &str) {
     std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap();
 }
 
+/// The page's source once it holds `text`: a click that submits a form
+/// returns before the page it leads to has loaded.
+async fn page_with(client: &Client, text: &str) -> String {
+    for _ in 0..100 {
+        let source = client.source().await.unwrap();
+        if source.contains(text) {
+            return source;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no page with {text:?}: {}", client.source().await.unwrap());
+}
+
 fn json_of(dir: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&toolgate(dir, &[&["--json"][..], args].concat())).unwrap()
 }
@@ -231,7 +244,7 @@ async fn an_operator_decides_in_a_real_browser_and_nothing_injected_runs() {
         .click()
         .await
         .unwrap();
-    let waiting = client.source().await.unwrap();
+    let waiting = page_with(&client, &run).await;
     assert!(
         waiting.contains(&run) && waiting.contains(&hostile),
         "{waiting}"
@@ -315,6 +328,8 @@ async fn decide_call_by_call(client: &Client, dir: &Path, url: &str, run: &str) 
         .click()
         .await
         .unwrap();
+    // The form's answer is a navigation: wait for the page it leads to.
+    page_with(client, "will resume it").await;
     let decided = json_of(dir, &["runs", "show", run]);
     assert_eq!(decided["state"], "decided", "{decided}");
     assert_eq!(decided["decisions"][0]["by"], "bob", "{decided}");
@@ -359,7 +374,7 @@ async fn hostile_checks(client: &Client, dir: &Path, url: &str, hostile: &str) {
         .click()
         .await
         .unwrap();
-    let refused = client.source().await.unwrap();
+    let refused = page_with(client, "Refused").await;
     assert!(refused.contains("Refused"), "{refused}");
     snap(client, "7-cross-origin-refused").await;
     let _ = site.join();
