@@ -252,7 +252,11 @@ async fn an_operator_decides_in_a_real_browser_and_nothing_injected_runs() {
     assert!(waiting.contains("signed in as"), "{waiting}");
     snap(&client, "2-waiting").await;
 
-    let edited = decide_call_by_call(&client, dir, &url, &run).await;
+    // The session's pages live under the address signing in led to.
+    let base = client.current_url().await.unwrap().to_string();
+    assert!(base.starts_with(&format!("{url}/s/")), "{base}");
+    let base = base.trim_end_matches('/').to_owned();
+    let edited = decide_call_by_call(&client, dir, &base, &run).await;
 
     // The host resumes it; the page shows what ran.
     toolgate(dir, &["host", "--once"]);
@@ -271,7 +275,7 @@ async fn an_operator_decides_in_a_real_browser_and_nothing_injected_runs() {
     assert!(ended.contains(&edited.as_str()), "{ran}");
     snap(&client, "5-ran").await;
 
-    hostile_checks(&client, dir, &url, &hostile).await;
+    hostile_checks(&client, dir, &base, &hostile).await;
     client.close().await.unwrap();
 }
 

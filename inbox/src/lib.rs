@@ -6,7 +6,10 @@
 //!   `HttpOnly`, `SameSite=Strict`, expiring, and new at every sign-in. The
 //!   signed-in name decides, through the channel `inbox`, under the same
 //!   identity rules as the console: four eyes and several approvers hold
-//!   across both. Revoking the operator ends their sessions at once.
+//!   across both. Revoking the operator ends their sessions at once. The
+//!   cookie alone opens nothing: a session's pages live under its own key
+//!   (`/s/KEY/`), which only the sign-in's answer gives — a browser sends
+//!   the cookie to every port of the inbox's host, the key to none.
 //! - **Every change** is a `POST` that carries the session's own token
 //!   against cross-site requests and comes from the inbox's own origin; a
 //!   decision carries the digest the page was shown with, and a run that
@@ -113,14 +116,15 @@ impl Inbox {
     /// headers.
     pub fn router(self) -> Router {
         Router::new()
-            .route("/", get(waiting))
+            .route("/", get(signed_out))
+            .route("/s/{key}/", get(waiting))
             .route("/style.css", get(style))
             .route("/sign-in", get(sign_in_page).post(sign_in))
-            .route("/sign-out", post(sign_out))
+            .route("/s/{key}/sign-out", post(sign_out))
             .route("/signed-out", get(signed_out))
-            .route("/runs/{run}", get(run_page))
-            .route("/runs/{run}/decide", post(decide))
-            .route("/runs/{run}/choose", post(choose))
+            .route("/s/{key}/runs/{run}", get(run_page))
+            .route("/s/{key}/runs/{run}/decide", post(decide))
+            .route("/s/{key}/runs/{run}/choose", post(choose))
             .layer(axum::middleware::map_response(secured))
             .with_state(self)
     }
@@ -201,8 +205,15 @@ impl IntoResponse for Refused {
     }
 }
 
-/// The session the request's cookie names, if it is live.
-async fn session_of(inbox: &Inbox, headers: &HeaderMap) -> Result<(String, Session), Refused> {
+/// The session the request's cookie names, if it is live and `key` — the
+/// path its pages live under — is its own. The cookie alone opens nothing:
+/// a browser sends it to every port of the inbox's host, the key only to
+/// the inbox.
+async fn session_of(
+    inbox: &Inbox,
+    headers: &HeaderMap,
+    key: &str,
+) -> Result<(String, Session), Refused> {
     let secret = headers
         .get_all(header::COOKIE)
         .iter()
@@ -217,6 +228,7 @@ async fn session_of(inbox: &Inbox, headers: &HeaderMap) -> Result<(String, Sessi
         .session(&secret)
         .await?
         .ok_or(Refused::NotSignedIn)?;
+    token_matches(&session, key).map_err(|_| Refused::NotSignedIn)?;
     Ok((secret, session))
 }
 
@@ -324,7 +336,7 @@ async fn sign_in(
             tracing::info!(operator = %opened.session.operator, "signed in to the inbox");
             Ok((
                 [(header::SET_COOKIE, cookie.to_string())],
-                Redirect::to("/"),
+                Redirect::to(&format!("{}/", pages::base(&opened.session))),
             )
                 .into_response())
         }
@@ -350,10 +362,11 @@ struct TokenForm {
 async fn sign_out(
     State(inbox): State<Inbox>,
     headers: HeaderMap,
+    Path(key): Path<String>,
     Form(form): Form<TokenForm>,
 ) -> Result<Response, Refused> {
     same_origin(&inbox, &headers)?;
-    let (secret, session) = session_of(&inbox, &headers).await?;
+    let (secret, session) = session_of(&inbox, &headers, &key).await?;
     token_matches(&session, &form.csrf)?;
     inbox.store().end_session(&secret).await?;
     let cleared = cookie::Cookie::build((SESSION_COOKIE, ""))
@@ -381,9 +394,10 @@ struct PageQuery {
 async fn waiting(
     State(inbox): State<Inbox>,
     headers: HeaderMap,
+    Path(key): Path<String>,
     Query(query): Query<PageQuery>,
 ) -> Result<Response, Refused> {
-    let (_, session) = session_of(&inbox, &headers).await?;
+    let (_, session) = session_of(&inbox, &headers, &key).await?;
     let runs = inbox.store().waiting_page(query.before, PAGE).await?;
     let next = (runs.len() == PAGE as usize)
         .then(|| runs.last().map(|r| r.suspension_id))
@@ -394,9 +408,9 @@ async fn waiting(
 async fn run_page(
     State(inbox): State<Inbox>,
     headers: HeaderMap,
-    Path(run): Path<String>,
+    Path((key, run)): Path<(String, String)>,
 ) -> Result<Response, Refused> {
-    let (_, session) = session_of(&inbox, &headers).await?;
+    let (_, session) = session_of(&inbox, &headers, &key).await?;
     let history = inbox.store().run_history(&run).await?;
     let paused = inbox.store().latest_suspended(&run).await.ok();
     let unknown = inbox.store().unknown_calls(&run).await?;
@@ -484,11 +498,11 @@ impl DecideForm {
 async fn decide(
     State(inbox): State<Inbox>,
     headers: HeaderMap,
-    Path(run): Path<String>,
+    Path((key, run)): Path<(String, String)>,
     Form(pairs): Form<Vec<(String, String)>>,
 ) -> Result<Response, Refused> {
     same_origin(&inbox, &headers)?;
-    let (_, session) = session_of(&inbox, &headers).await?;
+    let (_, session) = session_of(&inbox, &headers, &key).await?;
     let bad_form =
         |why: String| (StatusCode::BAD_REQUEST, pages::refused(&why, None)).into_response();
     // A field named twice: no form the inbox gave names one twice.
@@ -510,7 +524,11 @@ async fn decide(
         })?
         .via(Channel::Inbox);
     let digest = TurnDigest::from_text(form.get("digest"));
-    let fresh = format!("/runs/{}", pages::path_segment(&run));
+    let fresh = format!(
+        "{}/runs/{}",
+        pages::base(&session),
+        pages::path_segment(&run)
+    );
     match inbox
         .store()
         .decide(&run, Some(&digest), &decider, answer)
@@ -552,11 +570,11 @@ async fn decide(
 async fn choose(
     State(inbox): State<Inbox>,
     headers: HeaderMap,
-    Path(run): Path<String>,
+    Path((key, run)): Path<(String, String)>,
     Form(pairs): Form<Vec<(String, String)>>,
 ) -> Result<Response, Refused> {
     same_origin(&inbox, &headers)?;
-    let (_, session) = session_of(&inbox, &headers).await?;
+    let (_, session) = session_of(&inbox, &headers, &key).await?;
     let form = DecideForm::new(pairs).map_err(|_| Refused::BadToken)?;
     token_matches(&session, form.get("csrf"))?;
     let choice = match form.get("choice") {
@@ -585,7 +603,11 @@ async fn choose(
         choice,
         reason: form.get("reason"),
     };
-    let fresh = format!("/runs/{}", pages::path_segment(&run));
+    let fresh = format!(
+        "{}/runs/{}",
+        pages::base(&session),
+        pages::path_segment(&run)
+    );
     match inbox.store().choose(&run, &decider, &choosing).await {
         Ok(_) => Ok(Redirect::to(&fresh).into_response()),
         Err(error) => Ok((

@@ -61,6 +61,14 @@ pub(crate) fn path_segment(run: &str) -> String {
     out
 }
 
+/// Where a session's pages live: under its own key (`/s/KEY`), which only
+/// the sign-in's answer gives, and never a cookie — another server on this
+/// host, to which a browser sends the inbox's cookie as to any port, does
+/// not learn it.
+pub(crate) fn base(session: &Session) -> String {
+    format!("/s/{}", session.csrf_token)
+}
+
 /// A time, in UTC, from milliseconds since the Unix epoch.
 fn at(ms: i64) -> String {
     match cookie::time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000)) {
@@ -89,13 +97,15 @@ fn page(title: &str, session: Option<&Session>, body: &Markup) -> Markup {
             }
             body {
                 header {
-                    a.home href="/" { "toolgate inbox" }
                     @if let Some(session) = session {
+                        a.home href={ (base(session)) "/" } { "toolgate inbox" }
                         span.who { "signed in as " (shown(&session.operator)) }
-                        form.inline method="post" action="/sign-out" {
+                        form.inline method="post" action={ (base(session)) "/sign-out" } {
                             input type="hidden" name="csrf" value=(session.csrf_token);
                             button type="submit" { "Sign out" }
                         }
+                    } @else {
+                        span.home { "toolgate inbox" }
                     }
                 }
                 main { (body) }
@@ -125,9 +135,10 @@ pub(crate) fn signed_out() -> Markup {
         "Signed out",
         None,
         &html! {
-            h1 { "Not signed in" }
+            h1 { "Not signed in here" }
             p {
-                "Sign in with the one-time link an operator prints with "
+                "Your pages are at the address signing in took you to. Lost it, or signed out? "
+                "Sign in again with a new one-time link: "
                 code { "toolgate operator add NAME" } "."
             }
         },
@@ -167,7 +178,7 @@ pub(crate) fn waiting(session: &Session, runs: &[OpenRun], next: Option<i64>) ->
                     tbody {
                         @for run in runs {
                             tr {
-                                td { a href={ "/runs/" (path_segment(&run.run_id)) } { code { (shown(&run.run_id)) } } }
+                                td { a href={ (base(session)) "/runs/" (path_segment(&run.run_id)) } { code { (shown(&run.run_id)) } } }
                                 td { (shown(&run.requested_by)) }
                                 td {
                                     @if toolgate_store::is_reserved_host_name(&run.owner) {
@@ -190,7 +201,7 @@ pub(crate) fn waiting(session: &Session, runs: &[OpenRun], next: Option<i64>) ->
                     }
                 }
                 @if let Some(next) = next {
-                    p { a href={ "/?before=" (next) } { "Older runs" } }
+                    p { a href={ (base(session)) "/?before=" (next) } { "Older runs" } }
                 }
             }
         },
@@ -303,7 +314,7 @@ pub(crate) fn run(
 /// The forms that decide a waiting turn: all at once, or call by call.
 fn decide_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> Markup {
     html! {
-            @let action = format!("/runs/{}/decide", path_segment(run_id));
+            @let action = format!("{}/runs/{}/decide", base(session), path_segment(run_id));
             h2 { "Decide" }
             form method="post" action=(action) {
                 input type="hidden" name="csrf" value=(session.csrf_token);
@@ -344,7 +355,7 @@ fn decide_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> Marku
 fn input_form(session: &Session, run_id: &str, paused: &SuspendedRun) -> Markup {
     html! {
         h2 { "Input" }
-        form method="post" action={ "/runs/" (path_segment(run_id)) "/decide" } {
+        form method="post" action={ (base(session)) "/runs/" (path_segment(run_id)) "/decide" } {
             input type="hidden" name="csrf" value=(session.csrf_token);
             input type="hidden" name="digest" value=(paused.digest().as_str());
             input type="hidden" name="verdict" value="input";
@@ -369,7 +380,7 @@ fn choices(session: &Session, run_id: &str, unknown: &[UnknownCall]) -> Markup {
                 }
                 h4 { "Arguments" }
                 (json_block(&call.arguments))
-                form method="post" action={ "/runs/" (path_segment(run_id)) "/choose" } {
+                form method="post" action={ (base(session)) "/runs/" (path_segment(run_id)) "/choose" } {
                     input type="hidden" name="csrf" value=(session.csrf_token);
                     input type="hidden" name="call" value=(call.call_id);
                     input type="hidden" name="digest" value=(call.digest.as_str());

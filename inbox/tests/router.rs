@@ -169,6 +169,12 @@ async fn signed_in(inbox: &Inbox, store: &Store, name: &str) -> (String, String)
         .unwrap()
         .to_owned();
     let session = store.session(&secret).await.unwrap().unwrap();
+    // The session's pages live under its own key, which only this answer
+    // gives.
+    assert_eq!(
+        answer.headers[header::LOCATION],
+        format!("/s/{}/", session.csrf_token).as_str()
+    );
     (secret, session.csrf_token)
 }
 
@@ -205,7 +211,10 @@ async fn without_a_session_every_page_sends_you_to_sign_in() {
     let db = TestDb::new().await;
     let (store, inbox) = inbox(&db).await;
     let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
-    for path in ["/".to_owned(), format!("/runs/{}", run.run_id())] {
+    for path in [
+        format!("/s/{}/", "0".repeat(64)),
+        format!("/s/{}/runs/{}", "0".repeat(64), run.run_id()),
+    ] {
         for cookie in [None, Some("0".repeat(64))] {
             let answer = send(&inbox, get(&path, cookie.as_deref())).await;
             assert_eq!(answer.status, StatusCode::SEE_OTHER, "{path}");
@@ -216,7 +225,7 @@ async fn without_a_session_every_page_sends_you_to_sign_in() {
     let answer = send(
         &inbox,
         post(
-            &format!("/runs/{}/decide", run.run_id()),
+            &format!("/s/{}/runs/{}/decide", "0".repeat(64), run.run_id()),
             None,
             Some(ORIGIN),
             &[
@@ -309,15 +318,15 @@ async fn the_waiting_page_and_a_run_render_what_a_model_wrote_as_text() {
         "arabic": "שלום world",
     });
     let run = paused(&store, hostile, RunOptions::default()).await;
-    let (cookie, _) = signed_in(&inbox, &store, "bob").await;
-    let list = send(&inbox, get("/", Some(&cookie))).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let list = send(&inbox, get(&format!("/s/{csrf}/"), Some(&cookie))).await;
     assert_eq!(list.status, StatusCode::OK);
     assert!(list.body.contains(run.run_id()), "{}", list.body);
     assert!(list.body.contains("awaiting approval"), "{}", list.body);
 
     let page = send(
         &inbox,
-        get(&format!("/runs/{}", run.run_id()), Some(&cookie)),
+        get(&format!("/s/{csrf}/runs/{}", run.run_id()), Some(&cookie)),
     )
     .await;
     assert_eq!(page.status, StatusCode::OK);
@@ -356,7 +365,7 @@ async fn a_decision_carries_the_session_token_the_origin_and_the_shown_digest() 
     let (store, inbox) = inbox(&db).await;
     let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
     let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
-    let path = format!("/runs/{}/decide", run.run_id());
+    let path = format!("/s/{csrf}/runs/{}/decide", run.run_id());
     let digest = run.digest();
     let refused = [
         (None, csrf.as_str(), digest.as_str(), StatusCode::FORBIDDEN),
@@ -406,7 +415,7 @@ async fn a_decision_carries_the_session_token_the_origin_and_the_shown_digest() 
 /// A stale digest is refused with a link to the run as it is now; the shown
 /// one records the signed-in operator's denial through the inbox, once.
 async fn decided_once(inbox: &Inbox, store: &Store, run: &SuspendedRun, cookie: &str, csrf: &str) {
-    let path = format!("/runs/{}/decide", run.run_id());
+    let path = format!("/s/{csrf}/runs/{}/decide", run.run_id());
     let digest = run.digest();
     let stale = decide_as(inbox, &path, cookie, csrf, "sha256:00", "approve").await;
     assert!(
@@ -415,7 +424,9 @@ async fn decided_once(inbox: &Inbox, store: &Store, run: &SuspendedRun, cookie: 
         stale.body
     );
     assert!(
-        stale.body.contains(&format!("/runs/{}", run.run_id())),
+        stale
+            .body
+            .contains(&format!("/s/{csrf}/runs/{}", run.run_id())),
         "a link to the fresh view"
     );
 
@@ -460,7 +471,7 @@ async fn four_eyes_holds_in_the_browser_and_a_revoked_operator_is_signed_out() {
     let run = paused(&store, json!({"branch": "old"}), options).await;
     // The requester, signed in as `Alice`: the same person.
     let (cookie, csrf) = signed_in(&inbox, &store, "Alice").await;
-    let path = format!("/runs/{}/decide", run.run_id());
+    let path = format!("/s/{csrf}/runs/{}/decide", run.run_id());
     let digest = run.digest();
     let answer = decide_as(&inbox, &path, &cookie, &csrf, digest.as_str(), "approve").await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN, "{}", answer.body);
@@ -479,7 +490,7 @@ async fn four_eyes_holds_in_the_browser_and_a_revoked_operator_is_signed_out() {
     );
 
     store.revoke_operator("alice").await.unwrap();
-    let after = send(&inbox, get("/", Some(&cookie))).await;
+    let after = send(&inbox, get(&format!("/s/{csrf}/"), Some(&cookie))).await;
     assert_eq!(after.status, StatusCode::SEE_OTHER);
     assert_eq!(after.headers[header::LOCATION], "/signed-out");
 }
@@ -493,7 +504,7 @@ async fn failed_sign_ins_are_limited_and_sign_out_ends_the_session() {
     let refused = send(
         &inbox,
         post(
-            "/sign-out",
+            &format!("/s/{csrf}/sign-out"),
             Some(&cookie),
             Some(ORIGIN),
             &[("csrf", "nope")],
@@ -503,7 +514,12 @@ async fn failed_sign_ins_are_limited_and_sign_out_ends_the_session() {
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     let out = send(
         &inbox,
-        post("/sign-out", Some(&cookie), Some(ORIGIN), &[("csrf", &csrf)]),
+        post(
+            &format!("/s/{csrf}/sign-out"),
+            Some(&cookie),
+            Some(ORIGIN),
+            &[("csrf", &csrf)],
+        ),
     )
     .await;
     assert_eq!(out.status, StatusCode::SEE_OTHER);
@@ -564,7 +580,7 @@ async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
     let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
     let page = send(
         &inbox,
-        get(&format!("/runs/{}", run.run_id()), Some(&cookie)),
+        get(&format!("/s/{csrf}/runs/{}", run.run_id()), Some(&cookie)),
     )
     .await;
     assert!(
@@ -572,7 +588,7 @@ async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
         "{}",
         page.body
     );
-    let path = format!("/runs/{}/decide", run.run_id());
+    let path = format!("/s/{csrf}/runs/{}/decide", run.run_id());
     let digest = run.digest();
     let with = |fields: &[(&'static str, &'static str)]| {
         let mut all = vec![
@@ -706,12 +722,12 @@ async fn a_run_waiting_for_input_is_given_it() {
     let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
     let page = send(
         &inbox,
-        get(&format!("/runs/{}", run.run_id()), Some(&cookie)),
+        get(&format!("/s/{csrf}/runs/{}", run.run_id()), Some(&cookie)),
     )
     .await;
     assert!(page.body.contains("name=\"input\""), "{}", page.body);
     assert!(!page.body.contains("Approve every call"), "{}", page.body);
-    let path = format!("/runs/{}/decide", run.run_id());
+    let path = format!("/s/{csrf}/runs/{}/decide", run.run_id());
     let digest = run.digest();
     let give = |input: &'static str| {
         let (csrf, digest) = (csrf.clone(), digest.as_str().to_owned());
@@ -812,7 +828,7 @@ async fn a_call_of_unknown_outcome_is_chosen_from_the_page() {
     let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
     let page = send(
         &inbox,
-        get(&format!("/runs/{}", run.run_id()), Some(&cookie)),
+        get(&format!("/s/{csrf}/runs/{}", run.run_id()), Some(&cookie)),
     )
     .await;
     assert!(
@@ -820,7 +836,7 @@ async fn a_call_of_unknown_outcome_is_chosen_from_the_page() {
         "{}",
         page.body
     );
-    let path = format!("/runs/{}/choose", run.run_id());
+    let path = format!("/s/{csrf}/runs/{}/choose", run.run_id());
     let form = |token: &str, reason: &str| {
         post(
             &path,
@@ -856,13 +872,71 @@ async fn an_expired_session_signs_no_one_in() {
     let db = TestDb::new().await;
     let store = Store::open(db.location()).await.unwrap();
     let inbox = Inbox::new(store.clone(), ORIGIN).with_session_for(Duration::from_secs(1));
-    let (cookie, _) = signed_in(&inbox, &store, "dora").await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "dora").await;
     assert_eq!(
-        send(&inbox, get("/", Some(&cookie))).await.status,
+        send(&inbox, get(&format!("/s/{csrf}/"), Some(&cookie)))
+            .await
+            .status,
         StatusCode::OK
     );
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let after = send(&inbox, get("/", Some(&cookie))).await;
+    let after = send(&inbox, get(&format!("/s/{csrf}/"), Some(&cookie))).await;
     assert_eq!(after.status, StatusCode::SEE_OTHER);
     assert_eq!(after.headers[header::LOCATION], "/signed-out");
+}
+
+/// The cookie alone opens nothing. A browser sends the inbox's cookie to
+/// every port of its host — another server there receives it — but the
+/// session's pages live under a key only the sign-in's answer gave: with
+/// the cookie and without the key, no page shows a thing, no form is
+/// taken, and nothing says the key.
+#[tokio::test]
+async fn a_stolen_cookie_without_the_session_key_opens_nothing() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let guessed = "0".repeat(64);
+    for path in [
+        "/".to_owned(),
+        "/signed-out".to_owned(),
+        format!("/s/{guessed}/"),
+        format!("/s/{guessed}/runs/{}", run.run_id()),
+    ] {
+        let answer = send(&inbox, get(&path, Some(&cookie))).await;
+        assert!(!answer.body.contains(&csrf), "{path} gave the key away");
+        assert!(!answer.body.contains(run.run_id()), "{path} showed the run");
+        assert!(
+            !answer
+                .headers
+                .get(header::LOCATION)
+                .is_some_and(|to| to.to_str().unwrap().contains(&csrf)),
+            "{path} redirected to the key"
+        );
+    }
+    // With the cookie and the form's token — but not the key in the path.
+    let answer = send(
+        &inbox,
+        post(
+            &format!("/s/{guessed}/runs/{}/decide", run.run_id()),
+            Some(&cookie),
+            Some(ORIGIN),
+            &[
+                ("csrf", &csrf),
+                ("digest", run.digest().as_str()),
+                ("verdict", "approve"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    assert_eq!(answer.headers[header::LOCATION], "/signed-out");
+    assert!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .is_empty()
+    );
 }
