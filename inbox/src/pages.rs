@@ -292,6 +292,21 @@ pub(crate) fn run(
                             @if let Some(why) = &decision.record.voided {
                                 " — voided: " (shown(why))
                             }
+                            // Call by call, when the turn was decided so.
+                            @if decision.record.calls.iter().any(|c| c.verdict.is_some()) {
+                                ul {
+                                    @for call in &decision.record.calls {
+                                        @if let Some(verdict) = &call.verdict {
+                                            li {
+                                                code { (shown(&call.call_id)) } " " (shown(&call.tool)) ": " (verdict.as_str())
+                                                @if let toolgate::suspend::CallVerdict::Deny { reason } = verdict {
+                                                    @if !reason.is_empty() { " — " (shown(reason)) }
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }

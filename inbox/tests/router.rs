@@ -670,6 +670,13 @@ async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
         })
         .collect();
     assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    // The run's page shows the decision call by call, the reason too.
+    let page = send(
+        &inbox,
+        get(&format!("/s/{csrf}/runs/{}", run.run_id()), Some(&cookie)),
+    )
+    .await;
+    assert!(page.body.contains("keep the old branch"), "{}", page.body);
     assert!(
         verdicts[0].1.contains("keep the old branch"),
         "{verdicts:?}"
