@@ -276,41 +276,7 @@ pub(crate) fn run(
             @if !unknown.is_empty() {
                 (choices(session, run_id, unknown))
             }
-            h2 { "Decisions" }
-            @if history.decisions.is_empty() {
-                p { "None yet." }
-            } @else {
-                ul {
-                    @for decision in &history.decisions {
-                        li {
-                            (decision.record.verdict.as_str()) " by " (shown(&decision.record.decided_by))
-                            @if let Some(channel) = decision.record.channel {
-                                " through " (channel.as_str())
-                            }
-                            " at " (at(i64::try_from(decision.record.at_unix_ms).unwrap_or(i64::MAX)))
-                            @if decision.partial { " (one of several approvals)" }
-                            @if let Some(why) = &decision.record.voided {
-                                " — voided: " (shown(why))
-                            }
-                            // Call by call, when the turn was decided so.
-                            @if decision.record.calls.iter().any(|c| c.verdict.is_some()) {
-                                ul {
-                                    @for call in &decision.record.calls {
-                                        @if let Some(verdict) = &call.verdict {
-                                            li {
-                                                code { (shown(&call.call_id)) } " " (shown(&call.tool)) ": " (verdict.as_str())
-                                                @if let toolgate::suspend::CallVerdict::Deny { reason } = verdict {
-                                                    @if !reason.is_empty() { " — " (shown(reason)) }
-                                                }
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+            (decisions(history))
             @if !history.calls.is_empty() {
                 h2 { "Calls the host ran" }
                 ul {
@@ -404,6 +370,48 @@ fn choices(session: &Session, run_id: &str, unknown: &[UnknownCall]) -> Markup {
                     button type="submit" name="choice" value="rerun" { "Run it again" }
                     " "
                     button type="submit" name="choice" value="skip" { "Do not run it again" }
+                }
+            }
+        }
+    }
+}
+
+/// The decisions taken on a run: who, through which channel, when, and —
+/// when the turn was decided call by call — each call's verdict.
+fn decisions(history: &RunHistory) -> Markup {
+    html! {
+        h2 { "Decisions" }
+        @if history.decisions.is_empty() {
+            p { "None yet." }
+        } @else {
+            ul {
+                @for decision in &history.decisions {
+                    li {
+                        (decision.record.verdict.as_str()) " by " (shown(&decision.record.decided_by))
+                        @if let Some(channel) = decision.record.channel {
+                            " through " (channel.as_str())
+                        }
+                        " at " (at(i64::try_from(decision.record.at_unix_ms).unwrap_or(i64::MAX)))
+                        @if decision.partial { " (one of several approvals)" }
+                        @if let Some(why) = &decision.record.voided {
+                            " — voided: " (shown(why))
+                        }
+                        // Call by call, when the turn was decided so.
+                        @if decision.record.calls.iter().any(|c| c.verdict.is_some()) {
+                            ul {
+                                @for call in &decision.record.calls {
+                                    @if let Some(verdict) = &call.verdict {
+                                        li {
+                                            code { (shown(&call.call_id)) } " " (shown(&call.tool)) ": " (verdict.as_str())
+                                            @if let toolgate::suspend::CallVerdict::Deny { reason } = verdict {
+                                                @if !reason.is_empty() { " — " (shown(reason)) }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }

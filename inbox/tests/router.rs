@@ -670,13 +670,7 @@ async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
         })
         .collect();
     assert_eq!(verdicts.len(), 2, "{verdicts:?}");
-    // The run's page shows the decision call by call, the reason too.
-    let page = send(
-        &inbox,
-        get(&format!("/s/{csrf}/runs/{}", run.run_id()), Some(&cookie)),
-    )
-    .await;
-    assert!(page.body.contains("keep the old branch"), "{}", page.body);
+    shows_the_reason(&inbox, &cookie, &csrf, run.run_id()).await;
     assert!(
         verdicts[0].1.contains("keep the old branch"),
         "{verdicts:?}"
@@ -946,4 +940,11 @@ async fn a_stolen_cookie_without_the_session_key_opens_nothing() {
             .decisions
             .is_empty()
     );
+}
+
+/// The run's page shows a decision taken call by call, call by call — the
+/// denial's reason too.
+async fn shows_the_reason(inbox: &Inbox, cookie: &str, key: &str, run: &str) {
+    let page = send(inbox, get(&format!("/s/{key}/runs/{run}"), Some(cookie))).await;
+    assert!(page.body.contains("keep the old branch"), "{}", page.body);
 }
