@@ -232,6 +232,35 @@ async fn session_of(
     Ok((secret, session))
 }
 
+/// The session's cookie: `HttpOnly`, `SameSite=Strict`, the whole inbox's,
+/// `Secure` under an https public URL, living `max_age` (zero clears it).
+fn session_cookie(
+    inbox: &Inbox,
+    value: String,
+    max_age: cookie::time::Duration,
+) -> cookie::Cookie<'static> {
+    cookie::Cookie::build((SESSION_COOKIE, value))
+        .http_only(true)
+        .same_site(cookie::SameSite::Strict)
+        .path("/")
+        .secure(inbox.inner.secure)
+        .max_age(max_age)
+        .build()
+}
+
+/// Who decides through this session: the signed-in name, named by signing
+/// in, through the inbox — under the same identity rules as the console.
+fn decider(session: &Session) -> Result<Operator, Refused> {
+    Operator::new(&session.operator, IdentitySource::SignedIn)
+        .map(|operator| operator.via(Channel::Inbox))
+        .map_err(|error| {
+            Refused::Store(StoreError::InvalidOperatorName {
+                name: toolgate::visible::visible(&session.operator).into_owned(),
+                reason: error.to_string(),
+            })
+        })
+}
+
 /// A change must come from the inbox's own origin: its `Origin` header
 /// names it — or, where the browser withholds the origin (under the
 /// inbox's own `Referrer-Policy: no-referrer` a form's `Origin` is `null`),
@@ -324,15 +353,13 @@ async fn sign_in(
         .await
     {
         Ok(opened) => {
-            let cookie = cookie::Cookie::build((SESSION_COOKIE, opened.secret))
-                .http_only(true)
-                .same_site(cookie::SameSite::Strict)
-                .path("/")
-                .secure(inbox.inner.secure)
-                .max_age(cookie::time::Duration::seconds(
+            let cookie = session_cookie(
+                &inbox,
+                opened.secret,
+                cookie::time::Duration::seconds(
                     i64::try_from(inbox.inner.session_for.as_secs()).unwrap_or(i64::MAX),
-                ))
-                .build();
+                ),
+            );
             tracing::info!(operator = %opened.session.operator, "signed in to the inbox");
             Ok((
                 [(header::SET_COOKIE, cookie.to_string())],
@@ -369,12 +396,7 @@ async fn sign_out(
     let (secret, session) = session_of(&inbox, &headers, &key).await?;
     token_matches(&session, &form.csrf)?;
     inbox.store().end_session(&secret).await?;
-    let cleared = cookie::Cookie::build((SESSION_COOKIE, ""))
-        .http_only(true)
-        .same_site(cookie::SameSite::Strict)
-        .path("/")
-        .max_age(cookie::time::Duration::ZERO)
-        .build();
+    let cleared = session_cookie(&inbox, String::new(), cookie::time::Duration::ZERO);
     Ok((
         [(header::SET_COOKIE, cleared.to_string())],
         Redirect::to("/signed-out"),
@@ -515,14 +537,7 @@ async fn decide(
         Ok(answer) => answer,
         Err(why) => return Ok(bad_form(why)),
     };
-    let decider = Operator::new(&session.operator, IdentitySource::SignedIn)
-        .map_err(|error| {
-            Refused::Store(StoreError::InvalidOperatorName {
-                name: toolgate::visible::visible(&session.operator).into_owned(),
-                reason: error.to_string(),
-            })
-        })?
-        .via(Channel::Inbox);
+    let decider = decider(&session)?;
     let digest = TurnDigest::from_text(form.get("digest"));
     let fresh = format!(
         "{}/runs/{}",
@@ -588,14 +603,7 @@ async fn choose(
                 .into_response());
         }
     };
-    let decider = Operator::new(&session.operator, IdentitySource::SignedIn)
-        .map_err(|error| {
-            Refused::Store(StoreError::InvalidOperatorName {
-                name: toolgate::visible::visible(&session.operator).into_owned(),
-                reason: error.to_string(),
-            })
-        })?
-        .via(Channel::Inbox);
+    let decider = decider(&session)?;
     let digest = toolgate::suspend::RerunDigest::from_text(form.get("digest"));
     let choosing = toolgate_store::Choosing {
         call_id: form.get("call"),
