@@ -47,6 +47,7 @@ fn transcript() -> Vec<Message> {
         messages.push(Message::Assistant {
             content: Some("Reading the next note.".into()),
             calls: vec![call(i)],
+            usage: None,
         });
         messages.push(Message::Tool {
             call_id: format!("call_{i}"),
@@ -138,7 +139,7 @@ fn encode_decode(bencher: divan::Bencher) {
     let runtime = runtime();
     let registry = registry();
     let log = MemoryLog::new();
-    let model = ScriptedModel::new([]);
+    let model = ScriptedModel::default();
     let agent = Agent::new(&registry, &model, &log);
     let run = runtime.block_on(capture(&agent, state(), (1000..1008).map(call).collect()));
     bencher.bench_local(|| {
@@ -165,7 +166,7 @@ fn decode_large_turn(bencher: divan::Bencher, n: usize) {
     let runtime = runtime();
     let registry = registry();
     let log = MemoryLog::new();
-    let model = ScriptedModel::new([]);
+    let model = ScriptedModel::default();
     let agent = Agent::new(&registry, &model, &log);
     let mut state = state();
     state.options.max_calls_per_turn = u32::try_from(n).unwrap_or(u32::MAX);

@@ -10,7 +10,7 @@ use serde_json::json;
 use toolgate::{
     Execute, Registry, Tool, ToolOutput,
     erased::BoxFuture,
-    run::{Message, Model, ModelError, Reply, ToolCall, ToolSpec},
+    run::{Message, Model, ModelError, Reply, Response, ToolCall, ToolSpec},
 };
 use toolgate_mcp::{Deadlines, McpProvider};
 use toolgate_store::Store;
@@ -191,7 +191,7 @@ impl Model for DemoModel {
         &'a self,
         transcript: &'a [Message],
         tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Reply, ModelError>> {
+    ) -> BoxFuture<'a, Result<Response, ModelError>> {
         let answered = transcript
             .iter()
             .filter(|m| matches!(m, Message::Assistant { .. }))
@@ -249,6 +249,6 @@ impl Model for DemoModel {
             }
             text @ Reply::Text(_) => text,
         };
-        Box::pin(async move { Ok(reply) })
+        Box::pin(async move { Ok(reply.into()) })
     }
 }

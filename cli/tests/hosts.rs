@@ -105,7 +105,7 @@ impl Model for Script {
         &'a self,
         transcript: &'a [Message],
         _: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Reply, ModelError>> {
+    ) -> BoxFuture<'a, Result<toolgate::run::Response, ModelError>> {
         let tag = transcript
             .iter()
             .find_map(|m| match m {
@@ -129,7 +129,7 @@ impl Model for Script {
         } else {
             Reply::Text(format!("done {tag}"))
         };
-        Box::pin(async move { Ok(reply) })
+        Box::pin(async move { Ok(reply.into()) })
     }
 }
 

@@ -57,7 +57,7 @@ async fn turning_approval_on_mid_loop_suspends_the_hosts_next_turn() {
         .provider(provider)
         .build()
         .expect("a registry of one provider boots");
-    let model = ScriptedModel::new([]);
+    let model = ScriptedModel::default();
     let log = MemoryLog::new();
     let agent = Agent::new(&registry, &model, &log);
     let mut state = RunState {

@@ -206,7 +206,7 @@ fn store_hostile_run(dir: &Path, run_id: &str, requested_by: &str) {
             Ok(registry) => registry,
             Err(error) => panic!("{error}"),
         };
-        let model = ScriptedModel::new([]);
+        let model = ScriptedModel::default();
         let log = MemoryLog::new();
         let agent = Agent::new(&registry, &model, &log);
         let calls = hostile_calls();
@@ -222,6 +222,7 @@ fn store_hostile_run(dir: &Path, run_id: &str, requested_by: &str) {
                 Message::Assistant {
                     content: None,
                     calls: calls.clone(),
+                    usage: None,
                 },
             ],
             iterations: 1,

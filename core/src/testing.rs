@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use crate::erased::BoxFuture;
-use crate::run::{Model, ModelError, Reply, ToolSpec};
+use crate::run::{Model, ModelError, Response, ToolSpec};
 use crate::transcript::Message;
 
 use crate::audit::{DecisionLog, DecisionRecord, LogError};
@@ -25,17 +25,19 @@ pub mod rules {
 /// Its replies are written with local names (`notes.write_note`), and it
 /// sends each call as a model does: under the tool's wire name, as the
 /// tools it is handed say ([`ToolSpec::wire_name`]). A call to a name no
-/// tool has keeps the name written.
+/// tool has keeps the name written. A script holds [`Reply`](crate::run::Reply) values, or
+/// whole [`Response`]s for a reply a real model could give and a script
+/// could not: a call without an id, arguments that do not parse, a cost.
 #[derive(Debug, Default)]
 pub struct ScriptedModel {
-    replies: Mutex<VecDeque<Reply>>,
+    replies: Mutex<VecDeque<Response>>,
 }
 
 impl ScriptedModel {
     /// A model that will answer with `replies`, one per request.
-    pub fn new(replies: impl IntoIterator<Item = Reply>) -> Self {
+    pub fn new<R: Into<Response>>(replies: impl IntoIterator<Item = R>) -> Self {
         Self {
-            replies: Mutex::new(replies.into_iter().collect()),
+            replies: Mutex::new(replies.into_iter().map(Into::into).collect()),
         }
     }
 
@@ -50,21 +52,18 @@ impl Model for ScriptedModel {
         &'a self,
         _: &'a [Message],
         tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Reply, ModelError>> {
+    ) -> BoxFuture<'a, Result<Response, ModelError>> {
         let next = match self.replies.lock() {
             Ok(mut replies) => replies
                 .pop_front()
                 .ok_or_else(|| ModelError::new("the script has no more replies")),
             Err(_) => Err(ModelError::new("the script's lock was poisoned")),
         };
-        let next = next.map(|reply| match reply {
-            Reply::Calls { content, mut calls } => {
-                for call in &mut calls {
-                    call.name = ToolSpec::wire_name(tools, &call.name).to_owned();
-                }
-                Reply::Calls { content, calls }
+        let next = next.map(|mut answer| {
+            for call in &mut answer.calls {
+                call.name = ToolSpec::wire_name(tools, &call.name).to_owned();
             }
-            text @ Reply::Text(_) => text,
+            answer
         });
         Box::pin(async move { next })
     }

@@ -42,6 +42,11 @@ pub enum Message {
         content: Option<String>,
         /// The turn of calls, possibly empty.
         calls: Vec<ToolCall>,
+        /// The tokens the request that produced this answer cost, when the
+        /// model reported them ([`Response::usage`](crate::run::Response::usage)).
+        /// Stored from document version 8.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
     },
     /// The result of one call.
     Tool {
@@ -70,6 +75,45 @@ impl Message {
             rich: output.rich,
         }
     }
+}
+
+/// The tokens one model request cost, as its provider counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// Tokens read: the transcript, the tool specs and the instructions,
+    /// cached ones included.
+    pub input_tokens: u64,
+    /// Of `input_tokens`, those the provider read from its prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+    /// Tokens written: the answer's text and calls.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Input and output together.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+    }
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// How a run may proceed. [`RunOptions::default()`] gives each field the
@@ -202,6 +246,23 @@ pub struct RunState {
     /// run no client asked for. Stored from document version 6.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<crate::identity::DeclaredClient>,
+}
+
+impl RunState {
+    /// The tokens every model request of the run cost so far, summed over
+    /// the answers that reported them; `None` when none did.
+    pub fn usage(&self) -> Option<Usage> {
+        self.transcript
+            .iter()
+            .filter_map(|message| match message {
+                Message::Assistant { usage, .. } => *usage,
+                _ => None,
+            })
+            .reduce(|mut total, turn| {
+                total += turn;
+                total
+            })
+    }
 }
 
 /// A call a human denied, remembered by its tool and a digest of its

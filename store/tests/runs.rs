@@ -460,7 +460,7 @@ async fn a_run_error_after_the_turn_ran_is_the_runs_outcome() {
     let host = Host::new(store.clone(), "host").unwrap();
     // No reply left: the model fails after the approved call ran.
     let resumed = host
-        .resume_all(&registry, &ScriptedModel::new([]))
+        .resume_all(&registry, &ScriptedModel::default())
         .await
         .unwrap();
     match &resumed[0].ended {
@@ -575,7 +575,7 @@ async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_cho
             .expect("the stale run is picked up");
         assert!(task.is_recovery());
         let resumed = second
-            .resume(task, &registry, &ScriptedModel::new([]))
+            .resume(task, &registry, &ScriptedModel::default())
             .await
             .unwrap();
         assert!(

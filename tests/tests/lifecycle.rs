@@ -14,7 +14,10 @@ use toolgate::{
     Agent, OperatorDeclaration, Registry,
     erased::ErasedTool,
     gate::{Effect, Facts},
-    run::{Message, Outcome, RunError, RunOptions, RunRequest},
+    run::{
+        Arguments, Message, Outcome, ProposedCall, Response, RunError, RunOptions, RunRequest,
+        Usage,
+    },
     suspend::{
         AwaitingApproval, Decision, InputSubmission, Refusal, ResumeError, Suspended, TurnDigest,
         Verdict, WaitingForInput,
@@ -72,7 +75,7 @@ struct World {
 }
 
 impl World {
-    fn new(script: impl IntoIterator<Item = toolgate::run::Reply>) -> Self {
+    fn new<R: Into<Response>>(script: impl IntoIterator<Item = R>) -> Self {
         let journal = Journal::default();
         Self {
             registry: registry(&journal),
@@ -842,9 +845,9 @@ async fn a_suspended_run_survives_encode_and_decode_and_resumes() {
 // ------------------------------------------------------------ bounded turns
 
 /// A turn larger than the run allows is refused before anything of it runs
-/// or is stored; so is a turn whose calls share an id.
+/// or is stored.
 #[tokio::test]
-async fn bounded_a_turn_over_the_cap_or_with_a_repeated_id_is_refused() {
+async fn bounded_a_turn_over_the_cap_is_refused() {
     let world = World::new([turn(
         (0..=toolgate::run::DEFAULT_MAX_CALLS_PER_TURN)
             .map(|i| call(&i.to_string(), "write_note", json!({})))
@@ -858,19 +861,205 @@ async fn bounded_a_turn_over_the_cap_or_with_a_repeated_id_is_refused() {
         ),
         other => panic!("expected the turn to be refused, got {other:?}"),
     }
-    let world = World::new([turn(vec![
-        call("1", "read_note", json!({})),
-        call("1", "write_note", json!({})),
-    ])]);
-    let agent = world.agent();
-    match agent.start(request(RunOptions::default())).await {
-        Err(RunError::DuplicateCallId { id, state }) => {
-            assert_eq!(id, "1");
-            assert_eq!(state.iterations, 1, "the run is handed back");
-        }
-        other => panic!("expected the turn to be refused, got {other:?}"),
-    }
     assert!(world.journal.entries().is_empty(), "nothing ran");
+}
+
+// ------------------------------------------------------------ unusable turns
+
+fn proposed(id: Option<&str>, name: &str, arguments: Arguments) -> ProposedCall {
+    ProposedCall {
+        id: id.map(str::to_owned),
+        name: name.into(),
+        arguments,
+    }
+}
+
+fn proposing(calls: Vec<ProposedCall>) -> Response {
+    Response {
+        calls,
+        ..Response::default()
+    }
+}
+
+/// The calls of the first assistant message, as (id, name, arguments).
+fn first_turn(state: &toolgate::run::RunState) -> Vec<(String, String, Value)> {
+    state
+        .transcript
+        .iter()
+        .find_map(|m| match m {
+            Message::Assistant { calls, .. } if !calls.is_empty() => Some(
+                calls
+                    .iter()
+                    .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// A write whose arguments do not parse is never put to a person: the
+/// model is told what was wrong, the run goes on, and its corrected call is
+/// the one that waits for approval.
+#[tokio::test]
+async fn unusable_arguments_that_do_not_parse_are_answered_and_the_model_corrects_itself() {
+    let world = World::new([
+        proposing(vec![proposed(
+            Some("1"),
+            "write_note",
+            Arguments::parse(r#"{"text": "hi"#),
+        )]),
+        Response::from(turn(vec![call("2", "write_note", json!({"text": "hi"}))])),
+    ]);
+    let agent = world.agent();
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    assert!(world.journal.entries().is_empty(), "nothing ran");
+    assert_eq!(run.state().iterations, 2);
+    let told = results(run.state());
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0].0, "write_note");
+    assert!(told[0].1, "an error result");
+    assert_eq!(
+        told[0].2,
+        "This call could not be used: the arguments are not valid JSON (EOF while parsing a string at line 1 column 12): `{\"text\": \"hi`. Nothing of this turn ran; ask again with every call well-formed."
+    );
+    assert_eq!(
+        first_turn(run.state()),
+        [("1".into(), "write_note".into(), json!({}))],
+        "the transcript keeps the model's id; arguments that are no object are written as {{}}"
+    );
+    assert_eq!(run.pending().len(), 1);
+    assert_eq!(run.pending()[0].id, "2");
+}
+
+/// A call without an id, or with an empty one, cannot be answered: the
+/// turn is refused whole, its other calls are told why they did not run,
+/// and the transcript gives the unusable call an id of the run's own.
+#[tokio::test]
+async fn unusable_a_call_without_an_id_refuses_the_whole_turn() {
+    let world = World::new([
+        proposing(vec![
+            proposed(None, "read_note", Arguments::Json(json!({}))),
+            proposed(Some(" "), "read_note", Arguments::Json(json!({}))),
+            proposed(Some("r"), "read_note", Arguments::Json(json!({}))),
+        ]),
+        Response::text("done"),
+    ]);
+    let agent = world.agent();
+    let state = match start(&agent, RunOptions::default()).await {
+        Outcome::Finished { state, .. } => state,
+        other => panic!("expected the run to finish, got {other:?}"),
+    };
+    assert!(
+        world.journal.entries().is_empty(),
+        "no call of the turn ran"
+    );
+    let ids: Vec<String> = first_turn(&state).into_iter().map(|c| c.0).collect();
+    assert_eq!(ids, ["toolgate_refused_1_0", "toolgate_refused_1_1", "r"]);
+    let told: Vec<String> = results(&state).into_iter().map(|r| r.2).collect();
+    assert_eq!(
+        told,
+        [
+            "This call could not be used: the call has no id, so no result can be matched to it. Nothing of this turn ran; ask again with every call well-formed.",
+            "This call could not be used: the call's id is empty, so no result can be matched to it. Nothing of this turn ran; ask again with every call well-formed.",
+            "This call was not run: 2 other calls of this turn could not be used (see their results). Nothing of this turn ran; ask again.",
+        ]
+    );
+}
+
+/// Two calls under one id, arguments that are JSON but no object, and a
+/// call naming no tool each make a turn unusable; a write among them is
+/// not paused for approval.
+#[tokio::test]
+async fn unusable_repeated_ids_non_object_arguments_and_nameless_calls() {
+    let world = World::new([
+        proposing(vec![
+            proposed(Some("1"), "read_note", Arguments::Json(json!({}))),
+            proposed(Some("1"), "write_note", Arguments::Json(json!({}))),
+        ]),
+        proposing(vec![proposed(
+            Some("2"),
+            "write_note",
+            Arguments::Json(json!(["hi"])),
+        )]),
+        proposing(vec![proposed(Some("3"), "", Arguments::Json(json!({})))]),
+        Response::text("done"),
+    ]);
+    let agent = world.agent();
+    let state = match start(&agent, RunOptions::default()).await {
+        Outcome::Finished { state, .. } => state,
+        other => panic!("expected the run to finish, got {other:?}"),
+    };
+    assert!(world.journal.entries().is_empty(), "nothing ran");
+    assert_eq!(state.iterations, 4);
+    let ids: Vec<String> = first_turn(&state).into_iter().map(|c| c.0).collect();
+    assert_eq!(ids, ["1", "toolgate_refused_1_1"]);
+    let told: Vec<String> = results(&state).into_iter().map(|r| r.2).collect();
+    let repeated = "This call could not be used: the id `1` is given to 2 calls of this turn; each call needs an id of its own. Nothing of this turn ran; ask again with every call well-formed.";
+    assert_eq!(told[0], repeated);
+    assert_eq!(told[1], repeated);
+    assert_eq!(
+        told[2],
+        "This call could not be used: the arguments are a JSON array, not an object of named parameters. Nothing of this turn ran; ask again with every call well-formed."
+    );
+    assert_eq!(
+        told[3],
+        "This call could not be used: the call names no tool. Nothing of this turn ran; ask again with every call well-formed."
+    );
+}
+
+/// What each model request cost is kept on its answer in the transcript,
+/// summed by the run, and survives the stored document.
+#[tokio::test]
+async fn usage_is_kept_per_turn_and_summed() {
+    let first = Usage {
+        input_tokens: 120,
+        cached_input_tokens: 100,
+        output_tokens: 30,
+    };
+    let second = Usage {
+        input_tokens: 200,
+        cached_input_tokens: 0,
+        output_tokens: 7,
+    };
+    let world = World::new([
+        Response::from(turn(vec![call("1", "read_note", json!({}))])).with_usage(first),
+        Response::from(turn(vec![call("2", "write_note", json!({}))])).with_usage(second),
+        Response::text("done"),
+    ]);
+    let agent = world.agent();
+    let run = awaiting(start(&agent, RunOptions::default()).await);
+    assert_eq!(
+        run.state().usage(),
+        Some(Usage {
+            input_tokens: 320,
+            cached_input_tokens: 100,
+            output_tokens: 37,
+        })
+    );
+    let document = match run.encode() {
+        Ok(document) => document,
+        Err(error) => panic!("{error}"),
+    };
+    assert!(document.contains("\"version\":8"), "{document}");
+    let reloaded = match Suspended::<AwaitingApproval>::decode(&document) {
+        Ok(run) => run,
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(reloaded.state().usage(), run.state().usage());
+    let per_turn: Vec<Option<Usage>> = reloaded
+        .state()
+        .transcript
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant { usage, .. } => Some(*usage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(per_turn, [Some(first), Some(second)]);
+    let decision = approve(&reloaded, "bob");
+    let state = finished(reloaded.decide(&agent, decision).await);
+    assert_eq!(state.usage().map(|u| u.total_tokens()), Some(357));
 }
 
 /// A requester or decider that names nobody is refused; four eyes compares
@@ -932,7 +1121,7 @@ async fn binding_one_runs_digest_does_not_approve_another() {
 /// digest does not approve the second. Past the cap nothing runs.
 #[tokio::test]
 async fn binding_process_turn_counts_turns_so_suspensions_never_share_a_digest() {
-    let world = World::new([]);
+    let world = World::new(Vec::<Response>::new());
     let agent = world.agent();
     let state = toolgate::run::RunState {
         denied: Vec::new(),

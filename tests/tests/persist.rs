@@ -31,9 +31,10 @@ const AWAITING_V7: &str = include_str!("../fixtures/v7-awaiting-approval.json");
 const WAITING_V7: &str = include_str!("../fixtures/v7-waiting-for-input.json");
 const ONE_CALL_V7: &str = include_str!("../fixtures/v7-one-call.json");
 const RICH_V7: &str = include_str!("../fixtures/v7-rich.json");
+const USAGE_V8: &str = include_str!("../fixtures/v8-usage.json");
 
 /// A document of an earlier version as this build writes it back: the same
-/// body, as version 7, under the current plain checksum (which covers the
+/// body, as version 8, under the current plain checksum (which covers the
 /// header from version 5).
 fn as_current(document: &str) -> String {
     let fields: Map<String, Value> = serde_json::from_str(document).unwrap();
@@ -43,8 +44,8 @@ fn as_current(document: &str) -> String {
     let at = document.find(",\"body\":").unwrap() + ",\"body\":".len();
     let body = document.trim_end().strip_suffix('}').unwrap()[at..].to_owned();
     document
-        .replacen(&format!("\"version\":{version}"), "\"version\":7", 1)
-        .replacen(&old_checksum, &document_checksum(7, status, &body), 1)
+        .replacen(&format!("\"version\":{version}"), "\"version\":8", 1)
+        .replacen(&old_checksum, &document_checksum(8, status, &body), 1)
 }
 const WAITING_V1: &str = include_str!("../fixtures/v1-waiting-for-input.json");
 /// What the first digest rule (SHA-256 over the calls alone) gave the pending
@@ -157,10 +158,10 @@ fn golden_v3_documents_decode_with_their_review() {
     // Written back as version 7: the same body, under the current checksum.
     assert_eq!(
         run.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(AWAITING_V7)
+        Some(as_current(AWAITING_V7).as_str())
     );
-    assert_eq!(as_current(AWAITING_V3), AWAITING_V7);
-    assert_eq!(as_current(AWAITING_V4), AWAITING_V7);
+    assert_eq!(as_current(AWAITING_V3), as_current(AWAITING_V7));
+    assert_eq!(as_current(AWAITING_V4), as_current(AWAITING_V7));
     let waiting = match SuspendedRun::decode(WAITING_V3) {
         Ok(run) => run,
         Err(error) => panic!("{error}"),
@@ -169,10 +170,10 @@ fn golden_v3_documents_decode_with_their_review() {
     assert_eq!(waiting.review().tools.len(), 2);
     assert_eq!(
         waiting.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(WAITING_V7)
+        Some(as_current(WAITING_V7).as_str())
     );
-    assert_eq!(as_current(WAITING_V3), WAITING_V7);
-    assert_eq!(as_current(WAITING_V4), WAITING_V7);
+    assert_eq!(as_current(WAITING_V3), as_current(WAITING_V7));
+    assert_eq!(as_current(WAITING_V4), as_current(WAITING_V7));
     // A review that does not match the pending calls is refused.
     let mut body: Value = match serde_json::from_str::<Value>(AWAITING_V3) {
         Ok(value) => value["body"].clone(),
@@ -368,9 +369,9 @@ fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
         (
             "future version",
             sealed(AWAITING, |d| {
-                d.insert("version".into(), json!(8));
+                d.insert("version".into(), json!(9));
             }),
-            "unknown version 8 (this build reads versions 1 to 7)",
+            "unknown version 9 (this build reads versions 1 to 8)",
         ),
         (
             "version as text",
@@ -1029,7 +1030,7 @@ fn golden_v6_documents_keep_runs_of_one_call() {
             .ok()
             .map(|d| d + "\n")
             .as_deref(),
-        Some(ONE_CALL_V7)
+        Some(as_current(ONE_CALL_V7).as_str())
     );
     let relabelled = ONE_CALL_V6.replacen("\"version\":6", "\"version\":5", 1);
     assert_eq!(
@@ -1074,7 +1075,10 @@ fn golden_v7_documents_keep_what_a_tool_answered_beyond_its_text() {
             panic!("both versions decode");
         };
         assert_eq!(old, new);
-        assert_eq!(new.encode().ok().map(|d| d + "\n").as_deref(), Some(v7));
+        assert_eq!(
+            new.encode().ok().map(|d| d + "\n").as_deref(),
+            Some(as_current(v7).as_str())
+        );
     }
     let rich = match SuspendedRun::decode(RICH_V7) {
         Ok(run) => run,
@@ -1093,7 +1097,7 @@ fn golden_v7_documents_keep_what_a_tool_answered_beyond_its_text() {
     assert_eq!(kept.structured, Some(json!({"id": 7, "text": "a note"})));
     assert_eq!(
         rich.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(RICH_V7)
+        Some(as_current(RICH_V7).as_str())
     );
     // Resealed as version 6, as a writer without the field's version would.
     let fields: Map<String, Value> = serde_json::from_str(RICH_V7).unwrap();
@@ -1111,6 +1115,71 @@ fn golden_v7_documents_keep_what_a_tool_answered_beyond_its_text() {
         SuspendedRun::decode(&as_v6).err().map(|e| e.reason),
         Some(
             "`run.transcript[].rich` was added in version 7; a version-6 document cannot hold it"
+                .to_owned()
+        )
+    );
+}
+
+/// Version 8 keeps what each model request cost on its answer: the golden
+/// documents of version 7 decode to the same runs and are written back as
+/// version 8; a run's usage is read and written back byte for byte, while a
+/// version-7 document that holds it — sealed as a writer of version 7
+/// would — is refused.
+#[test]
+fn golden_v8_documents_keep_what_each_model_request_cost() {
+    let run = match SuspendedRun::decode(USAGE_V8) {
+        Ok(run) => run,
+        Err(error) => panic!("{error}"),
+    };
+    let per_turn: Vec<Option<toolgate::run::Usage>> = run
+        .state()
+        .transcript
+        .iter()
+        .filter_map(|m| match m {
+            toolgate::run::Message::Assistant { usage, .. } => Some(*usage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        per_turn,
+        [
+            Some(toolgate::run::Usage {
+                input_tokens: 812,
+                cached_input_tokens: 512,
+                output_tokens: 41
+            }),
+            Some(toolgate::run::Usage {
+                input_tokens: 901,
+                cached_input_tokens: 0,
+                output_tokens: 66
+            }),
+        ]
+    );
+    assert_eq!(run.state().usage().map(|u| u.total_tokens()), Some(1820));
+    assert_eq!(
+        run.encode().ok().map(|d| d + "\n").as_deref(),
+        Some(USAGE_V8)
+    );
+    // The same run without its usage is the version-7 run.
+    let Ok(v7) = SuspendedRun::decode(AWAITING_V7) else {
+        panic!("the version-7 document decodes");
+    };
+    assert_eq!(v7.state().usage(), None);
+    let fields: Map<String, Value> = serde_json::from_str(USAGE_V8).unwrap();
+    let old_checksum = fields["checksum"].as_str().unwrap().to_owned();
+    let at = USAGE_V8.find(",\"body\":").unwrap() + ",\"body\":".len();
+    let body = &USAGE_V8.trim_end().strip_suffix('}').unwrap()[at..];
+    let as_v7 = USAGE_V8
+        .replacen("\"version\":8", "\"version\":7", 1)
+        .replacen(
+            &old_checksum,
+            &document_checksum(7, "awaiting_approval", body),
+            1,
+        );
+    assert_eq!(
+        SuspendedRun::decode(&as_v7).err().map(|e| e.reason),
+        Some(
+            "`run.transcript[].usage` was added in version 8; a version-7 document cannot hold it"
                 .to_owned()
         )
     );

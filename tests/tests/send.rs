@@ -45,7 +45,7 @@ fn the_futures_of_a_run_are_send() {
         .builtin(ReadFile)
         .build()
         .expect("one builtin boots");
-    let model = ScriptedModel::new([]);
+    let model = ScriptedModel::default();
     let log = MemoryLog::new();
     let agent = Agent::new(&registry, &model, &log);
     drop(send(registry.offer_all()));

@@ -14,7 +14,9 @@ use std::sync::Mutex;
 use proptest::prelude::*;
 use serde_json::json;
 use toolgate::erased::{BoxFuture, ErasedTool};
-use toolgate::run::{Message, Model, ModelError, Outcome, Reply, RunRequest, ToolCall, ToolSpec};
+use toolgate::run::{
+    Message, Model, ModelError, Outcome, Reply, Response, RunRequest, ToolCall, ToolSpec,
+};
 use toolgate::testing::MemoryLog;
 use toolgate::{Agent, OperatorDeclaration, Registry};
 use toolgate_tests::{CountingProvider, OperatorTool, ReadFile, WriteFile};
@@ -137,13 +139,16 @@ impl Model for Recording {
         &'a self,
         transcript: &'a [Message],
         tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Reply, ModelError>> {
+    ) -> BoxFuture<'a, Result<Response, ModelError>> {
         self.seen
             .lock()
             .expect("not poisoned")
             .push((tools.to_vec(), transcript.to_vec()));
         let next = self.replies.lock().expect("not poisoned").pop();
-        Box::pin(async move { next.ok_or_else(|| ModelError::new("no more replies")) })
+        Box::pin(async move {
+            next.map(Response::from)
+                .ok_or_else(|| ModelError::new("no more replies"))
+        })
     }
 }
 

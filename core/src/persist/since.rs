@@ -15,6 +15,7 @@
 //! | `run.options.one_call` | 6 | refused | optional (absent: a run with a model) |
 //! | `run.client` | 6 | refused | optional (absent: no client asked) |
 //! | `rich` of a `tool` message of `run.transcript` | 7 | refused | optional (absent: a result that is text alone) |
+//! | `usage` of an `assistant` message of `run.transcript` | 8 | refused | optional (absent: the model reported no usage) |
 //!
 //! A field a version always writes is required from that version on; a
 //! field stored by its absence when it holds its default stays optional,
@@ -40,6 +41,8 @@ const REVIEWS: u64 = 3;
 const ONE_CALL: u64 = 6;
 /// The version that added what a tool answered beyond its text.
 const RICH: u64 = 7;
+/// The version that added the tokens a model request cost.
+const USAGE: u64 = 8;
 
 /// A run as a document stores it, each later field kept as present or not.
 #[derive(Deserialize)]
@@ -134,6 +137,14 @@ impl StoredRun {
             transcript
                 .iter()
                 .any(|m| matches!(m, Message::Tool { rich: Some(_), .. })),
+        )?;
+        known(
+            "run.transcript[].usage",
+            USAGE,
+            version,
+            transcript
+                .iter()
+                .any(|m| matches!(m, Message::Assistant { usage: Some(_), .. })),
         )?;
         Ok(RunState {
             run_id,

@@ -48,7 +48,11 @@ fn message() -> impl Strategy<Value = Message> {
         "\\PC{0,20}".prop_map(|content| Message::System { content }),
         "\\PC{0,20}".prop_map(|content| Message::User { content }),
         (proptest::option::of("\\PC{0,20}"), calls())
-            .prop_map(|(content, calls)| Message::Assistant { content, calls }),
+            .prop_map(|(content, calls)| Message::Assistant {
+                content,
+                calls,
+                usage: None,
+            }),
         (
             "[a-z_0-9]{1,8}",
             "[a-z_.]{1,10}",

@@ -25,19 +25,22 @@ use crate::journal::{
 use crate::pause::Suspended;
 use crate::registry::{Offered, Registry};
 use crate::tool::ToolOutput;
+use unusable::Checked;
 
 mod model;
 mod one_call;
 mod outcome;
 mod scan;
+mod unusable;
 
-pub use model::{Model, ModelError, Reply, ToolSpec};
+pub use model::{Arguments, Model, ModelError, ProposedCall, Reply, Response, ToolSpec};
 pub use one_call::{CallRequest, NoModel};
 pub use outcome::{Outcome, OutcomeUnknown, Recovered, RunError, TurnOutcome};
+pub use unusable::{MAX_CALL_ID_BYTES, MAX_CALL_NAME_BYTES};
 
 pub use crate::transcript::{
     DEFAULT_DENIED_REPEATS, DEFAULT_MAX_CALLS_PER_TURN, DeniedCall, Message, RunOptions, RunState,
-    ToolCall,
+    ToolCall, Usage,
 };
 pub use scan::{Cleared, Permit, TurnScan, scan_turn};
 pub(crate) use scan::{Scan, not_offered, scan};
@@ -394,8 +397,8 @@ impl<'a> Agent<'a> {
             }
             let offered = self.registry.offer(state.options.allow.as_deref()).await;
             let specs = offered.specs();
-            let reply = match self.model.respond(&state.transcript, &specs).await {
-                Ok(reply) => reply,
+            let answer = match self.model.respond(&state.transcript, &specs).await {
+                Ok(answer) => answer,
                 Err(error) => {
                     return Err(RunError::Model {
                         error,
@@ -404,20 +407,44 @@ impl<'a> Agent<'a> {
                 }
             };
             state.iterations += 1;
-            match reply {
-                Reply::Text(answer) => {
+            let usage = answer.usage;
+            if let Some(usage) = usage {
+                tracing::info!(run = %state.run_id, turn = state.iterations, input_tokens = usage.input_tokens, output_tokens = usage.output_tokens, "model answered");
+            }
+            match unusable::check(answer, state.iterations) {
+                Checked::Final(answer) => {
                     state.transcript.push(Message::Assistant {
                         content: Some(answer.clone()),
                         calls: Vec::new(),
+                        usage,
                     });
                     tracing::info!(run = %state.run_id, "run finished");
                     return Ok(Outcome::Finished { answer, state });
                 }
-                Reply::Calls { content, mut calls } => {
+                Checked::Refused {
+                    content,
+                    mut calls,
+                    mut results,
+                } => {
+                    resolve_names(&offered, &mut calls);
+                    for (call, result) in calls.iter().zip(&mut results) {
+                        if let Message::Tool { name, .. } = result {
+                            name.clone_from(&call.name);
+                        }
+                    }
+                    state.transcript.push(Message::Assistant {
+                        content,
+                        calls,
+                        usage,
+                    });
+                    state.transcript.extend(results);
+                }
+                Checked::Turn { content, mut calls } => {
                     resolve_names(&offered, &mut calls);
                     state.transcript.push(Message::Assistant {
                         content,
                         calls: calls.clone(),
+                        usage,
                     });
                     match self.turn(&offered, state, calls).await? {
                         TurnOutcome::Ran(next) => state = next,

@@ -7,7 +7,7 @@ use crate::erased::BoxFuture;
 use crate::identity::DeclaredClient;
 use crate::transcript::{Message, RunOptions, RunState, ToolCall};
 
-use super::{Agent, Model, ModelError, Outcome, Reply, RunError, ToolSpec, TurnOutcome};
+use super::{Agent, Model, ModelError, Outcome, Response, RunError, ToolSpec, TurnOutcome};
 
 /// What starts a run of one call ([`Agent::call`]).
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ impl Model for NoModel {
         &'a self,
         _: &'a [Message],
         _: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Reply, ModelError>> {
+    ) -> BoxFuture<'a, Result<Response, ModelError>> {
         Box::pin(async {
             Err(ModelError::new(
                 "this run has no model: a run of one call finishes with its call's result",
@@ -90,6 +90,7 @@ impl Agent<'_> {
                 Message::Assistant {
                     content: None,
                     calls: vec![call.clone()],
+                    usage: None,
                 },
             ],
             // The call is the run's one turn.
