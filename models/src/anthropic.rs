@@ -1,0 +1,471 @@
+//! Anthropic Messages (`POST {base}/v1/messages`, `tool_use` and
+//! `tool_result` blocks).
+//!
+//! # The transcript, message by message
+//!
+//! | transcript | sent as |
+//! |---|---|
+//! | `System` (every one) | the top-level `system`, joined by blank lines |
+//! | `User` | a `user` message with a `text` block |
+//! | `Assistant` | an `assistant` message: a `text` block, then a `tool_use` block per call (`id`, wire `name`, `input`) |
+//! | `Tool` | a `tool_result` block (`tool_use_id`, `content`, `is_error` when it failed, was refused or denied) in the `user` message after the calls |
+//!
+//! Messages of one role in a row are merged into one, as the protocol
+//! requires; a turn's results come first in their `user` message.
+//!
+//! # Extended thinking
+//!
+//! Refused: this client never asks for thinking, and an answer that holds
+//! `thinking` or `redacted_thinking` blocks is an error
+//! ([`ProviderError::Unsupported`]) rather than a turn whose signed blocks
+//! would be lost — the protocol requires them sent back with the tool
+//! results, and toolgate's transcript does not carry provider blocks.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolgate::erased::BoxFuture;
+use toolgate::run::{
+    Arguments, Message, Model, ModelError, ProposedCall, Response, ToolSpec, Usage,
+};
+
+use crate::ApiKey;
+use crate::error::ProviderError;
+use crate::http::{Post, RetryPolicy};
+use crate::shared::{Common, endpoint, past_call_name};
+
+const PROVIDER: &str = "Anthropic";
+const PROTOCOL: &str = "Messages";
+/// The API version this client speaks.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// A model behind the Anthropic Messages API.
+///
+/// ```no_run
+/// use toolgate_models::{Anthropic, ApiKey};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let claude = Anthropic::new("claude-sonnet-4-5")?
+///     .key(ApiKey::from_env("ANTHROPIC_API_KEY")?);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    common: Common,
+    url: url::Url,
+    key: Option<ApiKey>,
+}
+
+impl Anthropic {
+    /// A client for `model` at `https://api.anthropic.com`.
+    pub fn new(model: impl Into<String>) -> Result<Self, ProviderError> {
+        Self::at("https://api.anthropic.com", model)
+    }
+
+    /// A client for `model` at another base URL (a proxy, a gateway): the
+    /// part before `/v1/messages`.
+    pub fn at(base_url: &str, model: impl Into<String>) -> Result<Self, ProviderError> {
+        let url = endpoint(PROVIDER, base_url, "v1/messages")?;
+        let mut common = Common::new(PROVIDER, model.into())?;
+        common.headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(API_VERSION),
+        );
+        Ok(Self {
+            common,
+            url,
+            key: None,
+        })
+    }
+
+    /// The key to send, as `x-api-key`.
+    #[must_use]
+    pub fn key(mut self, key: ApiKey) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// The most tokens an answer may have (`max_tokens`). Default: 4096.
+    #[must_use]
+    pub fn max_output_tokens(mut self, limit: u32) -> Self {
+        self.common.max_output_tokens = limit;
+        self
+    }
+
+    /// The sampling temperature; the API's default when not set.
+    #[must_use]
+    pub fn temperature(mut self, temperature: f64) -> Self {
+        self.common.temperature = Some(temperature);
+        self
+    }
+
+    /// How long one attempt may take, answer read included. Default: 120 s.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.common.set_deadline(deadline);
+        self
+    }
+
+    /// How failed requests are retried (529 Overloaded among them).
+    /// Default: [`RetryPolicy::default`].
+    #[must_use]
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.common.set_retry(retry);
+        self
+    }
+
+    /// The largest answer read, in bytes. Default: 8 MiB.
+    #[must_use]
+    pub fn max_response_bytes(mut self, limit: usize) -> Self {
+        self.common.set_max_response_bytes(limit);
+        self
+    }
+
+    /// A header every request carries (`anthropic-beta`, say).
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, ProviderError> {
+        self.common.add_header(name, value)?;
+        Ok(self)
+    }
+
+    /// The URL requests go to.
+    pub fn url(&self) -> &str {
+        self.url.as_str()
+    }
+
+    /// The request body for `transcript` and `tools`: the first half of a
+    /// turn, for a host that sends it itself.
+    pub fn request_body(
+        &self,
+        transcript: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Vec<u8>, ProviderError> {
+        let system: Vec<&str> = transcript
+            .iter()
+            .filter_map(|m| match m {
+                Message::System { content } if !content.is_empty() => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        let request = MessagesRequest {
+            model: &self.common.model,
+            max_tokens: self.common.max_output_tokens,
+            system: (!system.is_empty()).then(|| system.join("\n\n")),
+            messages: messages(transcript, tools),
+            tools: tools
+                .iter()
+                .map(|spec| ToolDefinition {
+                    name: &spec.name,
+                    description: &spec.description,
+                    input_schema: &spec.parameters,
+                })
+                .collect(),
+            temperature: self.common.temperature,
+        };
+        serde_json::to_vec(&request).map_err(|e| ProviderError::Setup {
+            provider: PROVIDER,
+            reason: format!("the request cannot be written: {e}"),
+        })
+    }
+
+    /// The answer in `body` as the run takes it: the second half of a turn.
+    pub fn read_response(&self, body: &[u8]) -> Result<Response, ProviderError> {
+        let malformed = |reason: String| ProviderError::Malformed {
+            provider: PROVIDER,
+            protocol: PROTOCOL,
+            reason,
+        };
+        let response: MessagesResponse =
+            serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
+        if response.kind.as_deref().is_some_and(|k| k != "message") {
+            return Err(malformed(format!(
+                "its `type` is `{}`, not `message`",
+                response.kind.unwrap_or_default()
+            )));
+        }
+        let mut text = Vec::new();
+        let mut calls = Vec::new();
+        for block in response.content {
+            match ContentBlock::read(block).map_err(malformed)? {
+                ContentBlock::Text(part) => text.push(part),
+                ContentBlock::ToolUse { id, name, input } => calls.push(ProposedCall {
+                    id: id.filter(|id| !id.is_empty()),
+                    name: name.unwrap_or_default(),
+                    arguments: Arguments::Json(input.unwrap_or(Value::Null)),
+                }),
+                ContentBlock::Thinking => {
+                    return Err(ProviderError::Unsupported {
+                        provider: PROVIDER,
+                        what: "extended-thinking blocks".to_owned(),
+                        fix: "thinking must be sent back signed with each tool result; use the model without extended thinking",
+                    });
+                }
+                ContentBlock::Other(kind) => {
+                    return Err(ProviderError::Unsupported {
+                        provider: PROVIDER,
+                        what: format!("a `{kind}` block"),
+                        fix: "only text and tool_use blocks are read; turn off the server tools or features that produce it",
+                    });
+                }
+            }
+        }
+        let content = Some(text.join("\n")).filter(|t| !t.is_empty());
+        match response.stop_reason.as_deref() {
+            Some("max_tokens") if calls.is_empty() => {
+                return Err(ProviderError::OutputLimit {
+                    provider: PROVIDER,
+                    limit: self.common.max_output_tokens,
+                });
+            }
+            Some("refusal") => {
+                return Err(ProviderError::Declined {
+                    provider: PROVIDER,
+                    reason: content.unwrap_or_else(|| "the model refused".to_owned()),
+                });
+            }
+            Some("pause_turn") => {
+                return Err(ProviderError::Unsupported {
+                    provider: PROVIDER,
+                    what: "a paused turn (`pause_turn`)".to_owned(),
+                    fix: "it comes from server tools, which this client does not use",
+                });
+            }
+            _ => {}
+        }
+        Ok(Response {
+            content,
+            calls,
+            usage: response.usage.map(Usage::from),
+        })
+    }
+
+    /// Sends the transcript and reads the answer, with this crate's error.
+    pub async fn complete(
+        &self,
+        transcript: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Response, ProviderError> {
+        let body = self.request_body(transcript, tools)?;
+        let headers = self.common.headers_with_key(
+            self.key.as_ref(),
+            &HeaderName::from_static("x-api-key"),
+            "",
+        )?;
+        let answer = self
+            .common
+            .exchange
+            .send(Post {
+                url: &self.url,
+                headers,
+                body,
+                model: &self.common.model,
+                key: self.key.as_ref(),
+            })
+            .await?;
+        self.read_response(&answer)
+    }
+}
+
+impl Model for Anthropic {
+    fn respond<'a>(
+        &'a self,
+        transcript: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Response, ModelError>> {
+        Box::pin(async move {
+            self.complete(transcript, tools)
+                .await
+                .map_err(ModelError::from)
+        })
+    }
+}
+
+/// An id as the protocol takes one (`^[a-zA-Z0-9_-]+$`); the run's own and
+/// Anthropic's always are.
+fn id_safe(id: &str) -> Cow<'_, str> {
+    let fits = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if !id.is_empty() && id.chars().all(fits) {
+        Cow::Borrowed(id)
+    } else {
+        let mut safe: String = id.chars().map(|c| if fits(c) { c } else { '_' }).collect();
+        if safe.is_empty() {
+            safe.push('_');
+        }
+        Cow::Owned(safe)
+    }
+}
+
+/// The transcript as alternating messages.
+fn messages<'a>(transcript: &'a [Message], tools: &'a [ToolSpec]) -> Vec<Turn<'a>> {
+    let mut turns: Vec<Turn<'a>> = Vec::new();
+    for message in transcript {
+        let (role, blocks) = match message {
+            Message::System { .. } => continue,
+            Message::User { content } => ("user", text_block(content)),
+            Message::Assistant { content, calls, .. } => {
+                let mut blocks = content.as_deref().map(text_block).unwrap_or_default();
+                blocks.extend(calls.iter().map(|call| Block::ToolUse {
+                    id: id_safe(&call.id),
+                    name: past_call_name(tools, &call.name),
+                    input: &call.arguments,
+                }));
+                ("assistant", blocks)
+            }
+            Message::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => (
+                "user",
+                vec![Block::ToolResult {
+                    tool_use_id: id_safe(call_id),
+                    content: (!content.is_empty()).then_some(content.as_str()),
+                    is_error: *is_error,
+                }],
+            ),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => turns.push(Turn {
+                role,
+                content: blocks,
+            }),
+        }
+    }
+    turns
+}
+
+fn text_block(text: &str) -> Vec<Block<'_>> {
+    if text.trim().is_empty() {
+        Vec::new()
+    } else {
+        vec![Block::Text { text }]
+    }
+}
+
+#[derive(Serialize)]
+struct MessagesRequest<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<String>,
+    messages: Vec<Turn<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ToolDefinition<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Turn<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: Cow<'a, str>,
+        name: Cow<'a, str>,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct ToolDefinition<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+}
+
+#[derive(Deserialize)]
+struct MessagesResponse {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    content: Vec<Value>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<MessagesUsage>,
+}
+
+/// A content block of an answer, read by its `type`.
+enum ContentBlock {
+    Text(String),
+    ToolUse {
+        id: Option<String>,
+        name: Option<String>,
+        input: Option<Value>,
+    },
+    Thinking,
+    Other(String),
+}
+
+impl ContentBlock {
+    fn read(mut block: Value) -> Result<Self, String> {
+        let kind = block
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or("a content block has no `type`")?
+            .to_owned();
+        let mut take = |field: &str| block.get_mut(field).map(Value::take);
+        Ok(match kind.as_str() {
+            "text" => match take("text") {
+                Some(Value::String(text)) => ContentBlock::Text(text),
+                _ => return Err("a `text` block has no text".to_owned()),
+            },
+            "tool_use" => ContentBlock::ToolUse {
+                id: take("id").and_then(|v| v.as_str().map(str::to_owned)),
+                name: take("name").and_then(|v| v.as_str().map(str::to_owned)),
+                input: take("input"),
+            },
+            "thinking" | "redacted_thinking" => ContentBlock::Thinking,
+            _ => ContentBlock::Other(kind),
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[allow(clippy::struct_field_names, reason = "the protocol's own field names")]
+struct MessagesUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl From<MessagesUsage> for Usage {
+    fn from(usage: MessagesUsage) -> Self {
+        let cached = usage.cache_read_input_tokens.unwrap_or(0);
+        Usage {
+            // Anthropic counts cache reads and writes apart from the rest.
+            input_tokens: usage
+                .input_tokens
+                .saturating_add(cached)
+                .saturating_add(usage.cache_creation_input_tokens.unwrap_or(0)),
+            cached_input_tokens: cached,
+            output_tokens: usage.output_tokens,
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! What can go wrong talking to a provider, each case saying what to fix.
+
+use std::time::Duration;
+
+/// Why a provider gave no usable answer. A host sees it as the source of
+/// the [`ModelError`](toolgate::run::ModelError) that ends a run (with the
+/// run handed back), and can downcast to it. No case holds the API key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProviderError {
+    /// 401: the key is wrong, expired or missing.
+    #[error(
+        "{provider} refused the API key (401 Unauthorized): the key is wrong, revoked or missing — check the key you gave{}",
+        said(.message)
+    )]
+    WrongKey {
+        /// The provider.
+        provider: &'static str,
+        /// What it said, the key removed.
+        message: String,
+    },
+    /// 403: the key is valid but may not do this.
+    #[error(
+        "{provider} refused the request (403 Forbidden): the key is valid but may not use this model or endpoint — check the key's project, permissions or region{}",
+        said(.message)
+    )]
+    Forbidden {
+        /// The provider.
+        provider: &'static str,
+        /// What it said.
+        message: String,
+    },
+    /// 404 naming the model: no such model, or not for this key.
+    #[error(
+        "{provider} has no model `{model}` (404 Not Found): check the model's name, or that the key may use it{}",
+        said(.message)
+    )]
+    WrongModel {
+        /// The provider.
+        provider: &'static str,
+        /// The model asked for.
+        model: String,
+        /// What it said.
+        message: String,
+    },
+    /// 404 for anything else: the URL is not the API's.
+    #[error(
+        "{provider} answered 404 Not Found at `{url}`: the base URL is wrong (an OpenAI-compatible server usually wants one ending in `/v1`){}",
+        said(.message)
+    )]
+    WrongUrl {
+        /// The provider.
+        provider: &'static str,
+        /// The URL requested.
+        url: String,
+        /// What it said.
+        message: String,
+    },
+    /// 400 and other refusals that retrying cannot fix.
+    #[error("{provider} refused the request ({status}){}", said(.message))]
+    Refused {
+        /// The provider.
+        provider: &'static str,
+        /// The HTTP status.
+        status: u16,
+        /// What it said.
+        message: String,
+    },
+    /// 429 or a 5xx, still so when the retries ran out.
+    #[error(
+        "{provider} answered {status} on each of {attempts} attempts over {}{}{}",
+        seconds(*.elapsed),
+        .retry_after.map(|d| format!("; it asks to wait {} before the next", seconds(d))).unwrap_or_default(),
+        said(.message)
+    )]
+    Unavailable {
+        /// The provider.
+        provider: &'static str,
+        /// The last status.
+        status: u16,
+        /// Attempts made.
+        attempts: u32,
+        /// Time spent, waits included.
+        elapsed: Duration,
+        /// What the last answer asked to wait, when it said.
+        retry_after: Option<Duration>,
+        /// What it said last.
+        message: String,
+    },
+    /// No answer within the request deadline, on every attempt.
+    #[error(
+        "{provider} did not answer within the {} deadline ({attempts} attempt{})",
+        seconds(*.deadline),
+        if *.attempts == 1 { "" } else { "s" }
+    )]
+    Deadline {
+        /// The provider.
+        provider: &'static str,
+        /// The deadline of one attempt.
+        deadline: Duration,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The connection failed or was cut, on every attempt.
+    #[error("{provider} could not be reached at `{url}` ({attempts} attempt{}): {reason}", if *.attempts == 1 { "" } else { "s" })]
+    Connection {
+        /// The provider.
+        provider: &'static str,
+        /// The URL.
+        url: String,
+        /// Attempts made.
+        attempts: u32,
+        /// What failed last.
+        reason: String,
+    },
+    /// The answer was longer than the client reads.
+    #[error(
+        "{provider}'s answer is larger than the {limit} bytes this client reads (`max_response_bytes`)"
+    )]
+    TooLarge {
+        /// The provider.
+        provider: &'static str,
+        /// The limit.
+        limit: usize,
+    },
+    /// The answer is not the protocol's.
+    #[error("{provider}'s answer is not a {protocol} response: {reason}")]
+    Malformed {
+        /// The provider.
+        provider: &'static str,
+        /// The protocol expected.
+        protocol: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The answer stopped at the output limit before anything usable.
+    #[error(
+        "{provider}'s answer was cut at the output limit of {limit} tokens before it ended; raise `max_output_tokens` or ask for less"
+    )]
+    OutputLimit {
+        /// The provider.
+        provider: &'static str,
+        /// The limit the request set.
+        limit: u32,
+    },
+    /// The provider declined to answer (a content filter, a refusal).
+    #[error("{provider} declined to answer: {reason}")]
+    Declined {
+        /// The provider.
+        provider: &'static str,
+        /// Why, as it said.
+        reason: String,
+    },
+    /// The answer holds something the transcript cannot carry.
+    #[error("{provider}'s answer holds {what}, which toolgate's transcript does not carry: {fix}")]
+    Unsupported {
+        /// The provider.
+        provider: &'static str,
+        /// What it holds.
+        what: String,
+        /// What to do.
+        fix: &'static str,
+    },
+    /// The client could not be built (a bad URL, say).
+    #[error("the {provider} client cannot be set up: {reason}")]
+    Setup {
+        /// The provider.
+        provider: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn said(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!("; it said: {message}")
+    }
+}
+
+fn seconds(duration: Duration) -> String {
+    format!("{:.1} s", duration.as_secs_f64())
+}
+
+impl From<ProviderError> for toolgate::run::ModelError {
+    fn from(error: ProviderError) -> Self {
+        toolgate::run::ModelError::with_source(error.to_string(), error)
+    }
+}

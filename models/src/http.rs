@@ -1,0 +1,402 @@
+//! The one HTTP exchange both protocols share: a POST under a deadline,
+//! retried with backoff and jitter on what retrying can fix, the answer
+//! read up to a bound, and a refusal turned into the error that names it.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+
+use crate::error::ProviderError;
+use crate::key::ApiKey;
+
+/// How a request is retried. A retry happens on 408, 409, 429, 500, 502,
+/// 503, 504 and 529, on a connection that failed or was cut, and on an
+/// attempt past its deadline; never on another refusal. The wait doubles
+/// from `base_delay` up to `max_delay`, with half of it drawn at random;
+/// a `Retry-After` (or `retry-after-ms`) the provider sends is waited
+/// instead, when it is under an hour. No retry starts later than
+/// `max_elapsed` after the first attempt did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included. Default: 4.
+    pub max_attempts: u32,
+    /// How long after the first attempt a retry may still start (the
+    /// attempt then runs to its own deadline). Default: 5 minutes.
+    pub max_elapsed: Duration,
+    /// The wait before the first retry. Default: 500 ms.
+    pub base_delay: Duration,
+    /// The longest wait the backoff grows to. Default: 30 s.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 4,
+            max_elapsed: Duration::from_mins(5),
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// One attempt, no retry.
+    pub fn none() -> Self {
+        Self {
+            max_attempts: 1,
+            ..Self::default()
+        }
+    }
+
+    /// The backoff before retry number `retry` (from 1), jittered: half
+    /// fixed, half drawn.
+    fn backoff(&self, retry: u32) -> Duration {
+        let doubled = self
+            .base_delay
+            .saturating_mul(2_u32.saturating_pow(retry.saturating_sub(1)));
+        let capped = doubled.min(self.max_delay);
+        let half = capped / 2;
+        let drawn = u64::try_from(half.as_millis()).unwrap_or(u64::MAX);
+        half + Duration::from_millis(fastrand::u64(0..=drawn))
+    }
+}
+
+/// Settings of the exchange, shared by both clients.
+#[derive(Debug, Clone)]
+pub(crate) struct Exchange {
+    pub(crate) provider: &'static str,
+    pub(crate) client: reqwest::Client,
+    pub(crate) deadline: Duration,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) max_response_bytes: usize,
+}
+
+/// One request: where, with what, and for which model (to tell a wrong
+/// model from a wrong URL).
+pub(crate) struct Post<'a> {
+    pub(crate) url: &'a url::Url,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Vec<u8>,
+    pub(crate) model: &'a str,
+    pub(crate) key: Option<&'a ApiKey>,
+}
+
+/// How one attempt ended, when it did not succeed.
+enum Failed {
+    Status {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    Deadline,
+    Connection(String),
+    Final(ProviderError),
+}
+
+const RETRYABLE: [u16; 8] = [408, 409, 429, 500, 502, 503, 504, 529];
+
+impl Exchange {
+    /// Builds the HTTP client: HTTPS through rustls, no redirects followed
+    /// (a POST answered with a redirect is an error that names the URL).
+    pub(crate) fn new(provider: &'static str) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(15))
+            .user_agent(concat!("toolgate-models/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ProviderError::Setup {
+                provider,
+                reason: e.to_string(),
+            })?;
+        Ok(Self {
+            provider,
+            client,
+            deadline: Duration::from_mins(2),
+            retry: RetryPolicy::default(),
+            max_response_bytes: 8 << 20,
+        })
+    }
+
+    /// Sends `post`, retrying as the policy says; the body of a 2xx answer.
+    pub(crate) async fn send(&self, post: Post<'_>) -> Result<Vec<u8>, ProviderError> {
+        let started = Instant::now();
+        let mut attempt = 0_u32;
+        loop {
+            attempt += 1;
+            let failed = match self.attempt(&post).await {
+                Ok(body) => return Ok(body),
+                Err(Failed::Final(error)) => return Err(error),
+                Err(failed) => failed,
+            };
+            let wait = match &failed {
+                Failed::Status {
+                    retry_after: Some(wait),
+                    ..
+                } => *wait,
+                _ => self.retry.backoff(attempt),
+            };
+            let reason = describe(&failed);
+            let out_of_time = started.elapsed() + wait > self.retry.max_elapsed;
+            if attempt >= self.retry.max_attempts || out_of_time {
+                return Err(self.give_up(failed, &post, attempt, started.elapsed()));
+            }
+            tracing::warn!(provider = self.provider, attempt, %reason, wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "model request failed; retrying");
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    async fn attempt(&self, post: &Post<'_>) -> Result<Vec<u8>, Failed> {
+        let request = self
+            .client
+            .post(post.url.clone())
+            .headers(post.headers.clone())
+            .body(post.body.clone());
+        let exchange = async {
+            let mut response = request.send().await.map_err(|e| connection(&e))?;
+            let status = response.status().as_u16();
+            let retry_after = retry_after(response.headers());
+            if let Some(length) = response.content_length()
+                && length > self.max_response_bytes as u64
+            {
+                return Err(Failed::Final(self.too_large()));
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| connection(&e))? {
+                if body.len() + chunk.len() > self.max_response_bytes {
+                    return Err(Failed::Final(self.too_large()));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok((status, retry_after, body))
+        };
+        let (status, retry_after, body) = tokio::time::timeout(self.deadline, exchange)
+            .await
+            .map_err(|_| Failed::Deadline)??;
+        if (200..300).contains(&status) {
+            return Ok(body);
+        }
+        let message = error_message(&body, post.key);
+        if RETRYABLE.contains(&status) {
+            return Err(Failed::Status {
+                status,
+                message,
+                retry_after,
+            });
+        }
+        Err(Failed::Final(self.refusal(status, message, post, &body)))
+    }
+
+    fn too_large(&self) -> ProviderError {
+        ProviderError::TooLarge {
+            provider: self.provider,
+            limit: self.max_response_bytes,
+        }
+    }
+
+    /// The error a non-retryable status stands for.
+    fn refusal(&self, status: u16, message: String, post: &Post<'_>, body: &[u8]) -> ProviderError {
+        let provider = self.provider;
+        match status {
+            401 => ProviderError::WrongKey { provider, message },
+            403 => ProviderError::Forbidden { provider, message },
+            404 if names_model(body, post.model) => ProviderError::WrongModel {
+                provider,
+                model: post.model.to_owned(),
+                message,
+            },
+            404 => ProviderError::WrongUrl {
+                provider,
+                url: post.url.to_string(),
+                message,
+            },
+            300..=399 => ProviderError::WrongUrl {
+                provider,
+                url: post.url.to_string(),
+                message: format!("it redirected ({status}); give the URL it redirects to"),
+            },
+            _ => ProviderError::Refused {
+                provider,
+                status,
+                message,
+            },
+        }
+    }
+
+    fn give_up(
+        &self,
+        failed: Failed,
+        post: &Post<'_>,
+        attempts: u32,
+        elapsed: Duration,
+    ) -> ProviderError {
+        let provider = self.provider;
+        match failed {
+            Failed::Status {
+                status,
+                message,
+                retry_after,
+            } => ProviderError::Unavailable {
+                provider,
+                status,
+                attempts,
+                elapsed,
+                retry_after,
+                message,
+            },
+            Failed::Deadline => ProviderError::Deadline {
+                provider,
+                deadline: self.deadline,
+                attempts,
+            },
+            Failed::Connection(reason) => ProviderError::Connection {
+                provider,
+                url: post.url.to_string(),
+                attempts,
+                reason,
+            },
+            Failed::Final(error) => error,
+        }
+    }
+}
+
+fn describe(failed: &Failed) -> String {
+    match failed {
+        Failed::Status { status, .. } => format!("status {status}"),
+        Failed::Deadline => "past the deadline".to_owned(),
+        Failed::Connection(reason) => reason.clone(),
+        Failed::Final(error) => error.to_string(),
+    }
+}
+
+/// A transport failure in words, its causes included (reqwest's own
+/// message is only the outermost).
+fn connection(error: &reqwest::Error) -> Failed {
+    let mut reason = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        reason.push_str(": ");
+        reason.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    Failed::Connection(reason)
+}
+
+/// What the provider asks to wait: `retry-after-ms`, or `Retry-After` as
+/// seconds or an HTTP date. Waits past an hour are not taken as meant.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let wait = if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        Duration::try_from_secs_f64(ms / 1000.0).ok()
+    } else {
+        let value = text(RETRY_AFTER.as_str())?.trim();
+        match value.parse::<f64>() {
+            Ok(seconds) => Duration::try_from_secs_f64(seconds).ok(),
+            Err(_) => httpdate::parse_http_date(value)
+                .ok()
+                .map(|at| at.duration_since(SystemTime::now()).unwrap_or_default()),
+        }
+    }?;
+    (wait <= Duration::from_hours(1)).then_some(wait)
+}
+
+/// The message of a provider's error body (`{"error": {"message": …}}` in
+/// both protocols), or the start of the body; the key removed, hidden
+/// characters shown, at most 500 characters.
+pub(crate) fn error_message(body: &[u8], key: Option<&ApiKey>) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .or_else(|| v.get("error"))
+        })
+        .and_then(serde_json::Value::as_str)
+        .map_or_else(|| String::from_utf8_lossy(body).into_owned(), str::to_owned);
+    let message = match key {
+        Some(key) => key.redact(&message),
+        None => message,
+    };
+    let mut shown: String = toolgate::visible::visible(message.trim())
+        .chars()
+        .take(500)
+        .collect();
+    if shown.len() < message.trim().len() && shown.chars().count() == 500 {
+        shown.push('…');
+    }
+    shown
+}
+
+/// Whether a 404's body is about the model (OpenAI's `model_not_found`,
+/// Anthropic's `model: …`) rather than the URL.
+fn names_model(body: &[u8], model: &str) -> bool {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return false;
+    };
+    let code = value.pointer("/error/code").and_then(|c| c.as_str());
+    let message = value
+        .pointer("/error/message")
+        .and_then(|m| m.as_str())
+        .unwrap_or_default();
+    code == Some("model_not_found")
+        || (!model.is_empty() && message.contains(model))
+        || message.starts_with("model:")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn the_backoff_doubles_is_capped_and_keeps_half_fixed() {
+        let policy = RetryPolicy {
+            base_delay: Duration::from_millis(400),
+            max_delay: Duration::from_secs(1),
+            ..RetryPolicy::default()
+        };
+        for _ in 0..200 {
+            let first = policy.backoff(1);
+            assert!(first >= Duration::from_millis(200) && first <= Duration::from_millis(400));
+            let second = policy.backoff(2);
+            assert!(second >= Duration::from_millis(400) && second <= Duration::from_millis(800));
+            let tenth = policy.backoff(10);
+            assert!(tenth >= Duration::from_millis(500) && tenth <= Duration::from_secs(1));
+        }
+    }
+
+    #[test]
+    fn retry_after_is_read_in_its_three_forms() {
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert("retry-after-ms", "150".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+        let mut headers = HeaderMap::new();
+        let soon = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(30));
+        headers.insert(RETRY_AFTER, soon.parse().unwrap());
+        let wait = retry_after(&headers).unwrap();
+        assert!(
+            wait > Duration::from_secs(25) && wait <= Duration::from_secs(30),
+            "{wait:?}"
+        );
+        headers.insert(RETRY_AFTER, "86400".parse().unwrap());
+        assert_eq!(retry_after(&headers), None, "a day is not a wait");
+        headers.insert(RETRY_AFTER, "soon".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn error_messages_are_read_bounded_and_lose_the_key() {
+        let key = ApiKey::new("sk-secret").unwrap();
+        let body = br#"{"error":{"message":"Incorrect API key provided: sk-secret.","type":"invalid_request_error"}}"#;
+        assert_eq!(
+            error_message(body, Some(&key)),
+            "Incorrect API key provided: [redacted key]."
+        );
+        let long = "x".repeat(2000);
+        assert_eq!(error_message(long.as_bytes(), None).chars().count(), 501);
+        assert_eq!(error_message(b"\x1b[31mbad", None), "\\u{1b}[31mbad");
+    }
+}

@@ -1,0 +1,157 @@
+//! An API key: read from the environment or a file, sent in one header,
+//! never printed.
+
+use std::fmt;
+use std::path::Path;
+
+/// The longest key a file or variable may hold, in bytes. Provider keys are
+/// a few hundred bytes at most.
+const MAX_KEY_BYTES: usize = 4096;
+
+/// An API key. Its `Debug` shows only that it is there; it has no
+/// `Display`, and no error of this crate holds it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+/// Why a key could not be read. Never holds the key.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The variable is not set.
+    #[error("the environment variable `{0}` that should hold the API key is not set")]
+    NotSet(String),
+    /// The variable is set, but not to UTF-8 text.
+    #[error("the environment variable `{0}` holds bytes that are not UTF-8 text")]
+    NotText(String),
+    /// The file could not be read.
+    #[error("the API key file `{path}` cannot be read: {reason}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// What the system said.
+        reason: String,
+    },
+    /// The key is empty once its surrounding whitespace is removed.
+    #[error("the API key from {0} is empty")]
+    Empty(String),
+    /// The key holds characters no HTTP header can carry, or is too long.
+    #[error(
+        "the API key from {0} is not a key: it holds a character other than printable ASCII, or is longer than 4096 bytes"
+    )]
+    Malformed(String),
+}
+
+impl ApiKey {
+    /// A key given as text (from a secret store, say). Surrounding
+    /// whitespace is removed.
+    pub fn new(key: impl Into<String>) -> Result<Self, KeyError> {
+        Self::checked(&key.into(), "the text given")
+    }
+
+    /// The key in environment variable `name` (`OPENAI_API_KEY`, say).
+    pub fn from_env(name: &str) -> Result<Self, KeyError> {
+        match std::env::var(name) {
+            Ok(key) => Self::checked(&key, &format!("`{name}`")),
+            Err(std::env::VarError::NotPresent) => Err(KeyError::NotSet(name.to_owned())),
+            Err(std::env::VarError::NotUnicode(_)) => Err(KeyError::NotText(name.to_owned())),
+        }
+    }
+
+    /// The key in the file at `path`: its whole content, surrounding
+    /// whitespace (a final line break) removed.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, KeyError> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let unreadable = |reason: String| KeyError::Unreadable {
+            path: shown.clone(),
+            reason,
+        };
+        let metadata = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
+        if metadata.len() > MAX_KEY_BYTES as u64 {
+            return Err(KeyError::Malformed(format!("`{shown}`")));
+        }
+        let bytes = std::fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| unreadable("its content is not UTF-8 text".to_owned()))?;
+        Self::checked(&text, &format!("`{shown}`"))
+    }
+
+    fn checked(key: &str, from: &str) -> Result<Self, KeyError> {
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(KeyError::Empty(from.to_owned()));
+        }
+        if key.len() > MAX_KEY_BYTES || !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(KeyError::Malformed(from.to_owned()));
+        }
+        Ok(Self(key.to_owned()))
+    }
+
+    /// The key, for the one header that carries it.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// `text` with every occurrence of the key replaced, for a message a
+    /// server wrote that might quote it.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        text.replace(&self.0, "[redacted key]")
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn a_key_is_never_shown() {
+        let key = ApiKey::new("  sk-test-1234567890\n").unwrap();
+        assert_eq!(key.expose(), "sk-test-1234567890");
+        assert_eq!(format!("{key:?}"), "ApiKey([redacted])");
+        assert_eq!(
+            key.redact("Incorrect API key provided: sk-test-1234567890."),
+            "Incorrect API key provided: [redacted key]."
+        );
+    }
+
+    #[test]
+    fn bad_keys_are_refused_without_quoting_them() {
+        assert_eq!(
+            ApiKey::new(" \n"),
+            Err(KeyError::Empty("the text given".into()))
+        );
+        let error = ApiKey::new("sk-with a space").unwrap_err();
+        assert!(!error.to_string().contains("sk-with"), "{error}");
+        assert_eq!(
+            ApiKey::from_env("TOOLGATE_MODELS_TEST_UNSET_VARIABLE"),
+            Err(KeyError::NotSet(
+                "TOOLGATE_MODELS_TEST_UNSET_VARIABLE".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_key_file_loses_its_line_break() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "sk-from-file\n").unwrap();
+        assert_eq!(ApiKey::from_file(&path).unwrap().expose(), "sk-from-file");
+        std::fs::write(&path, "x".repeat(5000)).unwrap();
+        assert!(matches!(
+            ApiKey::from_file(&path),
+            Err(KeyError::Malformed(_))
+        ));
+        let missing = ApiKey::from_file(dir.path().join("nothing")).unwrap_err();
+        assert!(
+            missing.to_string().starts_with("the API key file `"),
+            "{missing}"
+        );
+    }
+}

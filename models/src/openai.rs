@@ -1,0 +1,553 @@
+//! OpenAI-compatible Chat Completions (`POST {base}/chat/completions`,
+//! `tools` out, `tool_calls` back): OpenAI, Azure OpenAI, OpenRouter, Groq,
+//! and the servers people run themselves — Ollama, vLLM, llama.cpp's
+//! server, LM Studio.
+//!
+//! # The transcript, message by message
+//!
+//! | transcript | sent as |
+//! |---|---|
+//! | `System` | `{"role": "system", "content": …}` |
+//! | `User` | `{"role": "user", "content": …}` |
+//! | `Assistant` | `{"role": "assistant", "content": … or null, "tool_calls": [{"id", "type": "function", "function": {"name": wire name, "arguments": JSON text}}]}` |
+//! | `Tool`, a result | `{"role": "tool", "tool_call_id": …, "content": the text}` |
+//! | `Tool`, an error or a denial | the same, its content `Error: ` followed by the text |
+//!
+//! The protocol has no error flag on a tool message, so an error result —
+//! a failed tool, a refused call, a person's denial — is told apart by the
+//! `Error: ` its content starts with, and only an error result starts so
+//! (a successful result that itself begins with `Error: ` is sent as
+//! `Result: Error: …`).
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use reqwest::header::{AUTHORIZATION, HeaderName};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolgate::erased::BoxFuture;
+use toolgate::run::{
+    Arguments, Message, Model, ModelError, ProposedCall, Response, ToolSpec, Usage,
+};
+
+use crate::ApiKey;
+use crate::error::ProviderError;
+use crate::http::{Post, RetryPolicy};
+use crate::shared::{Common, endpoint, past_call_name};
+
+const PROVIDER: &str = "the OpenAI-compatible server";
+const PROTOCOL: &str = "Chat Completions";
+/// What an error result's content starts with (see the module's table).
+pub const ERROR_PREFIX: &str = "Error: ";
+/// What a successful result that would look like an error starts with.
+pub const RESULT_PREFIX: &str = "Result: ";
+
+/// Which field carries the output limit. OpenAI's newer models take only
+/// `max_completion_tokens`; most other servers take `max_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenLimit {
+    /// `max_completion_tokens`: OpenAI and Azure OpenAI.
+    MaxCompletionTokens,
+    /// `max_tokens`: Groq, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio.
+    MaxTokens,
+}
+
+/// What to do with a call that comes back without an id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallIds {
+    /// Give it one of the client's own (`call_{turn}_{index}`), as servers
+    /// that never send ids need. The default.
+    AssignMissing,
+    /// Hand it on without: the run refuses the turn and tells the model.
+    Required,
+}
+
+/// How the key is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer KEY`: OpenAI and every compatible server.
+    Bearer,
+    /// `api-key: KEY`: Azure OpenAI's own keys.
+    AzureApiKey,
+}
+
+/// A model behind an OpenAI-compatible Chat Completions endpoint.
+///
+/// ```no_run
+/// use toolgate_models::{ApiKey, OpenAi};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // OpenAI itself.
+/// let openai = OpenAi::new("https://api.openai.com/v1", "gpt-4.1-mini")?
+///     .key(ApiKey::from_env("OPENAI_API_KEY")?);
+/// // A local Ollama: no key.
+/// let ollama = OpenAi::new("http://localhost:11434/v1", "qwen3:8b")?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAi {
+    common: Common,
+    url: url::Url,
+    key: Option<ApiKey>,
+    key_header: KeyHeader,
+    token_limit: TokenLimit,
+    call_ids: CallIds,
+}
+
+impl OpenAi {
+    /// A client for `model` at `base_url` (the part before
+    /// `/chat/completions`, usually ending in `/v1`). The output limit goes
+    /// in `max_completion_tokens` for OpenAI and Azure hosts, in
+    /// `max_tokens` elsewhere ([`OpenAi::token_limit`] changes it).
+    pub fn new(base_url: &str, model: impl Into<String>) -> Result<Self, ProviderError> {
+        let url = endpoint(PROVIDER, base_url, "chat/completions")?;
+        Self::at(url, model.into())
+    }
+
+    /// A client that posts to exactly `url` — an Azure deployment's
+    /// `…/chat/completions?api-version=…`, say.
+    pub fn at_url(url: &str, model: impl Into<String>) -> Result<Self, ProviderError> {
+        let parsed = url::Url::parse(url).map_err(|e| ProviderError::Setup {
+            provider: PROVIDER,
+            reason: format!("`{url}` is not a URL: {e}"),
+        })?;
+        Self::at(parsed, model.into())
+    }
+
+    fn at(url: url::Url, model: String) -> Result<Self, ProviderError> {
+        let host = url.host_str().unwrap_or_default();
+        let token_limit = if host == "api.openai.com" || host.ends_with(".openai.azure.com") {
+            TokenLimit::MaxCompletionTokens
+        } else {
+            TokenLimit::MaxTokens
+        };
+        Ok(Self {
+            common: Common::new(PROVIDER, model)?,
+            url,
+            key: None,
+            key_header: KeyHeader::Bearer,
+            token_limit,
+            call_ids: CallIds::AssignMissing,
+        })
+    }
+
+    /// The key to send. Without one, no key is sent (a local server).
+    #[must_use]
+    pub fn key(mut self, key: ApiKey) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// How the key is sent. Default: [`KeyHeader::Bearer`].
+    #[must_use]
+    pub fn key_header(mut self, header: KeyHeader) -> Self {
+        self.key_header = header;
+        self
+    }
+
+    /// The most tokens an answer may have. Default: 4096.
+    #[must_use]
+    pub fn max_output_tokens(mut self, limit: u32) -> Self {
+        self.common.max_output_tokens = limit;
+        self
+    }
+
+    /// Which field carries the output limit.
+    #[must_use]
+    pub fn token_limit(mut self, field: TokenLimit) -> Self {
+        self.token_limit = field;
+        self
+    }
+
+    /// The sampling temperature; the server's default when not set.
+    #[must_use]
+    pub fn temperature(mut self, temperature: f64) -> Self {
+        self.common.temperature = Some(temperature);
+        self
+    }
+
+    /// What to do with a call without an id. Default:
+    /// [`CallIds::AssignMissing`].
+    #[must_use]
+    pub fn call_ids(mut self, ids: CallIds) -> Self {
+        self.call_ids = ids;
+        self
+    }
+
+    /// How long one attempt may take, answer read included. Default: 120 s.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.common.set_deadline(deadline);
+        self
+    }
+
+    /// How failed requests are retried. Default: [`RetryPolicy::default`].
+    #[must_use]
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.common.set_retry(retry);
+        self
+    }
+
+    /// The largest answer read, in bytes. Default: 8 MiB.
+    #[must_use]
+    pub fn max_response_bytes(mut self, limit: usize) -> Self {
+        self.common.set_max_response_bytes(limit);
+        self
+    }
+
+    /// A header every request carries (OpenRouter's `HTTP-Referer` and
+    /// `X-Title`, say).
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, ProviderError> {
+        self.common.add_header(name, value)?;
+        Ok(self)
+    }
+
+    /// The URL requests go to.
+    pub fn url(&self) -> &str {
+        self.url.as_str()
+    }
+
+    /// The request body for `transcript` and `tools`: the first half of a
+    /// turn, for a host that sends it itself.
+    pub fn request_body(
+        &self,
+        transcript: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Vec<u8>, ProviderError> {
+        let limit = Some(self.common.max_output_tokens);
+        let (max_tokens, max_completion_tokens) = match self.token_limit {
+            TokenLimit::MaxTokens => (limit, None),
+            TokenLimit::MaxCompletionTokens => (None, limit),
+        };
+        let request = ChatRequest {
+            model: &self.common.model,
+            messages: transcript.iter().map(|m| message(m, tools)).collect(),
+            tools: tools.iter().map(ChatTool::from).collect(),
+            max_tokens,
+            max_completion_tokens,
+            temperature: self.common.temperature,
+        };
+        serde_json::to_vec(&request).map_err(|e| ProviderError::Setup {
+            provider: PROVIDER,
+            reason: format!("the request cannot be written: {e}"),
+        })
+    }
+
+    /// The answer in `body` as the run takes it: the second half of a turn.
+    /// `transcript_len` is the length of the transcript the request held
+    /// (it makes assigned call ids unique).
+    pub fn read_response(
+        &self,
+        body: &[u8],
+        transcript_len: usize,
+    ) -> Result<Response, ProviderError> {
+        let malformed = |reason: String| ProviderError::Malformed {
+            provider: PROVIDER,
+            protocol: PROTOCOL,
+            reason,
+        };
+        let response: ChatResponse =
+            serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
+        let choice = response
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| malformed("`choices` is empty".to_owned()))?;
+        let message = choice
+            .message
+            .ok_or_else(|| malformed("the choice has no `message`".to_owned()))?;
+        let content = text_of(message.content).or(message.refusal.filter(|r| !r.is_empty()));
+        let calls: Vec<ProposedCall> = message
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(index, call)| self.proposed(call, transcript_len, index))
+            .collect();
+        match choice.finish_reason.as_deref() {
+            Some("length") if calls.is_empty() => {
+                return Err(ProviderError::OutputLimit {
+                    provider: PROVIDER,
+                    limit: self.common.max_output_tokens,
+                });
+            }
+            Some("content_filter") if calls.is_empty() && content.is_none() => {
+                return Err(ProviderError::Declined {
+                    provider: PROVIDER,
+                    reason: "its content filter stopped the answer".to_owned(),
+                });
+            }
+            _ => {}
+        }
+        Ok(Response {
+            content,
+            calls,
+            usage: response.usage.map(Usage::from),
+        })
+    }
+
+    fn proposed(&self, call: RawToolCall, transcript_len: usize, index: usize) -> ProposedCall {
+        let id = match (call.id.filter(|id| !id.is_empty()), self.call_ids) {
+            (Some(id), _) => Some(id),
+            (None, CallIds::AssignMissing) => Some(format!("call_{transcript_len}_{index}")),
+            (None, CallIds::Required) => None,
+        };
+        let function = call.function.unwrap_or_default();
+        let arguments = match function.arguments {
+            None | Some(Value::Null) => Arguments::parse(""),
+            Some(Value::String(text)) => Arguments::parse(&text),
+            // Some servers send the arguments as an object, not as text.
+            Some(value) => Arguments::Json(value),
+        };
+        ProposedCall {
+            id,
+            name: function.name.unwrap_or_default(),
+            arguments,
+        }
+    }
+
+    /// Sends the transcript and reads the answer, with this crate's error.
+    pub async fn complete(
+        &self,
+        transcript: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Response, ProviderError> {
+        let body = self.request_body(transcript, tools)?;
+        let (name, prefix) = match self.key_header {
+            KeyHeader::Bearer => (AUTHORIZATION, "Bearer "),
+            KeyHeader::AzureApiKey => (HeaderName::from_static("api-key"), ""),
+        };
+        let headers = self
+            .common
+            .headers_with_key(self.key.as_ref(), &name, prefix)?;
+        let answer = self
+            .common
+            .exchange
+            .send(Post {
+                url: &self.url,
+                headers,
+                body,
+                model: &self.common.model,
+                key: self.key.as_ref(),
+            })
+            .await?;
+        self.read_response(&answer, transcript.len())
+    }
+}
+
+impl Model for OpenAi {
+    fn respond<'a>(
+        &'a self,
+        transcript: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Response, ModelError>> {
+        Box::pin(async move {
+            self.complete(transcript, tools)
+                .await
+                .map_err(ModelError::from)
+        })
+    }
+}
+
+/// A tool result's text as sent (see the module's table).
+pub fn tool_result_text(content: &str, is_error: bool) -> Cow<'_, str> {
+    if is_error {
+        Cow::Owned(format!("{ERROR_PREFIX}{content}"))
+    } else if content.starts_with(ERROR_PREFIX) {
+        Cow::Owned(format!("{RESULT_PREFIX}{content}"))
+    } else {
+        Cow::Borrowed(content)
+    }
+}
+
+fn message<'a>(message: &'a Message, tools: &'a [ToolSpec]) -> ChatMessage<'a> {
+    match message {
+        Message::System { content } => ChatMessage::System { content },
+        Message::User { content } => ChatMessage::User { content },
+        Message::Assistant { content, calls, .. } => ChatMessage::Assistant {
+            content: match (content.as_deref(), calls.is_empty()) {
+                (None, true) => Some(""),
+                (content, _) => content,
+            },
+            tool_calls: calls
+                .iter()
+                .map(|call| ChatToolCall {
+                    id: &call.id,
+                    kind: "function",
+                    function: FunctionCall {
+                        name: past_call_name(tools, &call.name),
+                        arguments: call.arguments.to_string(),
+                    },
+                })
+                .collect(),
+        },
+        Message::Tool {
+            call_id,
+            content,
+            is_error,
+            ..
+        } => ChatMessage::Tool {
+            tool_call_id: call_id,
+            content: tool_result_text(content, *is_error),
+        },
+    }
+}
+
+fn text_of(content: Option<Value>) -> Option<String> {
+    let text = match content? {
+        Value::String(text) => text,
+        // Content parts, as some servers answer.
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => return None,
+    };
+    (!text.is_empty()).then_some(text)
+}
+
+#[derive(Serialize)]
+struct ChatRequest<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ChatTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum ChatMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ChatToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+#[derive(Serialize)]
+struct ChatToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionCall<'a> {
+    name: Cow<'a, str>,
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct ChatTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionDefinition<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionDefinition<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> From<&'a ToolSpec> for ChatTool<'a> {
+    fn from(spec: &'a ToolSpec) -> Self {
+        Self {
+            kind: "function",
+            function: FunctionDefinition {
+                name: &spec.name,
+                description: &spec.description,
+                parameters: &spec.parameters,
+            },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ChatResponse {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<ChatUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    message: Option<ChoiceMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceMessage {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<RawToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct RawToolCall {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<RawFunction>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawFunction {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChatUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl From<ChatUsage> for Usage {
+    fn from(usage: ChatUsage) -> Self {
+        Usage {
+            input_tokens: usage.prompt_tokens,
+            cached_input_tokens: usage
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            output_tokens: usage.completion_tokens,
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! What both protocols' clients share: their settings, the names and ids
+//! written back to a provider, and the headers.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+
+use crate::error::ProviderError;
+use crate::http::{Exchange, RetryPolicy};
+
+/// The settings every client has, with their builder methods.
+#[derive(Debug, Clone)]
+pub(crate) struct Common {
+    pub(crate) exchange: Exchange,
+    pub(crate) model: String,
+    pub(crate) max_output_tokens: u32,
+    pub(crate) temperature: Option<f64>,
+    pub(crate) headers: HeaderMap,
+}
+
+impl Common {
+    pub(crate) fn new(provider: &'static str, model: String) -> Result<Self, ProviderError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        Ok(Self {
+            exchange: Exchange::new(provider)?,
+            model,
+            max_output_tokens: 4096,
+            temperature: None,
+            headers,
+        })
+    }
+
+    pub(crate) fn set_deadline(&mut self, deadline: Duration) {
+        self.exchange.deadline = deadline;
+    }
+
+    pub(crate) fn set_retry(&mut self, retry: RetryPolicy) {
+        self.exchange.retry = retry;
+    }
+
+    pub(crate) fn set_max_response_bytes(&mut self, limit: usize) {
+        self.exchange.max_response_bytes = limit;
+    }
+
+    /// Adds a header every request carries; refused when it is not a
+    /// header, or is one the client sets itself.
+    pub(crate) fn add_header(&mut self, name: &str, value: &str) -> Result<(), ProviderError> {
+        let provider = self.exchange.provider;
+        let setup = |reason: String| ProviderError::Setup { provider, reason };
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| setup(format!("`{name}` is not an HTTP header name")))?;
+        let reserved = [
+            "authorization",
+            "api-key",
+            "x-api-key",
+            "content-type",
+            "content-length",
+            "host",
+        ];
+        if reserved.contains(&name.as_str()) {
+            return Err(setup(format!(
+                "`{name}` is set by the client itself; give the key with `.key(…)`"
+            )));
+        }
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| setup(format!("the value of `{name}` cannot be sent in a header")))?;
+        self.headers.insert(name, value);
+        Ok(())
+    }
+
+    /// The headers of one request, the key's under `name`, as `prefix` +
+    /// key, marked sensitive so no log of the HTTP stack shows it.
+    pub(crate) fn headers_with_key(
+        &self,
+        key: Option<&crate::ApiKey>,
+        name: &HeaderName,
+        prefix: &str,
+    ) -> Result<HeaderMap, ProviderError> {
+        let mut headers = self.headers.clone();
+        if let Some(key) = key {
+            let mut value =
+                HeaderValue::from_str(&format!("{prefix}{}", key.expose())).map_err(|_| {
+                    ProviderError::Setup {
+                        provider: self.exchange.provider,
+                        reason: "the API key cannot be sent in a header".to_owned(),
+                    }
+                })?;
+            value.set_sensitive(true);
+            headers.insert(name.clone(), value);
+        }
+        Ok(headers)
+    }
+}
+
+/// A base URL with the API's path joined: `https://api.openai.com/v1` and
+/// `chat/completions` give `https://api.openai.com/v1/chat/completions`.
+pub(crate) fn endpoint(
+    provider: &'static str,
+    base: &str,
+    path: &str,
+) -> Result<url::Url, ProviderError> {
+    let setup = |reason: String| ProviderError::Setup { provider, reason };
+    let mut base =
+        url::Url::parse(base).map_err(|e| setup(format!("`{base}` is not a URL: {e}")))?;
+    if !matches!(base.scheme(), "http" | "https") {
+        return Err(setup(format!("`{base}` is not an http or https URL")));
+    }
+    if base.query().is_some() {
+        return Err(setup(format!(
+            "`{base}` holds a query; give the full endpoint URL instead"
+        )));
+    }
+    if !base.path().ends_with('/') {
+        let path = format!("{}/", base.path());
+        base.set_path(&path);
+    }
+    base.join(path)
+        .map_err(|e| setup(format!("`{base}` cannot take the path `{path}`: {e}")))
+}
+
+/// A tool name as both providers take one (`^[a-zA-Z0-9_-]{1,64}$`): a
+/// name the model was offered is already one; a name it made up (answered
+/// as an unknown tool) is written back with other characters as `_`.
+pub(crate) fn wire_safe(name: &str) -> Cow<'_, str> {
+    let fits = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if !name.is_empty() && name.len() <= 64 && name.chars().all(fits) {
+        return Cow::Borrowed(name);
+    }
+    let mut safe: String = name
+        .chars()
+        .map(|c| if fits(c) { c } else { '_' })
+        .take(64)
+        .collect();
+    if safe.is_empty() {
+        safe.push_str("unnamed");
+    }
+    Cow::Owned(safe)
+}
+
+/// The name a past call is written back under: its wire name when the
+/// tool is offered, made safe either way.
+pub(crate) fn past_call_name<'a>(
+    tools: &'a [toolgate::run::ToolSpec],
+    local: &'a str,
+) -> Cow<'a, str> {
+    wire_safe(toolgate::run::ToolSpec::wire_name(tools, local))
+}
