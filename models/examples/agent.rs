@@ -173,6 +173,9 @@ fn model(args: &Args) -> Result<OpenAi, Box<dyn std::error::Error>> {
 fn waits(run_id: &str, what: &str) {
     println!("run {run_id} waits for {what}. Decide it from another terminal:");
     println!("  toolgate runs show {run_id}");
+    println!(
+        "  toolgate runs approve {run_id} --digest DIGEST   (or deny; the digest is the one `show` prints)"
+    );
     println!("This process resumes it once decided.");
 }
 
@@ -203,6 +206,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
     let dir = data_dir(args.data_dir.clone());

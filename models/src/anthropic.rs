@@ -210,7 +210,12 @@ impl Anthropic {
                 }
             }
         }
-        let content = Some(text.join("\n")).filter(|t| !t.is_empty());
+        let content = if text.len() == 1 {
+            text.pop()
+        } else {
+            Some(text.join("\n"))
+        }
+        .filter(|t| !t.is_empty());
         match response.stop_reason.as_deref() {
             Some("max_tokens") if calls.is_empty() => {
                 return Err(ProviderError::OutputLimit {
@@ -418,6 +423,13 @@ enum ContentBlock {
     Other(String),
 }
 
+fn into_string(value: Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text),
+        _ => None,
+    }
+}
+
 impl ContentBlock {
     fn read(mut block: Value) -> Result<Self, String> {
         let kind = block
@@ -432,8 +444,8 @@ impl ContentBlock {
                 _ => return Err("a `text` block has no text".to_owned()),
             },
             "tool_use" => ContentBlock::ToolUse {
-                id: take("id").and_then(|v| v.as_str().map(str::to_owned)),
-                name: take("name").and_then(|v| v.as_str().map(str::to_owned)),
+                id: take("id").and_then(into_string),
+                name: take("name").and_then(into_string),
                 input: take("input"),
             },
             "thinking" | "redacted_thinking" => ContentBlock::Thinking,

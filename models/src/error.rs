@@ -102,7 +102,7 @@ pub enum ProviderError {
         attempts: u32,
     },
     /// The connection failed or was cut, on every attempt.
-    #[error("{provider} could not be reached at `{url}` ({attempts} attempt{}): {reason}", if *.attempts == 1 { "" } else { "s" })]
+    #[error("the connection to {provider} at `{url}` failed or was cut ({attempts} attempt{}): {reason}", if *.attempts == 1 { "" } else { "s" })]
     Connection {
         /// The provider.
         provider: &'static str,

@@ -39,6 +39,12 @@
 //! # let _ = outcome; Ok(()) }
 //! ```
 
+// With neither protocol, only the key and the errors are left.
+#![cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(dead_code, unused_imports)
+)]
+
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
 mod error;

@@ -218,18 +218,32 @@ impl OpenAi {
             TokenLimit::MaxTokens => (limit, None),
             TokenLimit::MaxCompletionTokens => (None, limit),
         };
+        // Every past call's arguments written once into one buffer, each
+        // call's text a slice of it: the protocol carries them as text.
+        let mut written = Vec::new();
+        let mut spans = Vec::new();
+        for call in transcript.iter().flat_map(|m| match m {
+            Message::Assistant { calls, .. } => calls.as_slice(),
+            _ => &[],
+        }) {
+            let start = written.len();
+            serde_json::to_writer(&mut written, &call.arguments).map_err(unwritable)?;
+            spans.push(start..written.len());
+        }
+        let written = String::from_utf8(written).map_err(unwritable)?;
+        let mut spans = spans.into_iter();
         let request = ChatRequest {
             model: &self.common.model,
-            messages: transcript.iter().map(|m| message(m, tools)).collect(),
+            messages: transcript
+                .iter()
+                .map(|m| message(m, tools, &written, &mut spans))
+                .collect(),
             tools: tools.iter().map(ChatTool::from).collect(),
             max_tokens,
             max_completion_tokens,
             temperature: self.common.temperature,
         };
-        serde_json::to_vec(&request).map_err(|e| ProviderError::Setup {
-            provider: PROVIDER,
-            reason: format!("the request cannot be written: {e}"),
-        })
+        serde_json::to_vec(&request).map_err(unwritable)
     }
 
     /// The answer in `body` as the run takes it: the second half of a turn.
@@ -359,7 +373,21 @@ pub fn tool_result_text(content: &str, is_error: bool) -> Cow<'_, str> {
     }
 }
 
-fn message<'a>(message: &'a Message, tools: &'a [ToolSpec]) -> ChatMessage<'a> {
+fn unwritable(error: impl std::fmt::Display) -> ProviderError {
+    ProviderError::Setup {
+        provider: PROVIDER,
+        reason: format!("the request cannot be written: {error}"),
+    }
+}
+
+/// One message as the protocol writes it; `spans` gives, call by call in
+/// transcript order, where each call's arguments are in `written`.
+fn message<'a>(
+    message: &'a Message,
+    tools: &'a [ToolSpec],
+    written: &'a str,
+    spans: &mut impl Iterator<Item = std::ops::Range<usize>>,
+) -> ChatMessage<'a> {
     match message {
         Message::System { content } => ChatMessage::System { content },
         Message::User { content } => ChatMessage::User { content },
@@ -375,7 +403,10 @@ fn message<'a>(message: &'a Message, tools: &'a [ToolSpec]) -> ChatMessage<'a> {
                     kind: "function",
                     function: FunctionCall {
                         name: past_call_name(tools, &call.name),
-                        arguments: call.arguments.to_string(),
+                        arguments: spans
+                            .next()
+                            .and_then(|span| written.get(span))
+                            .unwrap_or("{}"),
                     },
                 })
                 .collect(),
@@ -451,7 +482,7 @@ struct ChatToolCall<'a> {
 #[derive(Serialize)]
 struct FunctionCall<'a> {
     name: Cow<'a, str>,
-    arguments: String,
+    arguments: &'a str,
 }
 
 #[derive(Serialize)]

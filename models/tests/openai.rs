@@ -487,3 +487,42 @@ async fn an_answer_cut_at_the_output_limit_is_an_error_not_a_final_answer() {
         "the OpenAI-compatible server's answer was cut at the output limit of 3 tokens before it ended; raise `max_output_tokens` or ask for less"
     );
 }
+
+#[tokio::test]
+async fn a_403_and_a_body_cut_on_every_attempt_say_so() {
+    let cut = json!({"status": 200, "truncate": final_answer("cut")});
+    let server = Server::start(
+        json!([
+            {"status": 403, "body": {"error": {"message": "Project does not have access to model gpt-4.1-mini", "type": "invalid_request_error", "code": "model_not_found"}}},
+            cut, cut,
+        ]),
+        &[MODEL],
+    )
+    .await;
+    let model = client(&server).retry(RetryPolicy {
+        max_attempts: 2,
+        base_delay: Duration::from_millis(10),
+        ..RetryPolicy::default()
+    });
+    let error = model.complete(&transcript()[..2], &[]).await.unwrap_err();
+    assert!(
+        matches!(error, ProviderError::Forbidden { .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "the OpenAI-compatible server refused the request (403 Forbidden): the key is valid but may not use this model or endpoint — check the key's project, permissions or region; it said: Project does not have access to model gpt-4.1-mini"
+    );
+    let error = model.complete(&transcript()[..2], &[]).await.unwrap_err();
+    assert!(
+        matches!(error, ProviderError::Connection { attempts: 2, .. }),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("failed or was cut (2 attempts): "),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 3);
+}

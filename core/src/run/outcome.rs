@@ -121,8 +121,11 @@ pub enum RunError {
         /// results, the unknown one started, the rest not started.
         known: Vec<crate::journal::CallRecord>,
     },
-    /// Two calls of the model's turn share an id, so results and decisions
-    /// could not be told apart.
+    /// Two calls of a turn a host's own loop handed
+    /// [`Agent::process_turn`](super::Agent::process_turn) share an id, so
+    /// results and decisions could not be told apart. (A model's reply to
+    /// [`Agent::start`](super::Agent::start) with such a turn is answered
+    /// instead, for the model to correct: see [`Response`](super::Response).)
     #[error("the model's turn holds the call id `{id}` twice; nothing of it ran")]
     DuplicateCallId {
         /// The id.
