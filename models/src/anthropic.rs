@@ -22,19 +22,15 @@
 //! results, and toolgate's transcript does not carry provider blocks.
 
 use std::borrow::Cow;
-use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolgate::erased::BoxFuture;
-use toolgate::run::{
-    Arguments, Message, Model, ModelError, ProposedCall, Response, ToolSpec, Usage,
-};
+use toolgate::run::{Arguments, Message, ProposedCall, Response, ToolSpec, Usage};
 
 use crate::ApiKey;
 use crate::error::ProviderError;
-use crate::http::{Post, RetryPolicy};
+use crate::http::Post;
 use crate::shared::{Common, endpoint, past_call_name};
 
 const PROVIDER: &str = "Anthropic";
@@ -59,6 +55,8 @@ pub struct Anthropic {
 }
 
 impl Anthropic {
+    crate::shared::settings!();
+
     /// A client for `model` at `https://api.anthropic.com`.
     pub fn new(model: impl Into<String>) -> Result<Self, ProviderError> {
         Self::at("https://api.anthropic.com", model)
@@ -85,53 +83,6 @@ impl Anthropic {
     pub fn key(mut self, key: ApiKey) -> Self {
         self.key = Some(key);
         self
-    }
-
-    /// The most tokens an answer may have (`max_tokens`). Default: 4096.
-    #[must_use]
-    pub fn max_output_tokens(mut self, limit: u32) -> Self {
-        self.common.max_output_tokens = limit;
-        self
-    }
-
-    /// The sampling temperature; the API's default when not set.
-    #[must_use]
-    pub fn temperature(mut self, temperature: f64) -> Self {
-        self.common.temperature = Some(temperature);
-        self
-    }
-
-    /// How long one attempt may take, answer read included. Default: 120 s.
-    #[must_use]
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.common.set_deadline(deadline);
-        self
-    }
-
-    /// How failed requests are retried (529 Overloaded among them).
-    /// Default: [`RetryPolicy::default`].
-    #[must_use]
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.common.set_retry(retry);
-        self
-    }
-
-    /// The largest answer read, in bytes. Default: 8 MiB.
-    #[must_use]
-    pub fn max_response_bytes(mut self, limit: usize) -> Self {
-        self.common.set_max_response_bytes(limit);
-        self
-    }
-
-    /// A header every request carries (`anthropic-beta`, say).
-    pub fn header(mut self, name: &str, value: &str) -> Result<Self, ProviderError> {
-        self.common.add_header(name, value)?;
-        Ok(self)
-    }
-
-    /// The URL requests go to.
-    pub fn url(&self) -> &str {
-        self.url.as_str()
     }
 
     /// The request body for `transcript` and `tools`: the first half of a
@@ -272,19 +223,7 @@ impl Anthropic {
     }
 }
 
-impl Model for Anthropic {
-    fn respond<'a>(
-        &'a self,
-        transcript: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Response, ModelError>> {
-        Box::pin(async move {
-            self.complete(transcript, tools)
-                .await
-                .map_err(ModelError::from)
-        })
-    }
-}
+crate::shared::model!(Anthropic);
 
 /// An id as the protocol takes one (`^[a-zA-Z0-9_-]+$`); the run's own and
 /// Anthropic's always are.

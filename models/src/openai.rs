@@ -20,19 +20,15 @@
 //! `Result: Error: …`).
 
 use std::borrow::Cow;
-use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolgate::erased::BoxFuture;
-use toolgate::run::{
-    Arguments, Message, Model, ModelError, ProposedCall, Response, ToolSpec, Usage,
-};
+use toolgate::run::{Arguments, Message, ProposedCall, Response, ToolSpec, Usage};
 
 use crate::ApiKey;
 use crate::error::ProviderError;
-use crate::http::{Post, RetryPolicy};
+use crate::http::Post;
 use crate::shared::{Common, endpoint, past_call_name};
 
 const PROVIDER: &str = "the OpenAI-compatible server";
@@ -94,6 +90,8 @@ pub struct OpenAi {
 }
 
 impl OpenAi {
+    crate::shared::settings!();
+
     /// A client for `model` at `base_url` (the part before
     /// `/chat/completions`, usually ending in `/v1`). The output limit goes
     /// in `max_completion_tokens` for OpenAI and Azure hosts, in
@@ -144,24 +142,10 @@ impl OpenAi {
         self
     }
 
-    /// The most tokens an answer may have. Default: 4096.
-    #[must_use]
-    pub fn max_output_tokens(mut self, limit: u32) -> Self {
-        self.common.max_output_tokens = limit;
-        self
-    }
-
     /// Which field carries the output limit.
     #[must_use]
     pub fn token_limit(mut self, field: TokenLimit) -> Self {
         self.token_limit = field;
-        self
-    }
-
-    /// The sampling temperature; the server's default when not set.
-    #[must_use]
-    pub fn temperature(mut self, temperature: f64) -> Self {
-        self.common.temperature = Some(temperature);
         self
     }
 
@@ -171,39 +155,6 @@ impl OpenAi {
     pub fn call_ids(mut self, ids: CallIds) -> Self {
         self.call_ids = ids;
         self
-    }
-
-    /// How long one attempt may take, answer read included. Default: 120 s.
-    #[must_use]
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.common.set_deadline(deadline);
-        self
-    }
-
-    /// How failed requests are retried. Default: [`RetryPolicy::default`].
-    #[must_use]
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.common.set_retry(retry);
-        self
-    }
-
-    /// The largest answer read, in bytes. Default: 8 MiB.
-    #[must_use]
-    pub fn max_response_bytes(mut self, limit: usize) -> Self {
-        self.common.set_max_response_bytes(limit);
-        self
-    }
-
-    /// A header every request carries (OpenRouter's `HTTP-Referer` and
-    /// `X-Title`, say).
-    pub fn header(mut self, name: &str, value: &str) -> Result<Self, ProviderError> {
-        self.common.add_header(name, value)?;
-        Ok(self)
-    }
-
-    /// The URL requests go to.
-    pub fn url(&self) -> &str {
-        self.url.as_str()
     }
 
     /// The request body for `transcript` and `tools`: the first half of a
@@ -348,19 +299,7 @@ impl OpenAi {
     }
 }
 
-impl Model for OpenAi {
-    fn respond<'a>(
-        &'a self,
-        transcript: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Response, ModelError>> {
-        Box::pin(async move {
-            self.complete(transcript, tools)
-                .await
-                .map_err(ModelError::from)
-        })
-    }
-}
+crate::shared::model!(OpenAi);
 
 /// A tool result's text as sent (see the module's table).
 pub fn tool_result_text(content: &str, is_error: bool) -> Cow<'_, str> {

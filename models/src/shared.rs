@@ -147,3 +147,83 @@ pub(crate) fn past_call_name<'a>(
 ) -> Cow<'a, str> {
     wire_safe(toolgate::run::ToolSpec::wire_name(tools, local))
 }
+
+/// The builder methods every client has, over its `common` and `url`.
+macro_rules! settings {
+    () => {
+        /// The most tokens an answer may have (`max_tokens`, or OpenAI's
+        /// `max_completion_tokens`). Default: 4096.
+        #[must_use]
+        pub fn max_output_tokens(mut self, limit: u32) -> Self {
+            self.common.max_output_tokens = limit;
+            self
+        }
+
+        /// The sampling temperature; the server's default when not set.
+        #[must_use]
+        pub fn temperature(mut self, temperature: f64) -> Self {
+            self.common.temperature = Some(temperature);
+            self
+        }
+
+        /// How long one attempt may take, its answer read included.
+        /// Default: 2 minutes.
+        #[must_use]
+        pub fn deadline(mut self, deadline: std::time::Duration) -> Self {
+            self.common.set_deadline(deadline);
+            self
+        }
+
+        /// How failed requests are retried. Default:
+        /// [`RetryPolicy::default`](crate::RetryPolicy::default).
+        #[must_use]
+        pub fn retry(mut self, retry: crate::RetryPolicy) -> Self {
+            self.common.set_retry(retry);
+            self
+        }
+
+        /// The largest answer read, in bytes. Default: 8 MiB.
+        #[must_use]
+        pub fn max_response_bytes(mut self, limit: usize) -> Self {
+            self.common.set_max_response_bytes(limit);
+            self
+        }
+
+        /// A header every request carries (OpenRouter's `HTTP-Referer`,
+        /// Anthropic's `anthropic-beta`, say); the key's own header and
+        /// `content-type` are refused.
+        pub fn header(mut self, name: &str, value: &str) -> Result<Self, crate::ProviderError> {
+            self.common.add_header(name, value)?;
+            Ok(self)
+        }
+
+        /// The URL requests go to.
+        pub fn url(&self) -> &str {
+            self.url.as_str()
+        }
+    };
+}
+pub(crate) use settings;
+
+/// `Model` for a client, through its `complete`.
+macro_rules! model {
+    ($client:ty) => {
+        impl toolgate::run::Model for $client {
+            fn respond<'a>(
+                &'a self,
+                transcript: &'a [toolgate::run::Message],
+                tools: &'a [toolgate::run::ToolSpec],
+            ) -> toolgate::erased::BoxFuture<
+                'a,
+                Result<toolgate::run::Response, toolgate::run::ModelError>,
+            > {
+                Box::pin(async move {
+                    self.complete(transcript, tools)
+                        .await
+                        .map_err(toolgate::run::ModelError::from)
+                })
+            }
+        }
+    };
+}
+pub(crate) use model;
