@@ -30,11 +30,12 @@ use toolgate::run::{Arguments, Message, ProposedCall, Response, ToolSpec, Usage}
 
 use crate::ApiKey;
 use crate::error::ProviderError;
-use crate::http::Post;
+use crate::http::{Post, shown};
 use crate::shared::{Common, endpoint, past_call_name};
 
 const PROVIDER: &str = "Anthropic";
 const PROTOCOL: &str = "Messages";
+const URL_HINT: &str = "the base URL is the part before `/v1/messages`, without `/v1`";
 /// The API version this client speaks.
 pub const API_VERSION: &str = "2023-06-01";
 
@@ -66,7 +67,7 @@ impl Anthropic {
     /// part before `/v1/messages`.
     pub fn at(base_url: &str, model: impl Into<String>) -> Result<Self, ProviderError> {
         let url = endpoint(PROVIDER, base_url, "v1/messages")?;
-        let mut common = Common::new(PROVIDER, model.into())?;
+        let mut common = Common::new(PROVIDER, PROTOCOL, URL_HINT, model.into())?;
         common.headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(API_VERSION),
@@ -122,10 +123,12 @@ impl Anthropic {
 
     /// The answer in `body` as the run takes it: the second half of a turn.
     pub fn read_response(&self, body: &[u8]) -> Result<Response, ProviderError> {
+        // Whatever the server wrote is repeated only as `shown` writes it.
+        let key = self.key.as_ref();
         let malformed = |reason: String| ProviderError::Malformed {
             provider: PROVIDER,
             protocol: PROTOCOL,
-            reason,
+            reason: shown(&reason, key),
         };
         let response: MessagesResponse =
             serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
@@ -155,7 +158,7 @@ impl Anthropic {
                 ContentBlock::Other(kind) => {
                     return Err(ProviderError::Unsupported {
                         provider: PROVIDER,
-                        what: format!("a `{kind}` block"),
+                        what: format!("a `{}` block", shown(&kind, key)),
                         fix: "only text and tool_use blocks are read; turn off the server tools or features that produce it",
                     });
                 }
@@ -177,7 +180,8 @@ impl Anthropic {
             Some("refusal") => {
                 return Err(ProviderError::Declined {
                     provider: PROVIDER,
-                    reason: content.unwrap_or_else(|| "the model refused".to_owned()),
+                    reason: content
+                        .map_or_else(|| "the model refused".to_owned(), |text| shown(&text, key)),
                 });
             }
             Some("pause_turn") => {
@@ -192,7 +196,7 @@ impl Anthropic {
         Ok(Response {
             content,
             calls,
-            usage: response.usage.map(Usage::from),
+            usage: response.usage.as_ref().map(usage_of),
         })
     }
 
@@ -225,19 +229,22 @@ impl Anthropic {
 
 crate::shared::model!(Anthropic);
 
-/// An id as the protocol takes one (`^[a-zA-Z0-9_-]+$`); the run's own and
-/// Anthropic's always are.
+/// An id as the protocol takes one (`^[a-zA-Z0-9_-]+$`): one that is
+/// already (Anthropic's own, the run's) is sent as it is; any other has its
+/// other characters written `_` and a hash of the whole id appended, so two
+/// ids never become one, and a call and its result are rewritten alike.
 fn id_safe(id: &str) -> Cow<'_, str> {
     let fits = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     if !id.is_empty() && id.chars().all(fits) {
-        Cow::Borrowed(id)
-    } else {
-        let mut safe: String = id.chars().map(|c| if fits(c) { c } else { '_' }).collect();
-        if safe.is_empty() {
-            safe.push('_');
-        }
-        Cow::Owned(safe)
+        return Cow::Borrowed(id);
     }
+    let safe: String = id
+        .chars()
+        .take(64)
+        .map(|c| if fits(c) { c } else { '_' })
+        .collect();
+    let hash = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
+    Cow::Owned(format!("{safe}_{hash:016x}"))
 }
 
 /// The transcript as alternating messages.
@@ -346,8 +353,10 @@ struct MessagesResponse {
     content: Vec<Value>,
     #[serde(default)]
     stop_reason: Option<String>,
+    /// Read loosely: a count that is not a whole number is left out, and
+    /// never costs the answer.
     #[serde(default)]
-    usage: Option<MessagesUsage>,
+    usage: Option<Value>,
 }
 
 /// A content block of an answer, read by its `type`.
@@ -393,30 +402,16 @@ impl ContentBlock {
     }
 }
 
-#[derive(Deserialize)]
-#[allow(clippy::struct_field_names, reason = "the protocol's own field names")]
-struct MessagesUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-}
-
-impl From<MessagesUsage> for Usage {
-    fn from(usage: MessagesUsage) -> Self {
-        let cached = usage.cache_read_input_tokens.unwrap_or(0);
-        Usage {
-            // Anthropic counts cache reads and writes apart from the rest.
-            input_tokens: usage
-                .input_tokens
-                .saturating_add(cached)
-                .saturating_add(usage.cache_creation_input_tokens.unwrap_or(0)),
-            cached_input_tokens: cached,
-            output_tokens: usage.output_tokens,
-        }
+/// The usage of an answer, from what of it is a count. Anthropic counts
+/// cache reads and writes apart from the rest of the input.
+fn usage_of(usage: &Value) -> Usage {
+    let count = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
+    let cached = count("cache_read_input_tokens");
+    Usage {
+        input_tokens: count("input_tokens")
+            .saturating_add(cached)
+            .saturating_add(count("cache_creation_input_tokens")),
+        cached_input_tokens: cached,
+        output_tokens: count("output_tokens"),
     }
 }

@@ -45,16 +45,35 @@ pub enum ProviderError {
     },
     /// 404 for anything else: the URL is not the API's.
     #[error(
-        "{provider} answered 404 Not Found at `{url}`: the base URL is wrong (an OpenAI-compatible server usually wants one ending in `/v1`){}",
+        "{provider} answered {status} Not Found at `{url}`: the URL is wrong ({hint}){}",
         said(.message)
     )]
     WrongUrl {
         /// The provider.
         provider: &'static str,
+        /// The HTTP status (404).
+        status: u16,
         /// The URL requested.
         url: String,
+        /// What the protocol's base URL looks like.
+        hint: &'static str,
         /// What it said.
         message: String,
+    },
+    /// 3xx: the URL moved. Redirects are not followed: a request carries
+    /// the key, and a POST is not replayed elsewhere unasked.
+    #[error(
+        "{provider} answered {status} at `{url}`, redirecting to `{location}`: give the URL it redirects to as the base URL"
+    )]
+    Redirected {
+        /// The provider.
+        provider: &'static str,
+        /// The HTTP status.
+        status: u16,
+        /// The URL requested.
+        url: String,
+        /// Where it redirects (`Location`), as it said.
+        location: String,
     },
     /// 400 and other refusals that retrying cannot fix.
     #[error("{provider} refused the request ({status}){}", said(.message))]

@@ -66,6 +66,10 @@ impl RetryPolicy {
 #[derive(Debug, Clone)]
 pub(crate) struct Exchange {
     pub(crate) provider: &'static str,
+    /// The protocol's name, for an answer that is not its.
+    pub(crate) protocol: &'static str,
+    /// What a 404 for the URL advises.
+    pub(crate) url_hint: &'static str,
     pub(crate) client: reqwest::Client,
     pub(crate) deadline: Duration,
     pub(crate) retry: RetryPolicy,
@@ -99,7 +103,11 @@ const RETRYABLE: [u16; 8] = [408, 409, 429, 500, 502, 503, 504, 529];
 impl Exchange {
     /// Builds the HTTP client: HTTPS through rustls, no redirects followed
     /// (a POST answered with a redirect is an error that names the URL).
-    pub(crate) fn new(provider: &'static str) -> Result<Self, ProviderError> {
+    pub(crate) fn new(
+        provider: &'static str,
+        protocol: &'static str,
+        url_hint: &'static str,
+    ) -> Result<Self, ProviderError> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(15))
@@ -111,6 +119,8 @@ impl Exchange {
             })?;
         Ok(Self {
             provider,
+            protocol,
+            url_hint,
             client,
             deadline: Duration::from_mins(2),
             retry: RetryPolicy::default(),
@@ -156,6 +166,25 @@ impl Exchange {
             let mut response = request.send().await.map_err(|e| connection(&e))?;
             let status = response.status().as_u16();
             let retry_after = retry_after(response.headers());
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
+            if let Some(encoding) = response
+                .headers()
+                .get(reqwest::header::CONTENT_ENCODING)
+                .map(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+                .filter(|e| !e.eq_ignore_ascii_case("identity"))
+            {
+                return Err(Failed::Final(ProviderError::Malformed {
+                    provider: self.provider,
+                    protocol: self.protocol,
+                    reason: format!(
+                        "its body is encoded (`Content-Encoding: {}`), which this client never asks for",
+                        shown(&encoding, post.key)
+                    ),
+                }));
+            }
             if let Some(length) = response.content_length()
                 && length > self.max_response_bytes as u64
             {
@@ -168,9 +197,9 @@ impl Exchange {
                 }
                 body.extend_from_slice(&chunk);
             }
-            Ok((status, retry_after, body))
+            Ok((status, retry_after, location, body))
         };
-        let (status, retry_after, body) = tokio::time::timeout(self.deadline, exchange)
+        let (status, retry_after, location, body) = tokio::time::timeout(self.deadline, exchange)
             .await
             .map_err(|_| Failed::Deadline)??;
         if (200..300).contains(&status) {
@@ -184,7 +213,9 @@ impl Exchange {
                 retry_after,
             });
         }
-        Err(Failed::Final(self.refusal(status, message, post, &body)))
+        Err(Failed::Final(
+            self.refusal(status, message, location, post, &body),
+        ))
     }
 
     fn too_large(&self) -> ProviderError {
@@ -195,7 +226,14 @@ impl Exchange {
     }
 
     /// The error a non-retryable status stands for.
-    fn refusal(&self, status: u16, message: String, post: &Post<'_>, body: &[u8]) -> ProviderError {
+    fn refusal(
+        &self,
+        status: u16,
+        message: String,
+        location: Option<String>,
+        post: &Post<'_>,
+        body: &[u8],
+    ) -> ProviderError {
         let provider = self.provider;
         match status {
             401 => ProviderError::WrongKey { provider, message },
@@ -207,13 +245,16 @@ impl Exchange {
             },
             404 => ProviderError::WrongUrl {
                 provider,
+                status,
                 url: post.url.to_string(),
+                hint: self.url_hint,
                 message,
             },
-            300..=399 => ProviderError::WrongUrl {
+            300..=399 => ProviderError::Redirected {
                 provider,
+                status,
                 url: post.url.to_string(),
-                message: format!("it redirected ({status}); give the URL it redirects to"),
+                location: location.map_or_else(String::new, |l| shown(&l, post.key)),
             },
             _ => ProviderError::Refused {
                 provider,
@@ -300,48 +341,72 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     (wait <= Duration::from_hours(1)).then_some(wait)
 }
 
-/// The message of a provider's error body (`{"error": {"message": …}}` in
-/// both protocols), or the start of the body; the key removed, hidden
-/// characters shown, at most 500 characters.
+/// The message of a provider's error body — `{"error": {"message": …}}`
+/// in both protocols, a top-level `message` (vLLM) or a string `error` (LM
+/// Studio) — or the start of the body, as [`shown`] writes it.
 pub(crate) fn error_message(body: &[u8], key: Option<&ApiKey>) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
     let message = parsed
         .as_ref()
-        .and_then(|v| {
-            v.pointer("/error/message")
-                .or_else(|| v.get("message"))
-                .or_else(|| v.get("error"))
-        })
-        .and_then(serde_json::Value::as_str)
+        .and_then(message_of)
         .map_or_else(|| String::from_utf8_lossy(body).into_owned(), str::to_owned);
-    let message = match key {
-        Some(key) => key.redact(&message),
-        None => message,
+    shown(&message, key)
+}
+
+fn message_of(body: &serde_json::Value) -> Option<&str> {
+    body.pointer("/error/message")
+        .or_else(|| body.get("message"))
+        .or_else(|| body.get("error"))
+        .and_then(serde_json::Value::as_str)
+}
+
+/// The longest text a server wrote that an error repeats, in characters.
+const SHOWN_CHARS: usize = 500;
+
+/// Text a server wrote, as an error may repeat it: cut to 2,000
+/// characters, the key removed ([`ApiKey::redact`]), hidden characters
+/// shown as escapes, at most 500 characters (`…` when cut).
+pub(crate) fn shown(text: &str, key: Option<&ApiKey>) -> String {
+    let text: String = text.trim().chars().take(4 * SHOWN_CHARS).collect();
+    let text = match key {
+        Some(key) => key.redact(&text),
+        None => text,
     };
-    let mut shown: String = toolgate::visible::visible(message.trim())
-        .chars()
-        .take(500)
-        .collect();
-    if shown.len() < message.trim().len() && shown.chars().count() == 500 {
+    let visible = toolgate::visible::visible(&text);
+    let mut shown: String = visible.chars().take(SHOWN_CHARS).collect();
+    if shown.len() < visible.len() {
         shown.push('…');
     }
     shown
 }
 
-/// Whether a 404's body is about the model (OpenAI's `model_not_found`,
-/// Anthropic's `model: …`) rather than the URL.
+/// Whether a 404's body says the model is missing rather than the URL:
+/// OpenAI's `model_not_found`, Anthropic's `not_found_error` about
+/// `model: …`, or a message that names the model asked for as not found or
+/// not existing (vLLM, Ollama, LM Studio). A body that merely contains the
+/// model's name (a URL echoed back) does not count.
 fn names_model(body: &[u8], model: &str) -> bool {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
         return false;
     };
-    let code = value.pointer("/error/code").and_then(|c| c.as_str());
-    let message = value
-        .pointer("/error/message")
-        .and_then(|m| m.as_str())
-        .unwrap_or_default();
-    code == Some("model_not_found")
-        || (!model.is_empty() && message.contains(model))
-        || message.starts_with("model:")
+    if value.pointer("/error/code").and_then(|c| c.as_str()) == Some("model_not_found") {
+        return true;
+    }
+    let message = message_of(&value).unwrap_or_default().to_lowercase();
+    if message.starts_with("model:") {
+        return true;
+    }
+    let model = model.to_lowercase();
+    let names = !model.is_empty()
+        && [
+            format!("model `{model}`"),
+            format!("model \"{model}\""),
+            format!("model '{model}'"),
+            format!("model {model} "),
+        ]
+        .iter()
+        .any(|form| message.contains(form.as_str()) || message.ends_with(form.trim_end()));
+    names && (message.contains("not found") || message.contains("does not exist"))
 }
 
 #[cfg(test)]
@@ -397,6 +462,18 @@ mod tests {
         );
         let long = "x".repeat(2000);
         assert_eq!(error_message(long.as_bytes(), None).chars().count(), 501);
+        assert!(names_model(
+            br#"{"object":"error","message":"The model `llama3` does not exist.","type":"NotFoundError"}"#,
+            "llama3"
+        ));
+        assert!(names_model(
+            br#"{"error":"Model qwen2.5-7b not found"}"#,
+            "qwen2.5-7b"
+        ));
+        assert!(!names_model(
+            br#"{"error":{"message":"Invalid URL (POST /openai/deployments/gpt-4o/chat/completion)"}}"#,
+            "gpt-4o"
+        ));
         assert_eq!(error_message(b"\x1b[31mbad", None), "\\u{1b}[31mbad");
     }
 }

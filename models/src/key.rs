@@ -92,11 +92,67 @@ impl ApiKey {
         &self.0
     }
 
-    /// `text` with every occurrence of the key replaced, for a message a
-    /// server wrote that might quote it.
+    /// `text` with the key removed, for anything a server wrote that might
+    /// quote it: hidden characters (which could be slipped between the
+    /// key's) are dropped first, then every run of [`REDACTED_RUN`]
+    /// characters of the key — as it is or percent-encoded — is replaced,
+    /// so neither the key nor a piece of it long enough to matter is left,
+    /// however the text was cut or wrapped.
     pub(crate) fn redact(&self, text: &str) -> String {
-        text.replace(&self.0, "[redacted key]")
+        let text: String = text
+            .chars()
+            .filter(|c| !toolgate::visible::is_hidden(*c))
+            .collect();
+        // Every byte inside a run of the key, in any of its forms.
+        let mut covered = vec![false; text.len()];
+        for form in [
+            self.0.clone(),
+            percent_encoded(&self.0, true),
+            percent_encoded(&self.0, false),
+        ] {
+            let run = REDACTED_RUN.min(form.len());
+            for start in 0..=form.len() - run {
+                // The forms are ASCII: every index is a character boundary.
+                let piece = &form[start..start + run];
+                for (at, _) in text.match_indices(piece) {
+                    covered[at..at + run].iter_mut().for_each(|c| *c = true);
+                }
+            }
+        }
+        let mut redacted = String::with_capacity(text.len());
+        let mut inside = false;
+        for (at, c) in text.char_indices() {
+            if covered[at] {
+                if !inside {
+                    redacted.push_str("[redacted key]");
+                }
+                inside = true;
+            } else {
+                inside = false;
+                redacted.push(c);
+            }
+        }
+        redacted
     }
+}
+
+/// The shortest piece of a key that is redacted where it appears.
+pub(crate) const REDACTED_RUN: usize = 10;
+
+/// The key as a URL would carry it: every byte but letters, digits and
+/// `-._~` as `%XX`.
+fn percent_encoded(key: &str, upper: bool) -> String {
+    key.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else if upper {
+                format!("%{b:02X}")
+            } else {
+                format!("%{b:02x}")
+            }
+        })
+        .collect()
 }
 
 impl fmt::Debug for ApiKey {
@@ -119,6 +175,18 @@ mod tests {
             key.redact("Incorrect API key provided: sk-test-1234567890."),
             "Incorrect API key provided: [redacted key]."
         );
+        let odd = ApiKey::new("sk-proj-AbC123+xYz/789=QwErTy-SeCrEt_42").unwrap();
+        for quoted in [
+            "sk-proj-AbC123%2BxYz%2F789%3DQwErTy-SeCrEt_42",
+            "sk-proj-AbC123%2bxYz%2f789%3dQwErTy-SeCrEt_42",
+            "sk-proj-AbC123+xYz/7\n89=QwErTy-SeCrEt_42",
+            "s\u{200b}k\u{200b}-proj-AbC123+xYz/789=QwErTy-SeCrEt_42",
+            "{\"message\": \"sk-proj-AbC123+xYz\", \"param\": \"/789=QwErTy-SeCrEt_42\"}",
+        ] {
+            let shown = odd.redact(quoted);
+            assert!(!shown.contains("AbC123"), "{quoted} → {shown}");
+            assert!(!shown.contains("QwErTy-SeCrEt"), "{quoted} → {shown}");
+        }
     }
 
     #[test]

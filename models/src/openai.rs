@@ -28,11 +28,13 @@ use toolgate::run::{Arguments, Message, ProposedCall, Response, ToolSpec, Usage}
 
 use crate::ApiKey;
 use crate::error::ProviderError;
-use crate::http::Post;
+use crate::http::{Post, shown};
 use crate::shared::{Common, endpoint, past_call_name};
 
 const PROVIDER: &str = "the OpenAI-compatible server";
 const PROTOCOL: &str = "Chat Completions";
+const URL_HINT: &str =
+    "the base URL is the part before `/chat/completions`, and usually ends in `/v1`";
 /// What an error result's content starts with (see the module's table).
 pub const ERROR_PREFIX: &str = "Error: ";
 /// What a successful result that would look like an error starts with.
@@ -119,7 +121,7 @@ impl OpenAi {
             TokenLimit::MaxTokens
         };
         Ok(Self {
-            common: Common::new(PROVIDER, model)?,
+            common: Common::new(PROVIDER, PROTOCOL, URL_HINT, model)?,
             url,
             key: None,
             key_header: KeyHeader::Bearer,
@@ -198,17 +200,22 @@ impl OpenAi {
     }
 
     /// The answer in `body` as the run takes it: the second half of a turn.
-    /// `transcript_len` is the length of the transcript the request held
-    /// (it makes assigned call ids unique).
+    /// `transcript_len` is the length of the transcript the request held:
+    /// a call without an id is given `call_{transcript_len}_{index}` (under
+    /// [`CallIds::AssignMissing`]), an id no other call of the turn has
+    /// unless the model wrote that very id — which makes the turn unusable,
+    /// two calls under one id.
     pub fn read_response(
         &self,
         body: &[u8],
         transcript_len: usize,
     ) -> Result<Response, ProviderError> {
+        // Whatever the server wrote is repeated only as `shown` writes it.
+        let key = self.key.as_ref();
         let malformed = |reason: String| ProviderError::Malformed {
             provider: PROVIDER,
             protocol: PROTOCOL,
-            reason,
+            reason: shown(&reason, key),
         };
         let response: ChatResponse =
             serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
@@ -246,7 +253,7 @@ impl OpenAi {
         Ok(Response {
             content,
             calls,
-            usage: response.usage.map(Usage::from),
+            usage: response.usage.as_ref().map(usage_of),
         })
     }
 
@@ -455,8 +462,10 @@ impl<'a> From<&'a ToolSpec> for ChatTool<'a> {
 struct ChatResponse {
     #[serde(default)]
     choices: Vec<Choice>,
+    /// Read loosely: a count that is not a whole number is left out, and
+    /// never costs the answer.
     #[serde(default)]
-    usage: Option<ChatUsage>,
+    usage: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -493,31 +502,12 @@ struct RawFunction {
     arguments: Option<Value>,
 }
 
-#[derive(Deserialize)]
-struct ChatUsage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-impl From<ChatUsage> for Usage {
-    fn from(usage: ChatUsage) -> Self {
-        Usage {
-            input_tokens: usage.prompt_tokens,
-            cached_input_tokens: usage
-                .prompt_tokens_details
-                .and_then(|d| d.cached_tokens)
-                .unwrap_or(0),
-            output_tokens: usage.completion_tokens,
-        }
+/// The usage of an answer, from what of it is a count.
+fn usage_of(usage: &Value) -> Usage {
+    let count = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: count("/prompt_tokens"),
+        cached_input_tokens: count("/prompt_tokens_details/cached_tokens"),
+        output_tokens: count("/completion_tokens"),
     }
 }

@@ -20,11 +20,16 @@ pub(crate) struct Common {
 }
 
 impl Common {
-    pub(crate) fn new(provider: &'static str, model: String) -> Result<Self, ProviderError> {
+    pub(crate) fn new(
+        provider: &'static str,
+        protocol: &'static str,
+        url_hint: &'static str,
+        model: String,
+    ) -> Result<Self, ProviderError> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(Self {
-            exchange: Exchange::new(provider)?,
+            exchange: Exchange::new(provider, protocol, url_hint)?,
             model,
             max_output_tokens: 4096,
             temperature: None,

@@ -189,3 +189,62 @@ async fn anthropic_call_without_an_id_is_answered_and_the_transcript_stays_valid
     );
     server.valid(2);
 }
+
+/// Ids the Messages protocol does not take are rewritten one to one: two
+/// calls whose ids differ only in such characters stay two calls, and the
+/// request after their results is one the server takes.
+#[tokio::test]
+async fn anthropic_ids_rewritten_for_the_protocol_stay_distinct() {
+    let message = |content: Value, stop: &str| {
+        json!({"status": 200, "body": {"id": "msg_1", "type": "message", "role": "assistant", "model": "c",
+            "content": content, "stop_reason": stop, "usage": {"input_tokens": 50, "output_tokens": 5}}})
+    };
+    let server = Server::start(
+        json!([
+            message(json!([
+                {"type": "tool_use", "id": "toolu 1", "name": "write_note", "input": {"text": "A"}},
+                {"type": "tool_use", "id": "toolu_1", "name": "write_note", "input": {"text": "B"}}
+            ]), "tool_use"),
+            message(json!([{"type": "text", "text": "Both written."}]), "end_turn"),
+        ]),
+        &["c"],
+    )
+    .await;
+    let tool = WriteNote::default();
+    let registry = registry(&tool);
+    let model = Anthropic::at(&server.base, "c")
+        .unwrap()
+        .key(ApiKey::new(KEY).unwrap());
+    let log = MemoryLog::default();
+    let agent = Agent::new(&registry, &model, &log);
+    let Outcome::AwaitingApproval(run) = agent
+        .start(RunRequest::new("alice", "Note A and B."))
+        .await
+        .unwrap()
+    else {
+        panic!("two writes wait for approval");
+    };
+    let ids: Vec<&str> = run.pending().iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["toolu 1", "toolu_1"], "the model's own ids");
+    let decision = Decision {
+        verdict: Verdict::Approve,
+        digest: run.digest(),
+        decided_by: "bob".into(),
+    };
+    let Outcome::Finished { answer, .. } = run.decide(&agent, decision).await.unwrap() else {
+        panic!("the run finishes");
+    };
+    assert_eq!(answer, "Both written.");
+    assert_eq!(*tool.written.lock().unwrap(), ["A", "B"]);
+    let second = server.valid(1);
+    let uses: Vec<&str> = second["body"]["messages"][1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(uses.len(), 2);
+    assert_ne!(uses[0], uses[1]);
+    assert_eq!(uses[1], "toolu_1");
+    assert!(uses[0].starts_with("toolu_1_"), "{uses:?}");
+}

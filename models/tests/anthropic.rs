@@ -302,3 +302,31 @@ async fn a_transcript_after_a_refused_turn_is_valid() {
     let body = server.valid(0)["body"].clone();
     assert_eq!(body["messages"][1]["content"][0]["name"], "no_such_tool_");
 }
+
+/// Anthropic's advice for a wrong URL is its own, and a block type that is
+/// the key is not repeated.
+#[tokio::test]
+async fn a_wrong_base_url_gets_the_protocols_advice_and_the_key_stays_out() {
+    let server = Server::start(
+        json!([message(json!([{"type": KEY, "text": "x"}]), "end_turn")]),
+        &[],
+    )
+    .await;
+    let doubled = Anthropic::at(&format!("{}/v1", server.base), MODEL)
+        .unwrap()
+        .key(ApiKey::new(KEY).unwrap());
+    let error = doubled.complete(&transcript(), &specs()).await.unwrap_err();
+    assert!(matches!(error, ProviderError::WrongUrl { .. }), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .contains("/v1/v1/messages`: the URL is wrong (the base URL is the part before `/v1/messages`, without `/v1`)"),
+        "{error}"
+    );
+    let error = client(&server)
+        .complete(&transcript(), &specs())
+        .await
+        .unwrap_err();
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains(&KEY[5..]), "{shown}");
+}

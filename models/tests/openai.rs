@@ -526,3 +526,92 @@ async fn a_403_and_a_body_cut_on_every_attempt_say_so() {
     );
     assert_eq!(server.requests().len(), 3);
 }
+
+/// What a server writes is repeated in errors without the key, however it
+/// quotes it: URL-encoded in a 401, as a value where the protocol wants
+/// another type.
+#[tokio::test]
+async fn the_key_is_removed_from_whatever_the_server_writes() {
+    let key = "sk-proj-AbC123+xYz/789=QwErTy-SeCrEt_42";
+    let server = Server::start_keyed(
+        json!([
+            {"status": 400, "body": {"error": {"message": "Bad key sk-proj-AbC123%2BxYz%2F789%3DQwErTy-SeCrEt_42 in the header", "type": "invalid_request_error"}}},
+            {"status": 200, "body": {"choices": key}},
+            {"status": 200, "body": {"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                                     "usage": {"prompt_tokens": -3, "completion_tokens": 1.5}}},
+        ]),
+        &[],
+        key,
+    )
+    .await;
+    let model = OpenAi::new(&format!("{}/v1", server.base), MODEL)
+        .unwrap()
+        .key(ApiKey::new(key).unwrap())
+        .retry(RetryPolicy::none());
+    for _ in 0..2 {
+        let error = model.complete(&transcript()[..2], &[]).await.unwrap_err();
+        let shown = format!("{error} {error:?}");
+        assert!(
+            !shown.contains("AbC123") && !shown.contains("SeCrEt"),
+            "{shown}"
+        );
+        assert!(shown.contains("[redacted key]"), "{shown}");
+    }
+    // A usage that is not counts costs the usage, never the answer.
+    let answer = model.complete(&transcript()[..2], &[]).await.unwrap();
+    assert_eq!(answer.content.as_deref(), Some("ok"));
+    assert_eq!(answer.usage, Some(Usage::default()));
+}
+
+/// A 404 is about the model only when the server says so; a redirect is
+/// named as one, with where it points.
+#[tokio::test]
+async fn a_404_is_about_the_model_only_when_it_says_so_and_redirects_are_named() {
+    let server = Server::start(
+        json!([
+            {"status": 404, "body": {"object": "error", "message": "The model `llama3` does not exist.", "type": "NotFoundError", "param": null, "code": 404}},
+            {"status": 404, "body": {"error": "Model llama3 not found"}},
+            {"status": 307, "body": {}, "headers": {"location": "https://elsewhere.example/v1/chat/completions"}},
+        ]),
+        &[],
+    )
+    .await;
+    let model = OpenAi::new(&format!("{}/v1", server.base), "llama3")
+        .unwrap()
+        .key(ApiKey::new(KEY).unwrap())
+        .retry(RetryPolicy::none());
+    for _ in 0..2 {
+        let error = model.complete(&transcript()[..2], &[]).await.unwrap_err();
+        assert!(
+            matches!(error, ProviderError::WrongModel { .. }),
+            "{error:?}"
+        );
+    }
+    let error = model.complete(&transcript()[..2], &[]).await.unwrap_err();
+    assert!(
+        matches!(error, ProviderError::Redirected { status: 307, .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().ends_with("redirecting to `https://elsewhere.example/v1/chat/completions`: give the URL it redirects to as the base URL"),
+        "{error}"
+    );
+    // The model's name in an echoed URL is not a missing model.
+    let deployment = OpenAi::at_url(
+        &format!("{}/openai/deployments/gpt-4o/chat/completion", server.base),
+        "gpt-4o",
+    )
+    .unwrap()
+    .key(ApiKey::new(KEY).unwrap());
+    let error = deployment
+        .complete(&transcript()[..2], &[])
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ProviderError::WrongUrl { .. }), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .contains("the base URL is the part before `/chat/completions`"),
+        "{error}"
+    );
+}

@@ -168,8 +168,8 @@ fn calls(names: &[(&str, &str)]) -> Reply {
 
 /// A run's model is sent wire names only; its calls come back by wire name
 /// and are written in the transcript under local names; a name that is
-/// no tool's wire name (or local name) is an unknown tool, answered as such
-/// and never run.
+/// no tool's wire name (or local name) is an unknown tool: its turn is
+/// answered with what the run offers, and nothing of it runs.
 #[tokio::test]
 async fn a_model_is_sent_wire_names_and_its_calls_are_resolved_through_the_offer() {
     let registry = registry(vec![
@@ -246,12 +246,13 @@ async fn a_model_is_sent_wire_names_and_its_calls_are_resolved_through_the_offer
         })
         .collect();
     assert!(!results[0].1 && !results[1].1, "{results:?}");
+    let offers = "the tools it offers are `read_file`, `write_file`, `a_b__x`, `a-b__x`, `a__b_x`";
     assert_eq!(
         results[2],
         (
             "3",
             true,
-            "unknown tool `a_b__nothing`; the call was not executed"
+            format!("This call could not be used: no tool `a_b__nothing` is offered to this run; {offers}. Nothing of this turn ran; ask again with every call well-formed.").as_str()
         )
     );
     assert_eq!(
@@ -259,7 +260,7 @@ async fn a_model_is_sent_wire_names_and_its_calls_are_resolved_through_the_offer
         (
             "4",
             true,
-            "unknown tool `a_b.x_`; the call was not executed"
+            format!("This call could not be used: no tool `a_b.x_` is offered to this run; {offers}. Nothing of this turn ran; ask again with every call well-formed.").as_str()
         )
     );
 }

@@ -411,7 +411,7 @@ impl<'a> Agent<'a> {
             if let Some(usage) = usage {
                 tracing::info!(run = %state.run_id, turn = state.iterations, input_tokens = usage.input_tokens, output_tokens = usage.output_tokens, "model answered");
             }
-            match unusable::check(answer, state.iterations) {
+            match unusable::check(answer, state.iterations, &offered, &specs) {
                 Checked::Final(answer) => {
                     state.transcript.push(Message::Assistant {
                         content: Some(answer.clone()),
@@ -423,15 +423,9 @@ impl<'a> Agent<'a> {
                 }
                 Checked::Refused {
                     content,
-                    mut calls,
-                    mut results,
+                    calls,
+                    results,
                 } => {
-                    resolve_names(&offered, &mut calls);
-                    for (call, result) in calls.iter().zip(&mut results) {
-                        if let Message::Tool { name, .. } = result {
-                            name.clone_from(&call.name);
-                        }
-                    }
                     state.transcript.push(Message::Assistant {
                         content,
                         calls,
@@ -439,8 +433,7 @@ impl<'a> Agent<'a> {
                     });
                     state.transcript.extend(results);
                 }
-                Checked::Turn { content, mut calls } => {
-                    resolve_names(&offered, &mut calls);
+                Checked::Turn { content, calls } => {
                     state.transcript.push(Message::Assistant {
                         content,
                         calls: calls.clone(),

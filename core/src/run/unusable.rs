@@ -1,12 +1,14 @@
 //! The one check of a model's answer before anything of it runs: a turn
 //! whose calls cannot all be used — a call without an id, two calls under
-//! one id, arguments that are not a JSON object, a call naming no tool — is
-//! refused whole, and each of its calls is answered with what was wrong, for
-//! the model to read in its next request.
+//! one id, arguments that are not a JSON object, a call naming no tool, or
+//! a tool this run does not offer — is refused whole, and each of its calls
+//! is answered with what was wrong, for the model to read in its next
+//! request. A person is only ever shown a turn of calls that can run.
 
 use serde_json::{Map, Value};
 
-use super::model::{Arguments, ProposedCall, Response};
+use super::model::{Arguments, ProposedCall, Response, ToolSpec};
+use crate::registry::Offered;
 use crate::transcript::{Message, ToolCall};
 
 /// The longest call id a turn may use, in bytes. Providers' ids are a few
@@ -38,13 +40,29 @@ pub(crate) enum Checked {
 }
 
 /// Checks `answer`, the model's reply to request number `iteration` of the
-/// run (the number makes the ids given to a refused turn's calls unique).
-pub(crate) fn check(answer: Response, iteration: u32) -> Checked {
-    let Response { content, calls, .. } = answer;
+/// run (the number makes the ids given to a refused turn's calls unique),
+/// against what the run offers (`specs`, as the model was told). Each
+/// call's name is written as the local name it resolves to.
+pub(crate) fn check(
+    answer: Response,
+    iteration: u32,
+    offered: &Offered,
+    specs: &[ToolSpec],
+) -> Checked {
+    let Response {
+        content, mut calls, ..
+    } = answer;
     if calls.is_empty() {
         return Checked::Final(content.unwrap_or_default());
     }
-    let problems = problems(&calls);
+    for call in &mut calls {
+        if let Some(local) = offered.catalogue().resolve(&call.name)
+            && local != call.name
+        {
+            call.name = local.to_owned();
+        }
+    }
+    let problems = problems(&calls, offered, specs);
     if problems.iter().all(Option::is_none) {
         let calls = calls
             .into_iter()
@@ -63,7 +81,7 @@ pub(crate) fn check(answer: Response, iteration: u32) -> Checked {
 }
 
 /// What is wrong with each call, in order; `None` for a usable one.
-fn problems(calls: &[ProposedCall]) -> Vec<Option<String>> {
+fn problems(calls: &[ProposedCall], offered: &Offered, specs: &[ToolSpec]) -> Vec<Option<String>> {
     let mut seen = std::collections::HashMap::with_capacity(calls.len());
     for call in calls {
         if let Some(id) = &call.id {
@@ -93,9 +111,37 @@ fn problems(calls: &[ProposedCall]) -> Vec<Option<String>> {
                     crate::visible::visible(id)
                 ));
             }
-            name_problem(&call.name).or_else(|| arguments_problem(&call.arguments))
+            name_problem(&call.name)
+                .or_else(|| offer_problem(&call.name, offered, specs))
+                .or_else(|| arguments_problem(&call.arguments))
         })
         .collect()
+}
+
+/// How many offered names a refusal lists.
+const LISTED_TOOLS: usize = 24;
+
+fn offer_problem(name: &str, offered: &Offered, specs: &[ToolSpec]) -> Option<String> {
+    if offered.get(name).is_some() {
+        return None;
+    }
+    let listed = if specs.is_empty() {
+        "this run offers no tool".to_owned()
+    } else {
+        let mut names: Vec<String> = specs
+            .iter()
+            .take(LISTED_TOOLS)
+            .map(|spec| format!("`{}`", spec.name))
+            .collect();
+        if specs.len() > LISTED_TOOLS {
+            names.push(format!("and {} more", specs.len() - LISTED_TOOLS));
+        }
+        format!("the tools it offers are {}", names.join(", "))
+    };
+    Some(format!(
+        "no tool `{}` is offered to this run; {listed}",
+        crate::visible::visible(name)
+    ))
 }
 
 fn name_problem(name: &str) -> Option<String> {

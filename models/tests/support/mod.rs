@@ -47,6 +47,11 @@ impl Server {
     /// Starts a server answering with `script`, expecting [`KEY`] and
     /// knowing only `models`.
     pub async fn start(script: Value, models: &[&str]) -> Self {
+        Self::start_keyed(script, models, KEY).await
+    }
+
+    /// Starts a server answering with `script`, expecting `key`.
+    pub async fn start_keyed(script: Value, models: &[&str], key: &str) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let script_path = dir.path().join("script.json");
         std::fs::write(&script_path, script.to_string()).expect("the script is written");
@@ -57,7 +62,7 @@ impl Server {
             .arg(&script_path)
             .arg("--log")
             .arg(&log)
-            .args(["--key", KEY]);
+            .args(["--key", key]);
         for model in models {
             command.args(["--model", model]);
         }
