@@ -240,7 +240,10 @@ fn a_warm_host_obeys(change: &dyn Fn(&std::path::Path, &str), paused: bool) {
         assert_eq!(status, "waiting_for_input");
         assert_eq!(names, ["draft_release"]);
         let said = std::fs::read_to_string(&host_log).expect("the host's output");
-        assert!(said.contains("unknown tool `notes.write_note`"), "{said}");
+        assert!(
+            said.contains("no tool `notes.write_note` is offered to this run"),
+            "{said}"
+        );
     }
 }
 
