@@ -82,6 +82,7 @@ impl Anthropic {
     /// The key to send, as `x-api-key`.
     #[must_use]
     pub fn key(mut self, key: ApiKey) -> Self {
+        crate::shared::warn_if_clear(&self.url);
         self.key = Some(key);
         self
     }

@@ -110,6 +110,12 @@ impl OpenAi {
             provider: PROVIDER,
             reason: format!("`{url}` is not a URL: {e}"),
         })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(ProviderError::Setup {
+                provider: PROVIDER,
+                reason: format!("`{url}` is not an http or https URL"),
+            });
+        }
         Self::at(parsed, model.into())
     }
 
@@ -130,9 +136,11 @@ impl OpenAi {
         })
     }
 
-    /// The key to send. Without one, no key is sent (a local server).
+    /// The key to send. Without one, no key is sent (a local server). A
+    /// key sent over plain `http` to another machine is logged as a warning.
     #[must_use]
     pub fn key(mut self, key: ApiKey) -> Self {
+        crate::shared::warn_if_clear(&self.url);
         self.key = Some(key);
         self
     }

@@ -232,3 +232,17 @@ macro_rules! model {
     };
 }
 pub(crate) use model;
+
+/// Warns when a key is about to travel in clear text to another machine:
+/// plain `http` to a host that is not this one.
+pub(crate) fn warn_if_clear(url: &url::Url) {
+    let local = match url.host() {
+        Some(url::Host::Domain(name)) => name == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => true,
+    };
+    if url.scheme() == "http" && !local {
+        tracing::warn!(%url, "the API key will be sent over plain http to another machine; use https");
+    }
+}
