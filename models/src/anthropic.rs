@@ -30,7 +30,7 @@ use toolgate::run::{Arguments, Message, ProposedCall, Response, ToolSpec, Usage}
 
 use crate::ApiKey;
 use crate::error::ProviderError;
-use crate::http::{Post, shown};
+use crate::http::shown;
 use crate::shared::{Common, endpoint, past_call_name};
 
 const PROVIDER: &str = "Anthropic";
@@ -77,14 +77,6 @@ impl Anthropic {
             url,
             key: None,
         })
-    }
-
-    /// The key to send, as `x-api-key`.
-    #[must_use]
-    pub fn key(mut self, key: ApiKey) -> Self {
-        crate::shared::warn_if_clear(&self.url);
-        self.key = Some(key);
-        self
     }
 
     /// The request body for `transcript` and `tools`: the first half of a
@@ -208,21 +200,10 @@ impl Anthropic {
         tools: &[ToolSpec],
     ) -> Result<Response, ProviderError> {
         let body = self.request_body(transcript, tools)?;
-        let headers = self.common.headers_with_key(
-            self.key.as_ref(),
-            &HeaderName::from_static("x-api-key"),
-            "",
-        )?;
+        let header = (HeaderName::from_static("x-api-key"), "");
         let answer = self
             .common
-            .exchange
-            .send(Post {
-                url: &self.url,
-                headers,
-                body,
-                model: &self.common.model,
-                key: self.key.as_ref(),
-            })
+            .post(&self.url, self.key.as_ref(), header, body)
             .await?;
         self.read_response(&answer)
     }

@@ -28,7 +28,7 @@ use toolgate::run::{Arguments, Message, ProposedCall, Response, ToolSpec, Usage}
 
 use crate::ApiKey;
 use crate::error::ProviderError;
-use crate::http::{Post, shown};
+use crate::http::shown;
 use crate::shared::{Common, endpoint, past_call_name};
 
 const PROVIDER: &str = "the OpenAI-compatible server";
@@ -134,15 +134,6 @@ impl OpenAi {
             token_limit,
             call_ids: CallIds::AssignMissing,
         })
-    }
-
-    /// The key to send. Without one, no key is sent (a local server). A
-    /// key sent over plain `http` to another machine is logged as a warning.
-    #[must_use]
-    pub fn key(mut self, key: ApiKey) -> Self {
-        crate::shared::warn_if_clear(&self.url);
-        self.key = Some(key);
-        self
     }
 
     /// How the key is sent. Default: [`KeyHeader::Bearer`].
@@ -292,23 +283,13 @@ impl OpenAi {
         tools: &[ToolSpec],
     ) -> Result<Response, ProviderError> {
         let body = self.request_body(transcript, tools)?;
-        let (name, prefix) = match self.key_header {
+        let header = match self.key_header {
             KeyHeader::Bearer => (AUTHORIZATION, "Bearer "),
             KeyHeader::AzureApiKey => (HeaderName::from_static("api-key"), ""),
         };
-        let headers = self
-            .common
-            .headers_with_key(self.key.as_ref(), &name, prefix)?;
         let answer = self
             .common
-            .exchange
-            .send(Post {
-                url: &self.url,
-                headers,
-                body,
-                model: &self.common.model,
-                key: self.key.as_ref(),
-            })
+            .post(&self.url, self.key.as_ref(), header, body)
             .await?;
         self.read_response(&answer, transcript.len())
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use crate::error::ProviderError;
-use crate::http::{Exchange, RetryPolicy};
+use crate::http::{Exchange, Post, RetryPolicy};
 
 /// The settings every client has, with their builder methods.
 #[derive(Debug, Clone)]
@@ -75,14 +75,16 @@ impl Common {
         Ok(())
     }
 
-    /// The headers of one request, the key's under `name`, as `prefix` +
-    /// key, marked sensitive so no log of the HTTP stack shows it.
-    pub(crate) fn headers_with_key(
+    /// Posts `body` to `url` — the key, when there is one, under `name` as
+    /// `prefix` + key, marked sensitive so no log of the HTTP stack shows
+    /// it — and hands back the body of a 2xx answer.
+    pub(crate) async fn post(
         &self,
+        url: &url::Url,
         key: Option<&crate::ApiKey>,
-        name: &HeaderName,
-        prefix: &str,
-    ) -> Result<HeaderMap, ProviderError> {
+        (name, prefix): (HeaderName, &str),
+        body: Vec<u8>,
+    ) -> Result<Vec<u8>, ProviderError> {
         let mut headers = self.headers.clone();
         if let Some(key) = key {
             let mut value =
@@ -93,9 +95,17 @@ impl Common {
                     }
                 })?;
             value.set_sensitive(true);
-            headers.insert(name.clone(), value);
+            headers.insert(name, value);
         }
-        Ok(headers)
+        self.exchange
+            .send(Post {
+                url,
+                headers,
+                body,
+                model: &self.model,
+                key,
+            })
+            .await
     }
 }
 
@@ -153,9 +163,20 @@ pub(crate) fn past_call_name<'a>(
     wire_safe(toolgate::run::ToolSpec::wire_name(tools, local))
 }
 
-/// The builder methods every client has, over its `common` and `url`.
+/// The builder methods every client has, over its `common`, `url` and
+/// `key`.
 macro_rules! settings {
     () => {
+        /// The key to send, in the header the protocol names. Without one,
+        /// no key is sent (a local server). A key bound for plain `http` to
+        /// another machine is logged as a warning.
+        #[must_use]
+        pub fn key(mut self, key: crate::ApiKey) -> Self {
+            crate::shared::warn_if_clear(&self.url);
+            self.key = Some(key);
+            self
+        }
+
         /// The most tokens an answer may have (`max_tokens`, or OpenAI's
         /// `max_completion_tokens`). Default: 4096.
         #[must_use]

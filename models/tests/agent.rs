@@ -66,6 +66,12 @@ fn openai_text(text: &str) -> Value {
     }})
 }
 
+/// A step of the script: an Anthropic answer of these blocks.
+fn anthropic_message(content: Value, stop: &str) -> Value {
+    json!({"status": 200, "body": {"id": "msg_1", "type": "message", "role": "assistant", "model": "c",
+        "content": content, "stop_reason": stop, "usage": {"input_tokens": 50, "output_tokens": 5}}})
+}
+
 #[tokio::test]
 async fn openai_garbled_write_is_answered_corrected_approved_and_run_once() {
     let server = Server::start(
@@ -131,15 +137,11 @@ async fn openai_garbled_write_is_answered_corrected_approved_and_run_once() {
 
 #[tokio::test]
 async fn anthropic_call_without_an_id_is_answered_and_the_transcript_stays_valid() {
-    let message = |content: Value, stop: &str| {
-        json!({"status": 200, "body": {"id": "msg_1", "type": "message", "role": "assistant", "model": "c",
-            "content": content, "stop_reason": stop, "usage": {"input_tokens": 50, "output_tokens": 5}}})
-    };
     let server = Server::start(
         json!([
-            message(json!([{"type": "tool_use", "name": "write_note", "input": {"text": "milk"}}]), "tool_use"),
-            message(json!([{"type": "tool_use", "id": "toolu_2", "name": "write_note", "input": "milk"}]), "tool_use"),
-            message(json!([{"type": "text", "text": "I could not write it."}]), "end_turn"),
+            anthropic_message(json!([{"type": "tool_use", "name": "write_note", "input": {"text": "milk"}}]), "tool_use"),
+            anthropic_message(json!([{"type": "tool_use", "id": "toolu_2", "name": "write_note", "input": "milk"}]), "tool_use"),
+            anthropic_message(json!([{"type": "text", "text": "I could not write it."}]), "end_turn"),
         ]),
         &["c"],
     )
@@ -195,17 +197,13 @@ async fn anthropic_call_without_an_id_is_answered_and_the_transcript_stays_valid
 /// request after their results is one the server takes.
 #[tokio::test]
 async fn anthropic_ids_rewritten_for_the_protocol_stay_distinct() {
-    let message = |content: Value, stop: &str| {
-        json!({"status": 200, "body": {"id": "msg_1", "type": "message", "role": "assistant", "model": "c",
-            "content": content, "stop_reason": stop, "usage": {"input_tokens": 50, "output_tokens": 5}}})
-    };
     let server = Server::start(
         json!([
-            message(json!([
+            anthropic_message(json!([
                 {"type": "tool_use", "id": "toolu 1", "name": "write_note", "input": {"text": "A"}},
                 {"type": "tool_use", "id": "toolu_1", "name": "write_note", "input": {"text": "B"}}
             ]), "tool_use"),
-            message(json!([{"type": "text", "text": "Both written."}]), "end_turn"),
+            anthropic_message(json!([{"type": "text", "text": "Both written."}]), "end_turn"),
         ]),
         &["c"],
     )
