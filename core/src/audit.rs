@@ -8,6 +8,8 @@ use serde_json::Value;
 
 use crate::digest::TurnDigest;
 use crate::erased::BoxFuture;
+use crate::identity::{Channel, Operator};
+use crate::transcript::RunOptions;
 
 /// What was decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -106,7 +108,7 @@ pub struct DecisionRecord {
     /// How the decision reached the record; `None` in records written
     /// before channels were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub channel: Option<crate::identity::Channel>,
+    pub channel: Option<Channel>,
     /// Who started the run.
     pub requested_by: String,
     /// True when the decider is the requester — always visible, whether or
@@ -190,4 +192,39 @@ crate::error::message_error!(
 pub trait DecisionLog: Send + Sync {
     /// Records one decision.
     fn record<'a>(&'a self, record: &'a DecisionRecord) -> BoxFuture<'a, Result<(), LogError>>;
+}
+
+/// Why an answer through `channel` by `decider` — an approval when
+/// `approves` — cannot be recorded on a run that `requested_by` started
+/// under `options`, if it cannot: the one rule of answers through the
+/// requester's own client. An answer through elicitation is the requester
+/// answering — so it is taken only under the requester's name exactly as the
+/// run records it (not another spelling that folds to it), it is no approval
+/// at all when the run requires four eyes, and it never counts toward
+/// several approvers. A denial or input is bound by the name alone: the
+/// requester may always refuse their own call, and input is theirs to give.
+pub fn elicited_answer_problem(
+    channel: Channel,
+    decider: &Operator,
+    requested_by: &str,
+    options: &RunOptions,
+    approves: bool,
+) -> Option<&'static str> {
+    if channel != Channel::Elicitation {
+        None
+    } else if decider.name() != requested_by {
+        Some(
+            "an answer through the requester's own client is the requester's: it is recorded under the requester's name as the run records it, never another's",
+        )
+    } else if approves && options.four_eyes {
+        Some(
+            "the run requires four eyes, and an answer through the requester's own client is the requester's own approval: an operator approves it",
+        )
+    } else if approves && options.approvals_required > 1 {
+        Some(
+            "the run needs several approvers, and an answer through the requester's own client never counts toward them: operators approve it",
+        )
+    } else {
+        None
+    }
 }

@@ -141,7 +141,7 @@ pub enum Channel {
     /// The requester, through their MCP client's own prompt (an MCP
     /// elicitation): the requester answering, never a second person. Its
     /// approvals are refused under four eyes and never count toward several
-    /// approvers ([`elicited_answer_problem`]), and it is used only where
+    /// approvers ([`elicited_answer_problem`](crate::audit::elicited_answer_problem)), and it is used only where
     /// an operator turned it on — some clients answer elicitations without
     /// asking anyone.
     Elicitation,
@@ -180,41 +180,6 @@ impl Channel {
 impl fmt::Display for Channel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// Why an answer through `channel` by `decider` — an approval when
-/// `approves` — cannot be recorded on a run that `requested_by` started
-/// under `options`, if it cannot: the one rule of answers through the
-/// requester's own client. An answer through elicitation is the requester
-/// answering — so it is taken only under the requester's name exactly as the
-/// run records it (not another spelling that folds to it), it is no approval
-/// at all when the run requires four eyes, and it never counts toward
-/// several approvers. A denial or input is bound by the name alone: the
-/// requester may always refuse their own call, and input is theirs to give.
-pub fn elicited_answer_problem(
-    channel: Channel,
-    decider: &Operator,
-    requested_by: &str,
-    options: &crate::run::RunOptions,
-    approves: bool,
-) -> Option<&'static str> {
-    if channel != Channel::Elicitation {
-        None
-    } else if decider.name() != requested_by {
-        Some(
-            "an answer through the requester's own client is the requester's: it is recorded under the requester's name as the run records it, never another's",
-        )
-    } else if approves && options.four_eyes {
-        Some(
-            "the run requires four eyes, and an answer through the requester's own client is the requester's own approval: an operator approves it",
-        )
-    } else if approves && options.approvals_required > 1 {
-        Some(
-            "the run needs several approvers, and an answer through the requester's own client never counts toward them: operators approve it",
-        )
-    } else {
-        None
     }
 }
 

@@ -30,8 +30,46 @@
 //! is recorded. When it is not safe to run again the run stops with
 //! [`RunError::OutcomeUnknown`](crate::run::RunError::OutcomeUnknown), and the
 //! host that journals it holds it as after a crash until an operator chooses.
+//!
+//! # What a program can make a recovery run
+//!
+//! [`Agent::recover`](crate::Agent::recover) runs what a [`TurnPlan`] says,
+//! without asking anyone: the plan is the record of a turn a decision let
+//! run, or of one that needed none. So a plan comes only from the crate.
+//!
+//! - **Made by the crate alone.** A plan is built by the run driver, for a
+//!   turn its gate cleared or a decision let run, and handed to the
+//!   [`Journal`]. It has no public constructor and no `Deserialize`: the one
+//!   way back from storage is [`TurnPlan::decode_with`], which reads only the
+//!   document [`TurnPlan::encode_with`] wrote, after its seal.
+//! - **A program without the integrity key** — one that can write the
+//!   store's tables but does not hold the store's key — cannot make a plan
+//!   that [`TurnPlan::decode_with`] reads under that key: the document is
+//!   tagged with HMAC-SHA-256 over its format, its version and its body's
+//!   bytes, and any change to any of them, a plan written without the key,
+//!   or one tagged under another key, is refused as a [`CorruptPlan`]. It
+//!   can delete a plan (the run then has nothing to recover, and nothing
+//!   runs) but not change what one runs.
+//! - **Without a key configured,** the seal is a plain checksum that anyone
+//!   can compute: it catches a damaged document, not a writer. Whoever can
+//!   write the store can then write a plan that runs. Configure a key
+//!   wherever the store's writers are not all trusted.
+//! - **A program that holds the key, or links this crate,** can run any
+//!   tool it holds directly; the crate does not defend against its own
+//!   host. What it guarantees the host is that no value the crate reads from
+//!   outside — a model's answer, a stored document — makes a gated call run
+//!   without a decision bound to what it runs.
+//! - **What the journal knows of each call** ([`CallRecord`]) is the host's
+//!   account, built from the rows it wrote through this trait and from its
+//!   operators' choices — as a [`Decision`](crate::suspend::Decision) is
+//!   the host's account of who approved. The crate applies its rules to it:
+//!   a call runs again only when it is safe to retry, or when a choice to
+//!   run it again stands ([`rerun_stands`]: as many distinct people as the
+//!   run's approvals, never the requester under four eyes). Keeping those
+//!   rows and choices honest is the store's part (a store tags them under
+//!   the same key).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::digest::{RerunDigest, TurnDigest, UnknownCall, rerun_digest};
@@ -50,16 +88,46 @@ crate::error::message_error!(
     "the execution journal failed: "
 );
 
+/// A stored turn plan could not be read: its seal does not hold, or it is
+/// not a plan this crate writes. The reason says which; nothing of it runs.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unreadable turn plan: {reason}")]
+pub struct CorruptPlan {
+    /// What is wrong.
+    pub reason: String,
+    #[source]
+    source: Option<crate::error::Cause>,
+}
+
+impl CorruptPlan {
+    pub(crate) fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    pub(crate) fn with_source(
+        reason: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            reason: reason.into(),
+            source: Some(std::sync::Arc::new(source)),
+        }
+    }
+}
+
 /// What a turn will do, written down before any of it runs.
 ///
 /// Only this crate makes a plan — for a turn a decision let run, or one that
 /// needed none — and hands it to the [`Journal`] before any of it runs. A
-/// host stores it as it is written (serialised) and hands it back to
-/// [`Agent::recover`](crate::Agent::recover), which runs what the plan says:
-/// so a stored plan must be protected like a stored run (a store keeps it
-/// under its integrity key and refuses one whose tag does not verify). It
-/// cannot be built outside this crate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// host stores it as [`TurnPlan::encode_with`] writes it, under its
+/// integrity key, and reads it back only with [`TurnPlan::decode_with`] for
+/// [`Agent::recover`](crate::Agent::recover), which runs what the plan says.
+/// It cannot be built outside this crate, and has no `Deserialize`: see
+/// [what a program can make a recovery run](self#what-a-program-can-make-a-recovery-run).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TurnPlan {
     pub(crate) run: RunState,
     pub(crate) steps: Vec<Step>,
@@ -159,7 +227,7 @@ pub fn check_rerun(run: &RunState, by: &str) -> Result<(), Refusal> {
 }
 
 /// One call of a planned turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Step {
     pub(crate) call: ToolCall,
     pub(crate) action: Action,
@@ -178,7 +246,7 @@ impl Step {
 }
 
 /// What happens to one call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum Action {
     /// The tool runs with these arguments.

@@ -1,5 +1,29 @@
 #![doc = include_str!("../README.md")]
 //!
+//! # Floor plan
+//!
+//! The crate's modules stand in layers, and every import points down: a
+//! module uses only modules of lower layers and the modules listed before
+//! it in its own row. The one circle is `tool` ⇄ `gate`, and it is one by
+//! nature — a tool names its gate, and a gate is admitted by what the tool
+//! declares. Read from the top row down, each row needs only what is above
+//! it; `tests/layers.rs` reads this table and fails on any import that
+//! points up.
+//!
+//! | layer | modules, in order | what it owns |
+//! |---|---|---|
+//! | floor | `error`, `unique`, `visible`, `integrity`, `sealed` | the error helpers, JSON read with no duplicate key, text escaped for a reader, the integrity key, the seal on the crate's traits |
+//! | what a tool is | `effect`, `tool`, `gate`, `erased`, `input`, `assert` | effects and origins, the tool traits, the gate and its one rule ([`gate::judge`]), tools behind a `dyn`, the input schema check, the gate pins |
+//! | the registry and the offer | `wire`, `registry` | wire names, the registry, its catalogue, what a run offers and the specs the model reads |
+//! | people | `identity` | names compared as people, channels, the client a requester declared |
+//! | the transcript and a run's options | `transcript` | messages, calls, token usage, [`run::RunOptions`], [`run::RunState`] |
+//! | digests | `digest` | the turn digest, the arguments digest, the rerun digest, the review a digest binds |
+//! | decisions | `audit` | verdicts, the decision record and log, the rule of answers through the requester's own client |
+//! | pauses and the journal | `pause`, `journal`, `persist` | the typed pauses and their checks, the journal and its threat model, the sealed codecs of suspended runs and of turn plans |
+//! | the run driver | `run` | [`Agent`]: the model's turns checked, scanned, run or suspended, and recovered |
+//! | resume | `resume` | deciding a suspended run and running its turn |
+//! | the front | `testing`, `lib` | what the crate shows: the root, [`suspend`], the rules for tests |
+//!
 //! # Rules
 //!
 //! Each illegal combination, why it is illegal, and what enforces it. The

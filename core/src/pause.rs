@@ -416,7 +416,7 @@ pub enum Refusal {
     },
     /// An approval through the requester's own client (elicitation) that
     /// the run's rules do not take
-    /// ([`identity::elicited_answer_problem`]).
+    /// ([`audit::elicited_answer_problem`](crate::audit::elicited_answer_problem)).
     #[error("{why}")]
     ElicitedApproval {
         /// Why, in words.

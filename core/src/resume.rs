@@ -379,7 +379,7 @@ impl Suspended<crate::pause::AwaitingApproval> {
     /// refused because a tool or the policy changed since the reviewer looked
     /// ([`Refusal::needs_fresh_review`]). It has a digest of its own, so no
     /// decision on the turn as it was applies to it.
-    pub async fn reviewed_again(mut self, registry: &crate::Registry) -> Self {
+    pub async fn reviewed_again(mut self, registry: &crate::registry::Registry) -> Self {
         let offered = registry.offer(self.state.options.allow.as_deref()).await;
         self.review = crate::run::review_of(&offered, &self.pending);
         self

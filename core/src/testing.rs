@@ -17,7 +17,7 @@ use crate::audit::{DecisionLog, DecisionRecord, LogError};
 #[cfg(feature = "test-util")]
 pub mod rules {
     pub use crate::digest::{arguments_digest, denial_key, reviewed_turn_digest, turn_digest};
-    pub use crate::persist::{body_checksum, document_checksum};
+    pub use crate::persist::{body_checksum, document_checksum, plan_checksum};
 }
 
 /// A model that plays back canned replies in order, for tests and examples.

@@ -366,7 +366,7 @@ impl Store {
     /// on for a server whose clients they know ask their user. An approval
     /// through elicitation is still the requester's own: refused under four
     /// eyes, never one of several approvers
-    /// ([`toolgate::identity::elicited_answer_problem`]).
+    /// ([`toolgate::audit::elicited_answer_problem`]).
     pub async fn set_elicitation(&self, id: &str, on: bool) -> Result<ServerRecord, StoreError> {
         let result =
             Query::new("UPDATE mcp_server SET elicitation = $1, updated_at = $2 WHERE id = $3")

@@ -294,8 +294,19 @@ async fn journaled_plan(
         .first()
         .cloned()
         .expect("a plan was journaled");
-    let text = edit(serde_json::to_string(&plan).unwrap());
-    serde_json::from_str(&text).expect("the stored plan reads")
+    let text = resealed(&plan.encode_with(None).unwrap(), edit);
+    toolgate::journal::TurnPlan::decode_with(&text, None).expect("the stored plan reads")
+}
+
+/// A plan document with `edit` applied to its body, and a plain checksum
+/// recomputed over the edited body: what a writer of a store without an
+/// integrity key can do, read back through the crate's codec.
+fn resealed(document: &str, edit: impl Fn(String) -> String) -> String {
+    let mut value: Value = serde_json::from_str(document).unwrap();
+    let body = edit(value["body"].to_string());
+    value["checksum"] = toolgate::testing::rules::plan_checksum(&body).into();
+    value["body"] = serde_json::from_str(&body).unwrap();
+    value.to_string()
 }
 
 /// A recovery runs a call that started and never ended again only when the
@@ -387,4 +398,60 @@ async fn a_recovery_obeys_a_rerun_only_when_it_stands() {
             "{by:?}"
         );
     }
+}
+
+/// A plan comes back from storage only through its seal: under a key, only
+/// the document that key tagged, unchanged; without one, only a document
+/// whose plain checksum matches. Anything else is refused with a reason,
+/// and nothing of it can reach `recover`.
+#[tokio::test]
+async fn a_plan_reads_back_only_through_its_seal() {
+    use toolgate::integrity::IntegrityKey;
+    use toolgate::journal::TurnPlan;
+    let w = world();
+    let plan = journaled_plan(&w, toolgate::run::RunOptions::default(), |text| text).await;
+    let key = IntegrityKey::new(&[7; 32]).unwrap();
+    let other = IntegrityKey::new(&[8; 32]).unwrap();
+    let tagged = plan.encode_with(Some(&key)).unwrap();
+    assert_eq!(TurnPlan::decode_with(&tagged, Some(&key)).unwrap(), plan);
+
+    let refused = |text: &str, key: Option<&IntegrityKey>| {
+        TurnPlan::decode_with(text, key)
+            .map(|_| ())
+            .expect_err("refused")
+            .reason
+    };
+    assert!(refused(&tagged, Some(&other)).contains("does not verify"));
+    assert!(refused(&tagged, None).contains("tagged under an integrity key"));
+    let rewritten = tagged.replace("non_idempotent_write", "read_only");
+    assert_ne!(rewritten, tagged);
+    assert!(refused(&rewritten, Some(&key)).contains("does not verify"));
+
+    // Without a key: a plain checksum, which catches damage.
+    let unkeyed = plan.encode_with(None).unwrap();
+    assert_eq!(TurnPlan::decode_with(&unkeyed, None).unwrap(), plan);
+    assert!(refused(&unkeyed, Some(&key)).contains("does not verify"));
+    let damaged = unkeyed.replace("\"pay\"", "\"pya\"");
+    assert_ne!(damaged, unkeyed);
+    assert!(refused(&damaged, None).contains("checksum does not match"));
+
+    // The header is sealed too, and nothing but a plan document is read.
+    let relabelled = unkeyed.replacen("\"version\":1", "\"version\":2", 1);
+    assert!(refused(&relabelled, None).contains("version is 2"));
+    let raw = serde_json::to_string(&plan).unwrap();
+    assert!(refused(&raw, None).contains("not a turn-plan document"));
+    let mut extra: Value = serde_json::from_str(&unkeyed).unwrap();
+    extra["note"] = "x".into();
+    assert!(refused(&extra.to_string(), None).contains("unknown field"));
+
+    // A plan whose call id repeats is no plan the crate writes, even sealed.
+    let twice = resealed(&unkeyed, |body| {
+        let mut value: Value = serde_json::from_str(&body).unwrap();
+        let step = value["steps"][0].clone();
+        value["steps"].as_array_mut().unwrap().push(step);
+        value.to_string()
+    });
+    assert!(refused(&twice, None).contains("twice"));
+    // The resealed document itself reads: the refusal above is the rule's.
+    assert!(TurnPlan::decode_with(&resealed(&unkeyed, |body| body), None).is_ok());
 }

@@ -83,11 +83,14 @@ use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
 use crate::transcript::{RunState, ToolCall};
 
 mod object;
+mod plan;
 mod read;
 mod since;
 #[cfg(test)]
 mod tests;
 
+#[cfg(feature = "test-util")]
+pub use plan::plan_checksum;
 use read::decode;
 
 const FORMAT: &str = "toolgate/suspended-run";
@@ -325,7 +328,7 @@ pub fn document_checksum(version: u64, status: &str, body: &str) -> String {
 
 const XXH3_PREFIX: &str = "xxh3-128:";
 
-fn plain_checksum(parts: &[&[u8]]) -> String {
+pub(super) fn plain_checksum(parts: &[&[u8]]) -> String {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     for part in parts {
         hasher.update(part);

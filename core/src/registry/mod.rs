@@ -11,9 +11,11 @@ use crate::tool::Execute;
 
 mod boot;
 mod explain;
+mod spec;
 
 pub use boot::{BootError, BootProblem, DropReason, DroppedTool, ProviderFailure};
 pub use explain::Explanation;
+pub use spec::ToolSpec;
 
 /// Why a local tool may not take `name`, if it may not: a `.` marks a
 /// server's tool (`server.tool`), and a local tool spelled like one could
@@ -351,9 +353,9 @@ impl Offered {
 
     /// What the model is told of every offered tool: its wire name, its
     /// local name, its description and its schema.
-    pub fn specs(&self) -> Vec<crate::run::ToolSpec> {
+    pub fn specs(&self) -> Vec<ToolSpec> {
         self.entries()
-            .map(|e| crate::run::ToolSpec {
+            .map(|e| ToolSpec {
                 name: e.wire.to_string(),
                 local_name: e.tool.name().to_owned(),
                 description: e.tool.description().to_owned(),

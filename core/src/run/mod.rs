@@ -33,7 +33,8 @@ mod outcome;
 mod scan;
 mod unusable;
 
-pub use model::{Arguments, Model, ModelError, ProposedCall, Reply, Response, ToolSpec};
+pub use crate::registry::ToolSpec;
+pub use model::{Arguments, Model, ModelError, ProposedCall, Reply, Response};
 pub use one_call::{CallRequest, NoModel};
 pub use outcome::{Outcome, OutcomeUnknown, Recovered, RunError, TurnOutcome};
 pub use unusable::{MAX_CALL_ID_BYTES, MAX_CALL_NAME_BYTES};

@@ -7,8 +7,9 @@
 
 use serde_json::{Map, Value};
 
-use super::model::{Arguments, ProposedCall, Response, ToolSpec};
+use super::model::{Arguments, ProposedCall, Response};
 use crate::registry::Offered;
+use crate::registry::ToolSpec;
 use crate::transcript::{Message, ToolCall};
 
 /// The longest call id a turn may use, in bytes. Providers' ids are a few

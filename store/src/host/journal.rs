@@ -95,8 +95,7 @@ impl StoreJournal {
 impl Journal for StoreJournal {
     fn planned<'a>(&'a self, plan: &'a TurnPlan) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(async move {
-            let text = serde_json::to_string(plan)
-                .map_err(|e| JournalError::with_source("cannot encode the turn's plan", e))?;
+            let text = plan.encode_with(self.store.key())?;
             let suspension_id = self.suspension_id;
             let turn = i64::from(plan.turn());
             let mac = self
@@ -304,9 +303,9 @@ impl Store {
         } else if self.requires_key() {
             return Err(StoreError::KeyRequired);
         }
-        serde_json::from_str(text).map_err(|e| StoreError::Unreadable {
+        TurnPlan::decode_with(text, self.key()).map_err(|e| StoreError::Unreadable {
             what: "turn plan",
-            reason: e.to_string(),
+            reason: e.reason,
         })
     }
 

@@ -595,7 +595,7 @@ async fn refuse_replay(tx: &mut Tx, run_id: &str, digest: &TurnDigest) -> Result
 
 /// The rules of a decision through the requester's own client
 /// (elicitation): an answer only as the core's rule takes it
-/// ([`identity::elicited_answer_problem`]), and only on calls
+/// ([`toolgate::audit::elicited_answer_problem`]), and only on calls
 /// whose servers' operators turned elicitation on — read fail-closed: only
 /// a stored 1 is on, and a tool no server supplies (a builtin) never is.
 async fn check_elicited(
@@ -609,7 +609,7 @@ async fn check_elicited(
         run_id: run_id.to_owned(),
         reason: toolgate::suspend::Refusal::ElicitedApproval { why },
     };
-    if let Some(why) = identity::elicited_answer_problem(
+    if let Some(why) = toolgate::audit::elicited_answer_problem(
         decided_by.channel(),
         decided_by,
         &run.state().requested_by,
