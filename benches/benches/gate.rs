@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use toolgate::{
     Execute, Local, ReadOnly, Registry, Tool, ToolOutput, gate,
     registry::Offered,
-    run::{ToolCall, scan_turn},
+    run::{ToolCall, TurnScan, scan_turn},
 };
 
 fn main() {
@@ -54,7 +54,32 @@ fn offered(size: usize) -> Offered {
     let Ok(runtime) = runtime else {
         panic!("no runtime");
     };
-    runtime.block_on(registry.offer_all())
+    let offered = runtime.block_on(registry.offer_all());
+    assert_eq!(offered.tools().count(), size, "every tool is offered");
+    offered
+}
+
+/// The scan of `calls` clears the turn, and hands out one permit per call:
+/// the bench times a turn that runs, not one refused early.
+fn check_scan(offered: &Offered, calls: &[ToolCall], expected: usize) {
+    assert_eq!(calls.len(), expected);
+    let TurnScan::Run(cleared) = scan_turn(offered, calls) else {
+        panic!("a turn of read-only tools runs");
+    };
+    assert_eq!(
+        cleared
+            .into_calls()
+            .filter(|(_, permit)| permit.is_ok())
+            .count(),
+        expected,
+        "every call gets its permit"
+    );
+}
+
+/// The baseline finds a handler for every call.
+fn check_lookup(router: &HashMap<String, Handler>, calls: &[ToolCall], expected: usize) {
+    assert_eq!(calls.len(), expected);
+    assert!(lookup(router, calls), "every call has its handler");
 }
 
 type Handler = Box<dyn Fn(&Value) -> usize + Send + Sync>;
@@ -83,6 +108,7 @@ fn turn(size: usize, calls: usize) -> Vec<ToolCall> {
 fn scan_1_call(bencher: divan::Bencher, size: usize) {
     let offered = offered(size);
     let calls = turn(size, 1);
+    check_scan(&offered, &calls, 1);
     bencher.bench_local(|| scan_turn(black_box(&offered), black_box(&calls)).is_run());
 }
 
@@ -90,6 +116,7 @@ fn scan_1_call(bencher: divan::Bencher, size: usize) {
 fn scan_8_calls(bencher: divan::Bencher, size: usize) {
     let offered = offered(size);
     let calls = turn(size, 8);
+    check_scan(&offered, &calls, 8);
     bencher.bench_local(|| scan_turn(black_box(&offered), black_box(&calls)).is_run());
 }
 
@@ -97,6 +124,7 @@ fn scan_8_calls(bencher: divan::Bencher, size: usize) {
 fn baseline_lookup_1_call(bencher: divan::Bencher, size: usize) {
     let router = router(size);
     let calls = turn(size, 1);
+    check_lookup(&router, &calls, 1);
     bencher.bench_local(|| lookup(black_box(&router), black_box(&calls)));
 }
 
@@ -104,6 +132,7 @@ fn baseline_lookup_1_call(bencher: divan::Bencher, size: usize) {
 fn baseline_lookup_8_calls(bencher: divan::Bencher, size: usize) {
     let router = router(size);
     let calls = turn(size, 8);
+    check_lookup(&router, &calls, 8);
     bencher.bench_local(|| lookup(black_box(&router), black_box(&calls)));
 }
 

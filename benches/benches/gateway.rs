@@ -113,6 +113,18 @@ fn world() -> &'static World {
             let through = ok(().serve((client_read, client_write)).await);
             (direct, through)
         });
+        // The gateway forwards the call and hands back the upstream's answer.
+        let (by_hand, forwarded) = runtime.block_on(async {
+            (
+                ok(direct.call_tool(read_note("read_note")).await),
+                ok(through.call_tool(read_note("notes__read_note")).await),
+            )
+        });
+        ran(by_hand.clone());
+        assert_eq!(
+            by_hand.content, forwarded.content,
+            "the same answer either way"
+        );
         World {
             runtime,
             direct,
@@ -120,6 +132,14 @@ fn world() -> &'static World {
             _dir: dir,
         }
     })
+}
+
+/// The answer of a call that ran: no error result (a call refused, held or
+/// unknown answers with one), and the note's text.
+fn ran(result: rmcp::model::CallToolResult) -> usize {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert!(!result.content.is_empty(), "{result:?}");
+    result.content.len()
 }
 
 fn read_note(name: &str) -> CallToolRequestParams {
@@ -133,9 +153,9 @@ fn read_note(name: &str) -> CallToolRequestParams {
 fn direct(bencher: Bencher) {
     let world = world();
     bencher.bench_local(|| {
-        ok(world
+        ran(ok(world
             .runtime
-            .block_on(world.direct.call_tool(read_note("read_note"))))
+            .block_on(world.direct.call_tool(read_note("read_note")))))
     });
 }
 
@@ -145,9 +165,9 @@ fn direct(bencher: Bencher) {
 fn through_the_gateway(bencher: Bencher) {
     let world = world();
     bencher.bench_local(|| {
-        ok(world
-            .runtime
-            .block_on(world.through.call_tool(read_note("notes__read_note"))))
+        ran(ok(world.runtime.block_on(
+            world.through.call_tool(read_note("notes__read_note")),
+        )))
     });
 }
 
@@ -159,7 +179,7 @@ fn at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
         world.runtime.block_on(async {
             let calls = (0..N).map(|_| world.through.call_tool(read_note("notes__read_note")));
             for answered in futures_util::future::join_all(calls).await {
-                ok(answered);
+                ran(ok(answered));
             }
         });
     });
@@ -174,7 +194,7 @@ fn at_once_direct<const N: usize>(bencher: Bencher) {
         world.runtime.block_on(async {
             let calls = (0..N).map(|_| world.direct.call_tool(read_note("read_note")));
             for answered in futures_util::future::join_all(calls).await {
-                ok(answered);
+                ran(ok(answered));
             }
         });
     });
@@ -196,7 +216,7 @@ fn slow_at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
         world.runtime.block_on(async {
             let calls = (0..N).map(|_| world.through.call_tool(slow("notes__slow")));
             for answered in futures_util::future::join_all(calls).await {
-                ok(answered);
+                ran(ok(answered));
             }
         });
     });
@@ -210,7 +230,7 @@ fn slow_at_once_direct<const N: usize>(bencher: Bencher) {
         world.runtime.block_on(async {
             let calls = (0..N).map(|_| world.direct.call_tool(slow("slow")));
             for answered in futures_util::future::join_all(calls).await {
-                ok(answered);
+                ran(ok(answered));
             }
         });
     });

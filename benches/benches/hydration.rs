@@ -98,8 +98,13 @@ fn fixture(backend: &str, rows: usize, approval: OperatorDeclaration) -> Fixture
     Fixture { db, store, runtime }
 }
 
-fn build_tools(bencher: divan::Bencher, f: &Fixture) {
+fn build_tools(bencher: divan::Bencher, f: &Fixture, rows: usize) {
     let provider = McpProvider::new(f.store.clone(), Deadlines::default());
+    let built = f.runtime.block_on(provider.build_tools());
+    match built {
+        Ok((tools, _)) => assert_eq!(tools.len(), rows, "every row becomes a tool"),
+        Err(error) => panic!("{error}"),
+    }
     bencher.bench_local(|| {
         f.runtime.block_on(async {
             let built = provider.build_tools().await;
@@ -113,6 +118,7 @@ fn provider_build_tools<const ROWS: usize>(bencher: divan::Bencher, backend: &st
     build_tools(
         bencher,
         &fixture(backend, ROWS, OperatorDeclaration::ApprovalRequired),
+        ROWS,
     );
 }
 
@@ -132,7 +138,7 @@ fn provider_build_tools_pinned<const ROWS: usize>(bencher: divan::Bencher, backe
                 .iter()
                 .all(|t| t.operator_declaration() == OperatorDeclaration::NoApproval)
     }));
-    build_tools(bencher, &f);
+    build_tools(bencher, &f, ROWS);
 }
 
 /// The same rows and columns hydration reads, selected and decoded through
@@ -143,6 +149,7 @@ fn baseline_raw_select<const ROWS: usize>(bencher: divan::Bencher, backend: &str
     raw_select(
         bencher,
         &fixture(backend, ROWS, OperatorDeclaration::ApprovalRequired),
+        ROWS,
     );
 }
 
@@ -153,10 +160,11 @@ fn baseline_raw_select_pinned<const ROWS: usize>(bencher: divan::Bencher, backen
     raw_select(
         bencher,
         &fixture(backend, ROWS, OperatorDeclaration::NoApproval),
+        ROWS,
     );
 }
 
-fn raw_select(bencher: divan::Bencher, f: &Fixture) {
+fn raw_select(bencher: divan::Bencher, f: &Fixture, expected: usize) {
     const SQL: &str =
         "SELECT server_id, remote_name, local_name, description, input_schema, annotations,
                 pinned_definition
@@ -196,26 +204,30 @@ fn raw_select(bencher: divan::Bencher, f: &Fixture) {
             let Ok(pool) = pool else {
                 panic!("the raw pool opens")
             };
-            bencher.bench_local(|| {
+            let select = || {
                 f.runtime.block_on(async {
                     let rows = sqlx::query(SQL).fetch_all(&pool).await.unwrap_or_default();
                     let decoded: Vec<Decoded> = rows.iter().map(decode).collect();
                     black_box(decoded.len())
                 })
-            });
+            };
+            assert_eq!(select(), expected, "every row is read");
+            bencher.bench_local(select);
         }
         Location::Postgres(url) => {
             let pool = f.runtime.block_on(sqlx::postgres::PgPool::connect(&url));
             let Ok(pool) = pool else {
                 panic!("the raw pool opens")
             };
-            bencher.bench_local(|| {
+            let select = || {
                 f.runtime.block_on(async {
                     let rows = sqlx::query(SQL).fetch_all(&pool).await.unwrap_or_default();
                     let decoded: Vec<Decoded> = rows.iter().map(decode).collect();
                     black_box(decoded.len())
                 })
-            });
+            };
+            assert_eq!(select(), expected, "every row is read");
+            bencher.bench_local(select);
         }
     }
 }

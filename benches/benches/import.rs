@@ -127,6 +127,8 @@ fn measure(tools: usize, bytes: usize, page: usize, cursor: usize) {
         Ok(report) => report,
         Err(error) => panic!("{error}"),
     };
+    assert_eq!(report.listed, tools, "every tool the server lists is read");
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
     if cursor > 0 {
         println!(
             "| {} | {cursor} | {} | {} | {:.2} s |",

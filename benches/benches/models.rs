@@ -212,6 +212,19 @@ fn check(response: &Response) {
     );
 }
 
+/// Checks that a request body carries the transcript (no more messages than
+/// it holds: a protocol may merge messages of one role, or lift the system
+/// prompt out) and every tool.
+fn check_request(body: &[u8], messages: usize, tools: usize) {
+    let value = request_value(body);
+    let sent = value["messages"].as_array().map_or(0, Vec::len);
+    assert!(
+        sent > 0 && sent <= messages,
+        "the request holds {sent} messages for a transcript of {messages}"
+    );
+    assert_eq!(value["tools"].as_array().map_or(0, Vec::len), tools);
+}
+
 /// The request body the adapter writes, as a `Value`, for the baseline to
 /// write again; checked to have the adapter's length.
 fn request_value(body: &[u8]) -> Value {
@@ -237,6 +250,10 @@ fn openai_adapter(bencher: divan::Bencher, turns: usize) {
     let answer = openai_answer();
     match client.read_response(&answer, transcript.len()) {
         Ok(response) => check(&response),
+        Err(error) => panic!("{error}"),
+    }
+    match client.request_body(&transcript, &tools) {
+        Ok(body) => check_request(&body, transcript.len(), tools.len()),
         Err(error) => panic!("{error}"),
     }
     bencher.bench_local(|| {
@@ -278,6 +295,10 @@ fn anthropic_adapter(bencher: divan::Bencher, turns: usize) {
     let answer = anthropic_answer();
     match client.read_response(&answer) {
         Ok(response) => check(&response),
+        Err(error) => panic!("{error}"),
+    }
+    match client.request_body(&transcript, &tools) {
+        Ok(body) => check_request(&body, transcript.len(), tools.len()),
         Err(error) => panic!("{error}"),
     }
     bencher.bench_local(|| {

@@ -7,7 +7,7 @@ use std::hint::black_box;
 use serde_json::{Map, Value, json};
 use toolgate::{
     Agent, Execute, Registry, Tool, ToolOutput,
-    run::{Message, Reply, RunOptions, RunState, ToolCall, TurnOutcome},
+    run::{Message, Outcome, Reply, RunOptions, RunState, ToolCall, TurnOutcome},
     suspend::{AwaitingApproval, Suspended},
     testing::{MemoryLog, ScriptedModel},
 };
@@ -102,6 +102,32 @@ async fn capture(
     }
 }
 
+/// Capture, encode, decode and resume: the run's results after the turn ran.
+async fn round_trip(
+    registry: &Registry,
+    log: &MemoryLog,
+    state: RunState,
+    turn: Vec<ToolCall>,
+    model: &ScriptedModel,
+) -> usize {
+    let agent = Agent::new(registry, model, log);
+    let run = capture(&agent, state, turn).await;
+    let document = run.encode().unwrap_or_default();
+    let run = Suspended::<AwaitingApproval>::decode(black_box(&document));
+    let Ok(run) = run else {
+        panic!("decodes");
+    };
+    let digest = run.digest();
+    match run.approve(&agent, "bob", digest).await {
+        Ok(Outcome::Finished { state, .. }) => state
+            .transcript
+            .iter()
+            .filter(|m| matches!(m, Message::Tool { content, .. } if content == "appended"))
+            .count(),
+        other => panic!("the approved turn runs and the run finishes: {other:?}"),
+    }
+}
+
 /// Capture, encode, decode and resume (approve with the digest; the 8 calls
 /// run and the model answers once).
 #[divan::bench]
@@ -110,6 +136,9 @@ fn capture_encode_decode_resume(bencher: divan::Bencher) {
     let registry = registry();
     let log = MemoryLog::new();
     let turn: Vec<ToolCall> = (1000..1008).map(call).collect();
+    let model = ScriptedModel::new([Reply::Text("done".into())]);
+    let ran = runtime.block_on(round_trip(&registry, &log, state(), turn.clone(), &model));
+    assert_eq!(ran, 8, "the 8 approved calls ran");
     bencher
         .with_inputs(|| {
             (
@@ -119,17 +148,7 @@ fn capture_encode_decode_resume(bencher: divan::Bencher) {
             )
         })
         .bench_local_values(|(state, turn, model)| {
-            runtime.block_on(async {
-                let agent = Agent::new(&registry, &model, &log);
-                let run = capture(&agent, state, turn).await;
-                let document = run.encode().unwrap_or_default();
-                let run = Suspended::<AwaitingApproval>::decode(black_box(&document));
-                let Ok(run) = run else {
-                    panic!("decodes");
-                };
-                let digest = run.digest();
-                run.approve(&agent, "bob", digest).await.is_ok()
-            })
+            runtime.block_on(round_trip(&registry, &log, state, turn, &model))
         });
 }
 
@@ -142,6 +161,14 @@ fn encode_decode(bencher: divan::Bencher) {
     let model = ScriptedModel::default();
     let agent = Agent::new(&registry, &model, &log);
     let run = runtime.block_on(capture(&agent, state(), (1000..1008).map(call).collect()));
+    let document = run.encode().unwrap_or_default();
+    match Suspended::<AwaitingApproval>::decode(&document) {
+        Ok(decoded) => {
+            assert_eq!(decoded.digest(), run.digest(), "the same run comes back");
+            assert_eq!(decoded.pending().len(), 8);
+        }
+        Err(error) => panic!("{error}"),
+    }
     bencher.bench_local(|| {
         let document = run.encode().unwrap_or_default();
         Suspended::<AwaitingApproval>::decode(black_box(&document)).is_ok()
@@ -152,6 +179,12 @@ fn encode_decode(bencher: divan::Bencher) {
 #[divan::bench]
 fn baseline_serde_json(bencher: divan::Bencher) {
     let transcript = transcript();
+    let text = serde_json::to_string(&transcript).unwrap_or_default();
+    assert_eq!(
+        serde_json::from_str::<Vec<Message>>(&text).ok(),
+        Some(transcript.clone()),
+        "the transcript comes back"
+    );
     bencher.bench_local(|| {
         let text = serde_json::to_string(black_box(&transcript)).unwrap_or_default();
         serde_json::from_str::<Vec<Message>>(black_box(&text)).is_ok()
@@ -172,6 +205,10 @@ fn decode_large_turn(bencher: divan::Bencher, n: usize) {
     state.options.max_calls_per_turn = u32::try_from(n).unwrap_or(u32::MAX);
     let run = runtime.block_on(capture(&agent, state, (0..n).map(call).collect()));
     let document = run.encode().unwrap_or_default();
+    match Suspended::<AwaitingApproval>::decode(&document) {
+        Ok(decoded) => assert_eq!(decoded.pending().len(), n, "every call comes back"),
+        Err(error) => panic!("{error}"),
+    }
     bencher
         .counter(divan::counter::ItemsCount::new(n))
         .bench_local(|| Suspended::<AwaitingApproval>::decode(black_box(&document)).is_ok());

@@ -56,9 +56,8 @@ pub(crate) fn validate(version: Option<&str>, body: &Value) -> Vec<Problem> {
     }
     let max_tokens = required(body, "max_tokens", "", &mut problems)
         .and_then(|value| integer_at_least(value, 1, "max_tokens", &mut problems));
-    if let Some(messages) = required(body, "messages", "", &mut problems) {
-        messages::validate(messages, &mut problems);
-    }
+    let tool_blocks = required(body, "messages", "", &mut problems)
+        .is_some_and(|messages| messages::validate(messages, &mut problems));
     if let Some(system) = body.get("system")
         && !system.is_string()
     {
@@ -71,6 +70,12 @@ pub(crate) fn validate(version: Option<&str>, body: &Value) -> Vec<Problem> {
         .map(|tools| validate_tools(tools, &mut problems));
     if let Some(choice) = body.get("tool_choice") {
         check_tool_choice(choice, tools.as_deref(), &mut problems);
+    }
+    if tool_blocks && tools.as_ref().is_none_or(Vec::is_empty) {
+        problems.push(
+            "tools",
+            "Requests which include `tool_use` or `tool_result` blocks must define tools.",
+        );
     }
     problems.into_vec()
 }

@@ -278,7 +278,23 @@ fn validate_tools(value: &Value, problems: &mut Problems) -> Vec<String> {
             string(description, &key(&function_path, "description"), problems);
         }
         if let Some(parameters) = function.get("parameters") {
-            object(parameters, &key(&function_path, "parameters"), problems);
+            let parameters_path = key(&function_path, "parameters");
+            if let Some(schema) = object(parameters, &parameters_path, problems) {
+                match schema.get("type").and_then(Value::as_str) {
+                    Some("object") => {
+                        if !schema.get("properties").is_some_and(Value::is_object) {
+                            problems.push(
+                                parameters_path,
+                                "invalid_function_parameters: object schema missing properties",
+                            );
+                        }
+                    }
+                    _ => problems.push(
+                        key(&parameters_path, "type"),
+                        "invalid_function_parameters: schema must be a JSON Schema of 'type: \"object\"'",
+                    ),
+                }
+            }
         }
         if let Some(strict) = function.get("strict") {
             boolean(strict, &key(&function_path, "strict"), problems);

@@ -45,7 +45,7 @@ fn openai_request() -> Value {
             ]},
             {"role": "tool", "tool_call_id": "call_1", "content": "sun"}
         ],
-        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}}}],
         "max_completion_tokens": 100
     })
 }

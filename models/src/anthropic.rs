@@ -13,6 +13,19 @@
 //! Messages of one role in a row are merged into one, as the protocol
 //! requires; a turn's results come first in their `user` message.
 //!
+//! # Requests the API would refuse
+//!
+//! - A tool's schema goes out as an object schema with `properties`
+//!   (`object_schema`, shared with the Chat Completions client).
+//! - An error result that said nothing is sent with a text: the API refuses
+//!   `is_error` without content.
+//! - A history that holds calls, sent when no tool is offered any more,
+//!   defines each tool a past call named — "no longer offered" — and sends
+//!   `tool_choice: {"type": "none"}`: the API refuses `tool_use` blocks
+//!   without `tools`, and the model may call none of them.
+//! - A transcript with nothing to send (a blank prompt) is
+//!   [`ProviderError::Unsendable`], and no request is made.
+//!
 //! # Extended thinking
 //!
 //! Refused: this client never asks for thinking, and an answer that holds
@@ -93,19 +106,49 @@ impl Anthropic {
                 _ => None,
             })
             .collect();
+        let messages = messages(transcript, tools);
+        if messages.is_empty() {
+            return Err(ProviderError::Unsendable {
+                provider: PROVIDER,
+                reason: "the transcript holds no text and no call to send: the prompt was blank",
+            });
+        }
+        let mut definitions: Vec<ToolDefinition<'_>> = tools
+            .iter()
+            .map(|spec| ToolDefinition {
+                name: Cow::Borrowed(&spec.name),
+                description: &spec.description,
+                input_schema: crate::shared::object_schema(&spec.parameters),
+            })
+            .collect();
+        let mut tool_choice = None;
+        if definitions.is_empty() {
+            for turn in &messages {
+                for block in &turn.content {
+                    if let Block::ToolUse { name, .. } = block
+                        && !definitions.iter().any(|d| d.name == *name)
+                    {
+                        definitions.push(ToolDefinition {
+                            name: name.clone(),
+                            description: NO_LONGER_OFFERED,
+                            input_schema: Cow::Owned(
+                                serde_json::json!({"type": "object", "properties": {}}),
+                            ),
+                        });
+                    }
+                }
+            }
+            if !definitions.is_empty() {
+                tool_choice = Some(ToolChoice { kind: "none" });
+            }
+        }
         let request = MessagesRequest {
             model: &self.common.model,
             max_tokens: self.common.max_output_tokens,
             system: (!system.is_empty()).then(|| system.join("\n\n")),
-            messages: messages(transcript, tools),
-            tools: tools
-                .iter()
-                .map(|spec| ToolDefinition {
-                    name: &spec.name,
-                    description: &spec.description,
-                    input_schema: &spec.parameters,
-                })
-                .collect(),
+            messages,
+            tools: definitions,
+            tool_choice,
             temperature: self.common.temperature,
         };
         serde_json::to_vec(&request).map_err(|e| ProviderError::Setup {
@@ -254,7 +297,7 @@ fn messages<'a>(transcript: &'a [Message], tools: &'a [ToolSpec]) -> Vec<Turn<'a
                 "user",
                 vec![Block::ToolResult {
                     tool_use_id: id_safe(call_id),
-                    content: (!content.is_empty()).then_some(content.as_str()),
+                    content: result_text(content, *is_error),
                     is_error: *is_error,
                 }],
             ),
@@ -272,6 +315,26 @@ fn messages<'a>(transcript: &'a [Message], tools: &'a [ToolSpec]) -> Vec<Turn<'a
     }
     turns
 }
+
+/// What a `tool_result` block says: its text, or none for a result that
+/// said nothing — except an error, which must say something (Anthropic
+/// refuses an error result with no content).
+fn result_text(content: &str, is_error: bool) -> Option<&str> {
+    if !content.trim().is_empty() {
+        Some(content)
+    } else if is_error {
+        Some(crate::shared::EMPTY_ERROR)
+    } else {
+        None
+    }
+}
+
+/// The tool a past call named, defined for a request that offers no tool:
+/// Anthropic refuses a request whose history holds `tool_use` or
+/// `tool_result` blocks and that defines no tools. Sent with
+/// `tool_choice: none`, so the model may read its past calls and make no new
+/// one.
+const NO_LONGER_OFFERED: &str = "No longer offered to this run: do not call it.";
 
 fn text_block(text: &str) -> Vec<Block<'_>> {
     if text.trim().is_empty() {
@@ -291,7 +354,15 @@ struct MessagesRequest<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ToolDefinition<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct ToolChoice {
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Serialize)]
@@ -322,9 +393,9 @@ enum Block<'a> {
 
 #[derive(Serialize)]
 struct ToolDefinition<'a> {
-    name: &'a str,
+    name: Cow<'a, str>,
     description: &'a str,
-    input_schema: &'a Value,
+    input_schema: Cow<'a, Value>,
 }
 
 #[derive(Deserialize)]

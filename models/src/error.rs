@@ -180,6 +180,15 @@ pub enum ProviderError {
         /// What to do.
         fix: &'static str,
     },
+    /// The transcript holds nothing the provider would take as a request:
+    /// refused here, before anything is sent (and before it is billed).
+    #[error("nothing was sent to {provider}: {reason}")]
+    Unsendable {
+        /// The provider.
+        provider: &'static str,
+        /// What is missing, and why the provider would refuse it.
+        reason: &'static str,
+    },
     /// The client could not be built (a bad URL, say).
     #[error("the {provider} client cannot be set up: {reason}")]
     Setup {

@@ -299,7 +299,9 @@ crate::shared::model!(OpenAi);
 
 /// A tool result's text as sent (see the module's table).
 pub fn tool_result_text(content: &str, is_error: bool) -> Cow<'_, str> {
-    if is_error {
+    if is_error && content.trim().is_empty() {
+        Cow::Owned(format!("{ERROR_PREFIX}{}", crate::shared::EMPTY_ERROR))
+    } else if is_error {
         Cow::Owned(format!("{ERROR_PREFIX}{content}"))
     } else if content.starts_with(ERROR_PREFIX) {
         Cow::Owned(format!("{RESULT_PREFIX}{content}"))
@@ -431,7 +433,7 @@ struct ChatTool<'a> {
 struct FunctionDefinition<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: &'a Value,
+    parameters: Cow<'a, Value>,
 }
 
 impl<'a> From<&'a ToolSpec> for ChatTool<'a> {
@@ -441,7 +443,7 @@ impl<'a> From<&'a ToolSpec> for ChatTool<'a> {
             function: FunctionDefinition {
                 name: &spec.name,
                 description: &spec.description,
-                parameters: &spec.parameters,
+                parameters: crate::shared::object_schema(&spec.parameters),
             },
         }
     }

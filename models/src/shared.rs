@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
 
 use crate::error::ProviderError;
 use crate::http::{Exchange, Post, RetryPolicy};
@@ -152,6 +153,42 @@ pub(crate) fn wire_safe(name: &str) -> Cow<'_, str> {
         safe.push_str("unnamed");
     }
     Cow::Owned(safe)
+}
+
+/// The text an error result that said nothing is sent with: a provider
+/// may refuse an error without content (Anthropic does), and a model reads
+/// an empty error as nothing at all.
+pub(crate) const EMPTY_ERROR: &str = "the call failed without saying why";
+
+/// A tool's parameter schema as both providers take one: a JSON Schema
+/// object whose top level is `"type": "object"` with `properties`. OpenAI
+/// refuses an object schema without `properties` (`invalid_function_parameters`),
+/// and Anthropic one without `type`. A schema that already fits is sent as it
+/// is; one with no `type` or no `properties` gains them; one whose top level
+/// is not an object schema (a boolean schema, `"type": "string"`) is sent as
+/// an object with no properties — the run checks the arguments the model
+/// then sends against the tool's real schema, so nothing unchecked runs.
+pub(crate) fn object_schema(schema: &Value) -> Cow<'_, Value> {
+    let Some(object) = schema.as_object() else {
+        return Cow::Owned(json!({"type": "object", "properties": {}}));
+    };
+    let typed = match object.get("type") {
+        None => false,
+        Some(Value::String(kind)) if kind == "object" => true,
+        // `["object", "null"]`: the arguments are always an object.
+        Some(Value::Array(kinds)) if kinds.iter().any(|k| k == "object") => false,
+        Some(_) => return Cow::Owned(json!({"type": "object", "properties": {}})),
+    };
+    let has_properties = object.get("properties").is_some_and(Value::is_object);
+    if typed && has_properties {
+        return Cow::Borrowed(schema);
+    }
+    let mut object = object.clone();
+    object.insert("type".into(), Value::String("object".into()));
+    if !has_properties {
+        object.insert("properties".into(), Value::Object(serde_json::Map::new()));
+    }
+    Cow::Owned(Value::Object(object))
 }
 
 /// The name a past call is written back under: its wire name when the

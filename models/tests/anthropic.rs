@@ -330,3 +330,65 @@ async fn a_wrong_base_url_gets_the_protocols_advice_and_the_key_stays_out() {
     let shown = format!("{error} {error:?}");
     assert!(!shown.contains(&KEY[5..]), "{shown}");
 }
+
+/// The four requests the Messages API refused: each is now one it takes,
+/// checked by the protocol server, or refused here before anything is sent.
+#[tokio::test]
+async fn requests_the_api_refused_are_now_taken_or_refused_here() {
+    let done = || message(json!([{"type": "text", "text": "Done."}]), "end_turn");
+    let server = Server::start(json!([done(), done(), done()]), &[MODEL]).await;
+    let model = client(&server);
+
+    // An error result that said nothing is sent with a text.
+    let mut silent = transcript();
+    silent[4] = Message::Tool {
+        call_id: "toolu_02".into(),
+        name: "notes.write_note".into(),
+        content: String::new(),
+        is_error: true,
+        rich: None,
+    };
+    model.complete(&silent, &specs()).await.unwrap();
+    let sent = &server.valid(0)["body"]["messages"][2]["content"][1];
+    assert_eq!(sent["is_error"], true);
+    assert_eq!(sent["content"], "the call failed without saying why");
+
+    // A history of calls, and no tool offered any more: the past tools are
+    // defined, and the model may call none of them.
+    model.complete(&transcript(), &[]).await.unwrap();
+    let body = &server.valid(1)["body"];
+    assert_eq!(body["tool_choice"], json!({"type": "none"}));
+    assert_eq!(
+        body["tools"],
+        json!([{"name": "notes_write_note", "description": "No longer offered to this run: do not call it.",
+                "input_schema": {"type": "object", "properties": {}}}])
+    );
+
+    // A schema with no `properties` (a tool with no arguments) gains them.
+    let bare = vec![ToolSpec {
+        name: "clock".into(),
+        local_name: "clock".into(),
+        description: "Tells the time.".into(),
+        parameters: json!({"type": "object"}),
+    }];
+    model.complete(&transcript()[..2], &bare).await.unwrap();
+    assert_eq!(
+        server.valid(2)["body"]["tools"][0]["input_schema"],
+        json!({"type": "object", "properties": {}})
+    );
+
+    // A blank prompt is refused here, and nothing is sent.
+    let blank = [Message::User {
+        content: "  \n".into(),
+    }];
+    let refused = model.complete(&blank, &specs()).await.unwrap_err();
+    assert!(
+        matches!(refused, ProviderError::Unsendable { .. }),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().contains("the prompt was blank"),
+        "{refused}"
+    );
+    assert_eq!(server.requests().len(), 3, "nothing more was sent");
+}

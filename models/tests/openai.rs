@@ -615,3 +615,61 @@ async fn a_404_is_about_the_model_only_when_it_says_so_and_redirects_are_named()
         "{error}"
     );
 }
+
+/// A tool with no arguments, and an imported schema that is a bare object
+/// or names no type, go out as object schemas with `properties`: OpenAI
+/// refuses one without (`invalid_function_parameters`), and the protocol
+/// server checks it. An error result that said nothing is sent with a text.
+#[tokio::test]
+async fn every_schema_goes_out_as_an_object_with_properties() {
+    let server = Server::start(json!([ok(final_answer("It is noon."))]), &[MODEL]).await;
+    let schemas = [
+        json!({"type": "object"}),
+        json!({}),
+        json!({"type": ["object", "null"], "properties": {"tz": {"type": "string"}}}),
+        json!({"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}),
+    ];
+    let tools: Vec<ToolSpec> = schemas
+        .iter()
+        .enumerate()
+        .map(|(i, schema)| ToolSpec {
+            name: format!("clock_{i}"),
+            local_name: format!("clock_{i}"),
+            description: "Tells the time.".into(),
+            parameters: schema.clone(),
+        })
+        .collect();
+    let mut history = transcript();
+    if let Some(Message::Tool {
+        content, is_error, ..
+    }) = history
+        .iter_mut()
+        .rev()
+        .find(|m| matches!(m, Message::Tool { .. }))
+    {
+        content.clear();
+        *is_error = true;
+    }
+    client(&server).complete(&history, &tools).await.unwrap();
+    let body = &server.valid(0)["body"];
+    let sent: Vec<&Value> = (0..4)
+        .map(|i| &body["tools"][i]["function"]["parameters"])
+        .collect();
+    assert_eq!(*sent[0], json!({"type": "object", "properties": {}}));
+    assert_eq!(*sent[1], json!({"type": "object", "properties": {}}));
+    assert_eq!(
+        *sent[2],
+        json!({"type": "object", "properties": {"tz": {"type": "string"}}})
+    );
+    assert_eq!(*sent[3], schemas[3], "a schema that fits is sent as it is");
+    let results: Vec<&Value> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(
+        results.last().unwrap()["content"],
+        "Error: the call failed without saying why"
+    );
+}

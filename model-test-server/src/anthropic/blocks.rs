@@ -179,6 +179,18 @@ fn tool_result(block: &Map<String, Value>, path: &str, problems: &mut Problems) 
     }
     if let Some(flag) = block.get("is_error") {
         boolean(flag, &key(path, "is_error"), problems);
+        let empty = match block.get("content") {
+            None | Some(Value::Null) => true,
+            Some(Value::String(text)) => text.trim().is_empty(),
+            Some(Value::Array(list)) => list.is_empty(),
+            Some(_) => false,
+        };
+        if flag.as_bool() == Some(true) && empty {
+            problems.push(
+                key(path, "content"),
+                "content cannot be empty if `is_error` is true",
+            );
+        }
     }
     if let Some(cache) = block.get("cache_control") {
         cache_control(cache, &key(path, "cache_control"), problems);

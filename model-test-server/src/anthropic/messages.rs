@@ -16,9 +16,11 @@ struct Turn {
 }
 
 /// `messages`: alternating turns from the user first, whose tool uses are answered.
-pub(super) fn validate(value: &Value, problems: &mut Problems) {
+/// Checks the messages; true when any holds a `tool_use` or `tool_result`
+/// block, which a request may send only beside `tools`.
+pub(super) fn validate(value: &Value, problems: &mut Problems) -> bool {
     let Some(messages) = array(value, "messages", problems) else {
-        return;
+        return false;
     };
     if messages.is_empty() {
         problems.push("messages", "must hold at least one message");
@@ -48,6 +50,9 @@ pub(super) fn validate(value: &Value, problems: &mut Problems) {
         turns.push(turn);
     }
     pair_tools(&turns, problems);
+    turns
+        .iter()
+        .any(|turn| !turn.tool_uses.is_empty() || !turn.tool_results.is_empty())
 }
 
 /// One message: its role and content.

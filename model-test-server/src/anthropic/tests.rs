@@ -85,7 +85,47 @@ fn tool_results_answer_the_previous_tool_uses() {
             "messages[1].content[2].id: tool_use `b` has no tool_result in messages[2]",
             "messages[2].content[2].tool_use_id: tool_use `a` is answered twice (also at messages[2].content[1].tool_use_id)",
             "messages[2].content[3].tool_use_id: `c` is not the id of a tool_use in the previous message, messages[1]",
+            "tools: Requests which include `tool_use` or `tool_result` blocks must define tools.",
         ]
+    );
+}
+
+#[test]
+fn an_error_result_says_something_and_tool_blocks_need_tools() {
+    let round = |result: Value, tools: Option<Value>| {
+        let mut body = request(&json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+            {"role": "user", "content": [result]}
+        ]));
+        if let Some(tools) = tools {
+            body["tools"] = tools;
+        }
+        problems(&body)
+    };
+    let tools = || Some(json!([{"name": "f", "input_schema": {"type": "object"}}]));
+    let empty = "messages[2].content[0].content: content cannot be empty if `is_error` is true";
+    for result in [
+        json!({"type": "tool_result", "tool_use_id": "a", "is_error": true}),
+        json!({"type": "tool_result", "tool_use_id": "a", "is_error": true, "content": ""}),
+        json!({"type": "tool_result", "tool_use_id": "a", "is_error": true, "content": []}),
+    ] {
+        assert_eq!(round(result, tools()), [empty]);
+    }
+    assert!(
+        round(
+            json!({"type": "tool_result", "tool_use_id": "a", "is_error": true, "content": "no"}),
+            tools()
+        )
+        .is_empty()
+    );
+    assert!(round(json!({"type": "tool_result", "tool_use_id": "a"}), tools()).is_empty());
+    assert_eq!(
+        round(
+            json!({"type": "tool_result", "tool_use_id": "a", "content": "ok"}),
+            None
+        ),
+        ["tools: Requests which include `tool_use` or `tool_result` blocks must define tools."]
     );
 }
 

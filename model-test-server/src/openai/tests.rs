@@ -28,7 +28,7 @@ fn a_full_tool_round_passes() {
             {"role": "assistant", "content": "Sun in Paris, rain in Rome."},
             {"role": "user", "content": "Thanks"}
         ],
-        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}, "strict": true}}],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}, "strict": true}}],
         "tool_choice": "auto",
         "parallel_tool_calls": true,
         "max_completion_tokens": 100,
@@ -169,4 +169,25 @@ fn keys_are_masked() {
     let message = body["error"]["message"].as_str().unwrap();
     assert!(!message.contains("sk-secret-0000wxyz"));
     assert!(message.contains("sk-...wxyz"));
+}
+
+#[test]
+fn a_tool_schema_is_an_object_with_properties() {
+    let tool = |parameters: Value| {
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+               "tools": [{"type": "function", "function": {"name": "f", "parameters": parameters}}]})
+    };
+    assert_eq!(
+        problems(&tool(json!({"type": "object"}))),
+        [
+            "tools[0].function.parameters: invalid_function_parameters: object schema missing properties"
+        ]
+    );
+    assert_eq!(
+        problems(&tool(json!({"properties": {}}))),
+        [
+            "tools[0].function.parameters.type: invalid_function_parameters: schema must be a JSON Schema of 'type: \"object\"'"
+        ]
+    );
+    assert!(problems(&tool(json!({"type": "object", "properties": {}}))).is_empty());
 }
