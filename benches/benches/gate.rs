@@ -1,6 +1,13 @@
 //! The gate's decision per call against ungated dispatch: scanning a 1-call
 //! and an 8-call turn against registries of 10, 1,000 and 100,000 tools,
-//! beside a `HashMap<String, Box<dyn Fn>>` lookup of the same names.
+//! beside two lookups of the same names: the bare lookup in a map with the
+//! catalogue's own hasher (what the scan adds beyond finding the tool), and
+//! a plain tool router, `HashMap<String, Box<dyn Fn>>` with the standard
+//! hasher.
+//!
+//! Each bench cycles through 64 turns whose names are spread over the
+//! registry, so no figure rests on how one name happens to sit in one
+//! table.
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -93,47 +100,105 @@ fn router(size: usize) -> HashMap<String, Handler> {
         .collect()
 }
 
-/// A turn of `calls` calls spread over the registry.
-fn turn(size: usize, calls: usize) -> Vec<ToolCall> {
-    (0..calls)
-        .map(|c| ToolCall {
-            id: c.to_string(),
-            name: name((c * 7919) % size),
-            arguments: Value::Object(Map::new()),
+/// How many turns a bench cycles through.
+const TURNS: usize = 64;
+
+/// `TURNS` turns of `calls` calls each, their names spread over the registry.
+fn turns(size: usize, calls: usize) -> Vec<Vec<ToolCall>> {
+    (0..TURNS)
+        .map(|t| {
+            (0..calls)
+                .map(|c| ToolCall {
+                    id: c.to_string(),
+                    name: name(((t * calls + c) * 7919) % size),
+                    arguments: Value::Object(Map::new()),
+                })
+                .collect()
         })
         .collect()
 }
 
+/// The next of `turns`, round and round.
+fn cycle<'a>(turns: &'a [Vec<ToolCall>]) -> impl FnMut() -> &'a [ToolCall] {
+    let mut at = 0;
+    move || {
+        at = (at + 1) % turns.len();
+        &turns[at]
+    }
+}
+
+/// The catalogue's hasher, for the bare lookup.
+type Names = foldhash::fast::RandomState;
+
+fn bare(size: usize) -> HashMap<Box<str>, usize, Names> {
+    (0..size).map(|i| (name(i).into_boxed_str(), i)).collect()
+}
+
+/// Finds each call's entry, and nothing else.
+fn bare_lookup(map: &HashMap<Box<str>, usize, Names>, calls: &[ToolCall]) -> bool {
+    calls.iter().all(|c| map.get(c.name.as_str()).is_some())
+}
+
+fn scan(bencher: divan::Bencher, size: usize, calls: usize) {
+    let offered = offered(size);
+    let turns = turns(size, calls);
+    for turn in &turns {
+        check_scan(&offered, turn, calls);
+    }
+    let mut next = cycle(&turns);
+    bencher.bench_local(|| scan_turn(black_box(&offered), black_box(next())).is_run());
+}
+
+fn bare_lookups(bencher: divan::Bencher, size: usize, calls: usize) {
+    let map = bare(size);
+    let turns = turns(size, calls);
+    assert!(
+        turns
+            .iter()
+            .all(|turn| turn.len() == calls && bare_lookup(&map, turn))
+    );
+    let mut next = cycle(&turns);
+    bencher.bench_local(|| bare_lookup(black_box(&map), black_box(next())));
+}
+
+fn router_lookups(bencher: divan::Bencher, size: usize, calls: usize) {
+    let router = router(size);
+    let turns = turns(size, calls);
+    for turn in &turns {
+        check_lookup(&router, turn, calls);
+    }
+    let mut next = cycle(&turns);
+    bencher.bench_local(|| lookup(black_box(&router), black_box(next())));
+}
+
 #[divan::bench(args = SIZES)]
 fn scan_1_call(bencher: divan::Bencher, size: usize) {
-    let offered = offered(size);
-    let calls = turn(size, 1);
-    check_scan(&offered, &calls, 1);
-    bencher.bench_local(|| scan_turn(black_box(&offered), black_box(&calls)).is_run());
+    scan(bencher, size, 1);
 }
 
 #[divan::bench(args = SIZES)]
 fn scan_8_calls(bencher: divan::Bencher, size: usize) {
-    let offered = offered(size);
-    let calls = turn(size, 8);
-    check_scan(&offered, &calls, 8);
-    bencher.bench_local(|| scan_turn(black_box(&offered), black_box(&calls)).is_run());
+    scan(bencher, size, 8);
 }
 
 #[divan::bench(args = SIZES)]
-fn baseline_lookup_1_call(bencher: divan::Bencher, size: usize) {
-    let router = router(size);
-    let calls = turn(size, 1);
-    check_lookup(&router, &calls, 1);
-    bencher.bench_local(|| lookup(black_box(&router), black_box(&calls)));
+fn bare_lookup_1_call(bencher: divan::Bencher, size: usize) {
+    bare_lookups(bencher, size, 1);
 }
 
 #[divan::bench(args = SIZES)]
-fn baseline_lookup_8_calls(bencher: divan::Bencher, size: usize) {
-    let router = router(size);
-    let calls = turn(size, 8);
-    check_lookup(&router, &calls, 8);
-    bencher.bench_local(|| lookup(black_box(&router), black_box(&calls)));
+fn bare_lookup_8_calls(bencher: divan::Bencher, size: usize) {
+    bare_lookups(bencher, size, 8);
+}
+
+#[divan::bench(args = SIZES)]
+fn router_lookup_1_call(bencher: divan::Bencher, size: usize) {
+    router_lookups(bencher, size, 1);
+}
+
+#[divan::bench(args = SIZES)]
+fn router_lookup_8_calls(bencher: divan::Bencher, size: usize) {
+    router_lookups(bencher, size, 8);
 }
 
 /// What a plain tool router does before dispatch: find each call's handler.

@@ -120,7 +120,7 @@ fn world() -> &'static World {
                 ok(through.call_tool(read_note("notes__read_note")).await),
             )
         });
-        ran(by_hand.clone());
+        ran(&by_hand);
         assert_eq!(
             by_hand.content, forwarded.content,
             "the same answer either way"
@@ -136,7 +136,7 @@ fn world() -> &'static World {
 
 /// The answer of a call that ran: no error result (a call refused, held or
 /// unknown answers with one), and the note's text.
-fn ran(result: rmcp::model::CallToolResult) -> usize {
+fn ran(result: &rmcp::model::CallToolResult) -> usize {
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert!(!result.content.is_empty(), "{result:?}");
     result.content.len()
@@ -153,7 +153,7 @@ fn read_note(name: &str) -> CallToolRequestParams {
 fn direct(bencher: Bencher) {
     let world = world();
     bencher.bench_local(|| {
-        ran(ok(world
+        ran(&ok(world
             .runtime
             .block_on(world.direct.call_tool(read_note("read_note")))))
     });
@@ -165,7 +165,7 @@ fn direct(bencher: Bencher) {
 fn through_the_gateway(bencher: Bencher) {
     let world = world();
     bencher.bench_local(|| {
-        ran(ok(world.runtime.block_on(
+        ran(&ok(world.runtime.block_on(
             world.through.call_tool(read_note("notes__read_note")),
         )))
     });
@@ -179,7 +179,7 @@ fn at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
         world.runtime.block_on(async {
             let calls = (0..N).map(|_| world.through.call_tool(read_note("notes__read_note")));
             for answered in futures_util::future::join_all(calls).await {
-                ran(ok(answered));
+                ran(&ok(answered));
             }
         });
     });
@@ -194,7 +194,7 @@ fn at_once_direct<const N: usize>(bencher: Bencher) {
         world.runtime.block_on(async {
             let calls = (0..N).map(|_| world.direct.call_tool(read_note("read_note")));
             for answered in futures_util::future::join_all(calls).await {
-                ran(ok(answered));
+                ran(&ok(answered));
             }
         });
     });
@@ -216,7 +216,7 @@ fn slow_at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
         world.runtime.block_on(async {
             let calls = (0..N).map(|_| world.through.call_tool(slow("notes__slow")));
             for answered in futures_util::future::join_all(calls).await {
-                ran(ok(answered));
+                ran(&ok(answered));
             }
         });
     });
@@ -230,7 +230,7 @@ fn slow_at_once_direct<const N: usize>(bencher: Bencher) {
         world.runtime.block_on(async {
             let calls = (0..N).map(|_| world.direct.call_tool(slow("slow")));
             for answered in futures_util::future::join_all(calls).await {
-                ran(ok(answered));
+                ran(&ok(answered));
             }
         });
     });

@@ -151,26 +151,32 @@ struct Entry {
 /// Where a tool sits in the catalogue, with its gate, decided once when the
 /// tool was erased: the turn scan reads this slot and nothing else.
 #[derive(Clone, Copy)]
-struct Slot {
+pub(crate) struct Slot {
     index: usize,
-    requires_approval: bool,
-    requires_input: bool,
-}
-
-/// A tool as the turn scan sees it.
-#[derive(Clone, Copy)]
-pub(crate) struct Gated<'a> {
-    pub(crate) tool: &'a ErasedTool,
     pub(crate) requires_approval: bool,
     pub(crate) requires_input: bool,
 }
 
+/// An offered tool with whether it needs approval, as the catalogue cached it.
+#[derive(Clone, Copy)]
+pub(crate) struct Gated<'a> {
+    pub(crate) tool: &'a ErasedTool,
+    pub(crate) requires_approval: bool,
+}
+
+/// The hasher of the catalogue's name indexes: foldhash, seeded per
+/// process. A model chooses the names looked up, never the names inserted
+/// (the registry's own, fixed when it is built), so flooding one bucket is
+/// not in a model's reach; SipHash's defence against that costs about half
+/// of the turn scan's time.
+type Names = foldhash::fast::RandomState;
+
 /// Every tool a registry knows, resolved once.
 pub struct Catalogue {
     entries: Vec<Entry>,
-    index: HashMap<Box<str>, Slot>,
+    index: HashMap<Box<str>, Slot, Names>,
     /// Each wire name's entry.
-    by_wire: HashMap<Box<str>, usize>,
+    by_wire: HashMap<Box<str>, usize, Names>,
     dropped: Vec<DroppedTool>,
     failures: Vec<ProviderFailure>,
 }
@@ -179,8 +185,8 @@ impl Catalogue {
     fn new() -> Self {
         Self {
             entries: Vec::new(),
-            index: HashMap::new(),
-            by_wire: HashMap::new(),
+            index: HashMap::default(),
+            by_wire: HashMap::default(),
             dropped: Vec::new(),
             failures: Vec::new(),
         }
@@ -217,25 +223,12 @@ impl Catalogue {
             crate::wire::assign(&locals, &kept)
         };
         let entries = std::mem::take(&mut self.entries);
-        self.index.clear();
         for (entry, wire) in entries.into_iter().zip(wires) {
             match (wire, &entry.source) {
-                (Some(wire), _) => {
-                    let index = self.entries.len();
-                    self.index.insert(
-                        entry.tool.name().into(),
-                        Slot {
-                            index,
-                            requires_approval: entry.tool.ruling().requires_approval(),
-                            requires_input: entry.tool.requires_input(),
-                        },
-                    );
-                    self.by_wire.insert(wire.as_str().into(), index);
-                    self.entries.push(Entry {
-                        wire: wire.into(),
-                        ..entry
-                    });
-                }
+                (Some(wire), _) => self.entries.push(Entry {
+                    wire: wire.into(),
+                    ..entry
+                }),
                 (None, source) => {
                     let provider = match source {
                         ToolSource::Provider(name) => name.clone(),
@@ -249,6 +242,25 @@ impl Catalogue {
                     });
                 }
             }
+        }
+        // The indexes are made anew, each in one pass, so that each one's
+        // keys are allocated side by side: the turn scan compares the key it
+        // finds, and scattered keys cost it a cache miss a call in a large
+        // catalogue.
+        self.index = HashMap::with_capacity_and_hasher(self.entries.len(), Names::default());
+        for (index, entry) in self.entries.iter().enumerate() {
+            self.index.insert(
+                entry.tool.name().into(),
+                Slot {
+                    index,
+                    requires_approval: entry.tool.ruling().requires_approval(),
+                    requires_input: entry.tool.requires_input(),
+                },
+            );
+        }
+        self.by_wire = HashMap::with_capacity_and_hasher(self.entries.len(), Names::default());
+        for (index, entry) in self.entries.iter().enumerate() {
+            self.by_wire.insert(entry.wire.clone(), index);
         }
     }
 
@@ -336,19 +348,29 @@ impl Offered {
         self.gated(name).map(|g| g.tool)
     }
 
-    /// The offered tool of that name with its gate, for the turn scan.
+    /// The offered tool of that name with its gate.
     pub(crate) fn gated(&self, name: &str) -> Option<Gated<'_>> {
-        let slot = *self.catalogue.index.get(name)?;
-        if let Some(mask) = &self.mask
-            && !mask[slot.index]
-        {
-            return None;
-        }
+        let slot = self.slot(name)?;
         Some(Gated {
-            tool: &self.catalogue.entries[slot.index].tool,
+            tool: self.tool_at(slot)?,
             requires_approval: slot.requires_approval,
-            requires_input: slot.requires_input,
         })
+    }
+
+    /// The offered tool of that name's slot, its gate with it: all the turn
+    /// scan reads of a call that runs.
+    #[inline]
+    pub(crate) fn slot(&self, name: &str) -> Option<Slot> {
+        let slot = *self.catalogue.index.get(name)?;
+        match &self.mask {
+            Some(mask) if !mask.get(slot.index).copied().unwrap_or(false) => None,
+            _ => Some(slot),
+        }
+    }
+
+    /// The tool in `slot`.
+    pub(crate) fn tool_at(&self, slot: Slot) -> Option<&ErasedTool> {
+        self.catalogue.entries.get(slot.index).map(|e| &e.tool)
     }
 
     /// What the model is told of every offered tool: its wire name, its

@@ -122,21 +122,27 @@ pub(crate) enum Scan<'a> {
 pub(crate) fn scan<'a>(offered: &'a Offered, calls: &[ToolCall]) -> Scan<'a> {
     let mut input = None;
     for (index, call) in calls.iter().enumerate() {
-        let Some(gated) = offered.gated(&call.name) else {
+        let Some(slot) = offered.slot(&call.name) else {
             continue;
         };
         // Any approval-bound call suspends the whole turn, wherever it is.
-        if gated.requires_approval {
+        if slot.requires_approval {
             return Scan::Approval;
         }
-        if input.is_none() && gated.requires_input {
-            input = Some(Scan::Input {
-                index,
-                tool: gated.tool,
-            });
+        if input.is_none() && slot.requires_input {
+            input = Some((index, slot));
         }
     }
-    input.unwrap_or(Scan::Run)
+    // The tool itself is read only for the call that waits for input.
+    match input {
+        None => Scan::Run,
+        Some((index, slot)) => match offered.tool_at(slot) {
+            Some(tool) => Scan::Input { index, tool },
+            // A slot always names an entry of its own catalogue; were it not
+            // to, the turn waits for a person rather than run.
+            None => Scan::Approval,
+        },
+    }
 }
 
 /// The error result for a call to a tool the run may not use.
