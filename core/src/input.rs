@@ -26,6 +26,40 @@ pub fn input_schema_problem(schema: &Schema) -> Option<&'static str> {
     None
 }
 
+/// The fields of an input schema that a tool's arguments would throw away:
+/// each field the input declares that its parameter schema neither
+/// declares (`properties`) nor takes as an extra field (a schema without
+/// `properties` whose `additionalProperties` is not `false`, such as a
+/// map's). The user's input is laid over the model's arguments field by
+/// field ([`overlay`]) and the tool reads its arguments through that
+/// schema's type, so such a field would be dropped without a word. The
+/// registry refuses a tool that has one.
+pub fn input_fields_not_taken(parameters: &Schema, input: &Schema) -> Vec<String> {
+    let properties = |schema: &Schema| {
+        schema
+            .as_object()
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .cloned()
+    };
+    let Some(wanted) = properties(input) else {
+        return Vec::new();
+    };
+    let declared = properties(parameters);
+    let takes_extra = declared.is_none()
+        && parameters
+            .as_object()
+            .is_none_or(|s| s.get("additionalProperties") != Some(&Value::Bool(false)));
+    if takes_extra {
+        return Vec::new();
+    }
+    wanted
+        .keys()
+        .filter(|key| !declared.as_ref().is_some_and(|d| d.contains_key(*key)))
+        .cloned()
+        .collect()
+}
+
 /// One reason a submission does not fit the input schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputError {
@@ -131,6 +165,19 @@ mod tests {
         let missing = validate(&s, &json!({})).err().unwrap_or_default();
         assert_eq!(missing.len(), 1);
         assert!(missing[0].message.contains("branch"), "{missing:?}");
+    }
+
+    #[test]
+    fn input_fields_the_arguments_lack_are_named() {
+        let input = schema(json!({"type": "object", "properties": {"text": {}, "subject": {}}}));
+        let args = schema(json!({"type": "object", "properties": {"to": {}, "text": {}}}));
+        assert_eq!(input_fields_not_taken(&args, &input), ["subject"]);
+        let all = schema(json!({"type": "object", "properties": {"text": {}, "subject": {}}}));
+        assert!(input_fields_not_taken(&all, &input).is_empty());
+        let map = schema(json!({"type": "object", "additionalProperties": true}));
+        assert!(input_fields_not_taken(&map, &input).is_empty());
+        let closed = schema(json!({"type": "object", "additionalProperties": false}));
+        assert_eq!(input_fields_not_taken(&closed, &input).len(), 2);
     }
 
     #[test]

@@ -59,6 +59,12 @@
 //!   host. What it guarantees the host is that no value the crate reads from
 //!   outside — a model's answer, a stored document — makes a gated call run
 //!   without a decision bound to what it runs.
+//! - **A tool that changed since the turn was planned** does not run from
+//!   the plan: a recovery checks each step it would run against the offer
+//!   as it is now. A step whose tool's effect is no longer the one planned,
+//!   or — in a turn no decision let run — whose tool now needs approval, is
+//!   answered with an error the model reads, and not run: the model may ask
+//!   again, and the gate then applies as it is.
 //! - **What the journal knows of each call** ([`CallRecord`]) is the host's
 //!   account, built from the rows it wrote through this trait and from its
 //!   operators' choices — as a [`Decision`](crate::suspend::Decision) is
@@ -131,6 +137,10 @@ impl CorruptPlan {
 pub struct TurnPlan {
     pub(crate) run: RunState,
     pub(crate) steps: Vec<Step>,
+    /// True when a person's decision let the turn run; false for a turn the
+    /// gate let run with none. A recovery runs a step of an undecided plan
+    /// only while its tool still needs no approval.
+    pub(crate) decided: bool,
 }
 
 impl TurnPlan {
@@ -144,6 +154,12 @@ impl TurnPlan {
     /// One step per call of the turn, in the model's order.
     pub fn steps(&self) -> &[Step] {
         &self.steps
+    }
+
+    /// True when a person's decision let the turn run; false for a turn
+    /// that needed none.
+    pub fn decided(&self) -> bool {
+        self.decided
     }
 
     /// The turn's number in its run (`run.iterations`).

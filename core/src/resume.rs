@@ -33,7 +33,11 @@ async fn run_decided<S>(
     state: crate::transcript::RunState,
     steps: Vec<Step>,
 ) -> Result<Outcome, ResumeError<S>> {
-    let plan = TurnPlan { run: state, steps };
+    let plan = TurnPlan {
+        run: state,
+        steps,
+        decided: true,
+    };
     let state = agent
         .run_plan(offered, plan)
         .await

@@ -226,6 +226,17 @@ impl OpenAi {
         let message = choice
             .message
             .ok_or_else(|| malformed("the choice has no `message`".to_owned()))?;
+        if message
+            .function_call
+            .as_ref()
+            .is_some_and(|call| !call.is_null())
+        {
+            return Err(ProviderError::Unsupported {
+                provider: PROVIDER,
+                what: "a legacy `function_call`".to_owned(),
+                fix: "this client offers tools as `tools` and reads `tool_calls`; use a server or model that answers with `tool_calls`",
+            });
+        }
         let content = text_of(message.content).or(message.refusal.filter(|r| !r.is_empty()));
         let calls: Vec<ProposedCall> = message
             .tool_calls
@@ -240,6 +251,11 @@ impl OpenAi {
                     provider: PROVIDER,
                     limit: self.common.max_output_tokens,
                 });
+            }
+            Some("tool_calls" | "function_call") if calls.is_empty() => {
+                return Err(malformed(
+                    "`finish_reason` says the model called tools, and the message holds no `tool_calls`: taking it as a final answer would end the run on nothing".to_owned(),
+                ));
             }
             Some("content_filter") if calls.is_empty() && content.is_none() => {
                 return Err(ProviderError::Declined {
@@ -475,6 +491,10 @@ struct ChoiceMessage {
     refusal: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<RawToolCall>>,
+    /// The legacy single call (`functions`), which this client never asks
+    /// for: read only to refuse it by name.
+    #[serde(default)]
+    function_call: Option<Value>,
 }
 
 #[derive(Deserialize)]

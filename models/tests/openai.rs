@@ -673,3 +673,49 @@ async fn every_schema_goes_out_as_an_object_with_properties() {
         "Error: the call failed without saying why"
     );
 }
+
+/// No blunt endings: "the model called tools" with no call is a malformed
+/// answer, not an empty final one, and a legacy `function_call` is refused
+/// by name rather than dropped.
+#[test]
+fn an_ending_that_says_calls_without_calls_and_a_legacy_call_are_errors() {
+    let model = OpenAi::new("http://127.0.0.1:9/v1", MODEL).unwrap();
+    let empty = completion(json!({"role": "assistant", "content": null}), "tool_calls");
+    let error = model
+        .read_response(empty.to_string().as_bytes(), 2)
+        .unwrap_err();
+    assert!(
+        matches!(error, ProviderError::Malformed { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("holds no `tool_calls`"),
+        "{error}"
+    );
+
+    let legacy = completion(
+        json!({"role": "assistant", "content": null,
+               "function_call": {"name": "write_note", "arguments": "{\"text\": \"x\"}"}}),
+        "function_call",
+    );
+    let error = model
+        .read_response(legacy.to_string().as_bytes(), 2)
+        .unwrap_err();
+    assert!(
+        matches!(error, ProviderError::Unsupported { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("legacy `function_call`"),
+        "{error}"
+    );
+
+    let null_legacy = completion(
+        json!({"role": "assistant", "content": "Hello.", "function_call": null}),
+        "stop",
+    );
+    let read = model
+        .read_response(null_legacy.to_string().as_bytes(), 2)
+        .unwrap();
+    assert_eq!(read.content.as_deref(), Some("Hello."));
+}

@@ -187,7 +187,12 @@ impl HandErased {
             server: (facts.origin == Origin::Remote).then(|| "bridge".to_owned()),
             facts,
             input: facts.requires_input.then(|| schemars::schema_for!(Choice)),
-            parameters: schemars::schema_for!(PathArgs),
+            // A tool that waits for input takes the input's fields: any.
+            parameters: if facts.requires_input {
+                schemars::schema_for!(Map<String, Value>)
+            } else {
+                schemars::schema_for!(PathArgs)
+            },
             calls: AtomicUsize::new(0),
         }
     }

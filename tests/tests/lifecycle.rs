@@ -847,22 +847,44 @@ async fn a_suspended_run_survives_encode_and_decode_and_resumes() {
 // ------------------------------------------------------------ bounded turns
 
 /// A turn larger than the run allows is refused before anything of it runs
-/// or is stored.
+/// or is stored: the model is told, with the first calls up to the cap each
+/// answered, and the run goes on.
 #[tokio::test]
 async fn bounded_a_turn_over_the_cap_is_refused() {
-    let world = World::new([turn(
-        (0..=toolgate::run::DEFAULT_MAX_CALLS_PER_TURN)
-            .map(|i| call(&i.to_string(), "write_note", json!({})))
-            .collect(),
-    )]);
-    let agent = world.agent();
-    match agent.start(request(RunOptions::default())).await {
-        Err(error @ RunError::TurnTooLarge { .. }) => assert_eq!(
-            error.to_string(),
-            "the model's turn holds 129 calls, more than the 128 this run allows (`max_calls_per_turn`); nothing of it ran"
+    let world = World::new([
+        turn(
+            (0..=toolgate::run::DEFAULT_MAX_CALLS_PER_TURN)
+                .map(|i| call(&i.to_string(), "write_note", json!({"text": "hi"})))
+                .collect(),
         ),
-        other => panic!("expected the turn to be refused, got {other:?}"),
-    }
+        done(),
+    ]);
+    let agent = world.agent();
+    let Ok(Outcome::Finished { answer, state }) = agent.start(request(RunOptions::default())).await
+    else {
+        panic!("the run goes on after the turn is refused, and finishes");
+    };
+    assert_eq!(answer, "done");
+    let cap = toolgate::run::DEFAULT_MAX_CALLS_PER_TURN as usize;
+    let results: Vec<&str> = state
+        .transcript
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                content, is_error, ..
+            } => {
+                assert!(is_error);
+                Some(content.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), cap, "the calls kept, each answered");
+    assert!(
+        results[0].contains("this turn holds 129 calls, and a turn may hold at most 128"),
+        "{}",
+        results[0]
+    );
     assert!(world.journal.entries().is_empty(), "nothing ran");
 }
 

@@ -198,7 +198,18 @@ async fn approve_deny_and_edit_by_call_id_whatever_the_order() {
                     .to_owned()
             )
         );
-        assert_eq!(results["c3"], (false, "saved notes/final.md".to_owned()));
+        // The model reads what ran: the edited arguments, then the result.
+        assert_eq!(
+            results["c3"],
+            (
+                false,
+                format!(
+                    "{}{}\n\nsaved notes/final.md",
+                    toolgate::run::RAN_WITH,
+                    r#"{"path":"notes/final.md"}"#
+                )
+            )
+        );
         assert_eq!(
             results["c4"],
             (false, r#"read_note ran with {"id":1}"#.to_owned())

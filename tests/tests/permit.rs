@@ -455,3 +455,89 @@ async fn a_plan_reads_back_only_through_its_seal() {
     // The resealed document itself reads: the refusal above is the rule's.
     assert!(TurnPlan::decode_with(&resealed(&unkeyed, |body| body), None).is_ok());
 }
+
+/// `balance` once it writes: the same name, a gated effect.
+#[derive(Tool)]
+#[tool(name = "balance", effect = non_idempotent_write)]
+struct BalanceThatWrites(Arc<AtomicUsize>);
+
+impl Execute for BalanceThatWrites {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        ToolOutput::text("wrote")
+    }
+}
+
+/// `balance` once an operator asks for a person on every read.
+#[derive(Tool)]
+#[tool(name = "balance", effect = read_only, requires_approval)]
+struct BalanceThatAsks(Arc<AtomicUsize>);
+
+impl Execute for BalanceThatAsks {
+    type Args = Map<String, Value>;
+    async fn execute(&self, _: Self::Args) -> ToolOutput {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        ToolOutput::text("100")
+    }
+}
+
+/// A turn the gate let run with no decision, planned, and recovered after
+/// its tool changed: a tool that now writes, or now needs approval, does
+/// not run from the old plan. The model is told, and nothing is recorded
+/// as decided.
+#[tokio::test]
+async fn a_recovery_does_not_run_a_step_whose_tool_changed_since_it_was_planned() {
+    let w = world();
+    let model = ScriptedModel::new([
+        Reply::Calls {
+            content: None,
+            calls: vec![call("1", "balance")],
+        },
+        Reply::Text("done".into()),
+    ]);
+    let log = MemoryLog::new();
+    let plans = Plans::default();
+    let agent = Agent::new(&w.registry, &model, &log).with_journal(&plans);
+    let outcome = agent.start(RunRequest::new("alice", "balance?")).await;
+    assert!(matches!(outcome, Ok(Outcome::Finished { .. })), "{outcome:?}");
+    let plan = plans.0.lock().unwrap()[0].clone();
+    assert!(!plan.decided(), "no decision let this turn run");
+
+    let ran = Arc::new(AtomicUsize::new(0));
+    let now_writes = Registry::builder()
+        .builtin(BalanceThatWrites(Arc::clone(&ran)))
+        .build()
+        .unwrap();
+    let now_asks = Registry::builder()
+        .builtin(BalanceThatAsks(Arc::clone(&ran)))
+        .build()
+        .unwrap();
+    for (registry, why) in [
+        (&now_writes, "changed since this turn was planned"),
+        (&now_asks, "now needs a person's approval"),
+    ] {
+        let model = ScriptedModel::new([Reply::Text("done".into())]);
+        let log = MemoryLog::new();
+        let recovered = Agent::new(registry, &model, &log)
+            .recover(plan.clone(), &[toolgate::journal::CallRecord::NotStarted])
+            .await
+            .unwrap();
+        let toolgate::run::Recovered::Outcome(Outcome::Finished { state, .. }) = recovered else {
+            panic!("the run goes on: {recovered:?}");
+        };
+        let told = state
+            .transcript
+            .iter()
+            .find_map(|m| match m {
+                toolgate::run::Message::Tool {
+                    content, is_error, ..
+                } => Some((content.clone(), *is_error)),
+                _ => None,
+            })
+            .unwrap();
+        assert!(told.1 && told.0.contains(why), "{told:?}");
+        assert!(log.records().is_empty(), "nothing was decided");
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "the changed tool never ran");
+}

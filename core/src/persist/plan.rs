@@ -63,6 +63,7 @@ struct DocumentIn<'a> {
 struct BodyIn {
     run: RunState,
     steps: Vec<StepIn>,
+    decided: bool,
 }
 
 #[derive(Deserialize)]
@@ -173,6 +174,7 @@ impl TurnPlan {
         Ok(TurnPlan {
             run: body.run,
             steps,
+            decided: body.decided,
         })
     }
 }

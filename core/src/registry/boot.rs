@@ -45,6 +45,19 @@ pub enum BootProblem {
         /// The other.
         second: String,
     },
+    /// A tool waits for input fields its arguments do not have: the user's
+    /// input is laid over the model's arguments field by field, so those
+    /// fields would be thrown away without a word.
+    #[error(
+        "tool `{name}` waits for input fields its arguments do not have ({}): a user's input is laid over the model's arguments field by field, and the tool would never see these; add them to the tool's `Args`, or remove them from its `input` type",
+        fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+    )]
+    InputNotTaken {
+        /// The tool.
+        name: String,
+        /// The input's fields its arguments lack.
+        fields: Vec<String>,
+    },
     /// A tool's declared facts break a rule: the combination the
     /// type system refuses for a typed tool, declared by a hand-erased one.
     #[error("tool `{name}` breaks {rule}")]

@@ -4,11 +4,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use crate::effect::Origin;
 use crate::erased::{BoxFuture, DynTool, ErasedTool};
 use crate::gate::IsLocal;
 use crate::tool::Execute;
 
+mod arguments;
 mod boot;
 mod explain;
 mod spec;
@@ -146,6 +149,9 @@ struct Entry {
     source: ToolSource,
     /// Its wire name ([`crate::wire`]).
     wire: Box<str>,
+    /// Its parameter schema, compiled the first time a call's arguments are
+    /// checked against it ([`arguments`]).
+    arguments: std::sync::OnceLock<arguments::Compiled>,
 }
 
 /// Where a tool sits in the catalogue, with its gate, decided once when the
@@ -206,6 +212,7 @@ impl Catalogue {
             tool,
             source,
             wire: Box::from(""),
+            arguments: std::sync::OnceLock::new(),
         });
         true
     }
@@ -320,7 +327,9 @@ impl Catalogue {
     }
 
     fn explanation(&self, index: usize) -> Explanation {
-        let Entry { tool, source, wire } = &self.entries[index];
+        let Entry {
+            tool, source, wire, ..
+        } = &self.entries[index];
         Explanation {
             name: tool.name().to_owned(),
             wire_name: wire.to_string(),
@@ -366,6 +375,18 @@ impl Offered {
             Some(mask) if !mask.get(slot.index).copied().unwrap_or(false) => None,
             _ => Some(slot),
         }
+    }
+
+    /// Why `arguments` do not fit the parameter schema of the offered tool
+    /// of that name, if they do not ([`arguments`], the one check); `None`
+    /// too for a tool not offered, which the caller answers as such.
+    pub(crate) fn arguments_problem(&self, name: &str, arguments: &Value) -> Option<String> {
+        let slot = self.slot(name)?;
+        let entry = self.catalogue.entries.get(slot.index)?;
+        let compiled = entry
+            .arguments
+            .get_or_init(|| arguments::compile(entry.tool.parameters()));
+        arguments::problem(compiled, entry.tool.input_schema(), arguments)
     }
 
     /// The tool in `slot`.
@@ -470,6 +491,16 @@ impl RegistryBuilder {
                     name: name.to_owned(),
                     rule,
                 });
+            }
+            // A tool that already breaks a rule is told that first.
+            if let (Ok(_), Some(input)) = (tool.judgement(), tool.input_schema()) {
+                let fields = crate::input::input_fields_not_taken(tool.parameters(), input);
+                if !fields.is_empty() {
+                    problems.push(BootProblem::InputNotTaken {
+                        name: name.to_owned(),
+                        fields,
+                    });
+                }
             }
         }
         let names: Vec<&str> = self.tools.iter().map(ErasedTool::name).collect();

@@ -297,10 +297,22 @@ impl<'a> Agent<'a> {
         let mut results = Vec::with_capacity(plan.steps.len());
         for (index, step) in plan.steps.iter().enumerate() {
             let output = match (&step.action, known.get(index)) {
+                // A journaled result is the one the model was to read, told
+                // what ran already.
                 (Action::Answer { output }, _)
                 | (Action::Execute { .. }, Some(CallRecord::Ended(output))) => output.clone(),
                 (Action::Execute { .. }, Some(CallRecord::Skip { by })) => {
                     let output = skipped(&step.call, by);
+                    if let Err(error) = self.journal_ended(&plan, index, &output).await {
+                        return Err(stopped(plan, results, error));
+                    }
+                    output
+                }
+                (Action::Execute { effect, .. }, _)
+                    if let Some(reason) = changed_since_planned(offered, &plan, step, *effect) =>
+                {
+                    tracing::warn!(run = %plan.run.run_id, call = %step.call.id, tool = %step.call.name, %reason, "a planned call's tool changed since its turn was planned; it is not run");
+                    let output = ToolOutput::error(reason);
                     if let Err(error) = self.journal_ended(&plan, index, &output).await {
                         return Err(stopped(plan, results, error));
                     }
@@ -312,7 +324,8 @@ impl<'a> Agent<'a> {
                     {
                         return Err(stopped(plan, results, error));
                     }
-                    let mut output = match offered.get(&step.call.name) {
+                    let tool = offered.get(&step.call.name);
+                    let mut output = match tool {
                         Some(tool) => tool.execute(arguments.clone()).await,
                         None => not_offered(offered, &step.call),
                     };
@@ -323,6 +336,11 @@ impl<'a> Agent<'a> {
                         tracing::warn!(run = %plan.run.run_id, call = %step.call.id, tool = %step.call.name, reason = %output.content, "a call's answer was lost; it is safe to run again, so the model reads the loss as an error");
                         output = ToolOutput::error(output.content);
                     }
+                    let output = if tool.is_some() {
+                        ran_as(step, output)
+                    } else {
+                        output
+                    };
                     if let Err(error) = self.journal_ended(&plan, index, &output).await {
                         results.push(Message::result(&step.call, output));
                         return Err(stopped(plan, results, error));
@@ -412,7 +430,13 @@ impl<'a> Agent<'a> {
             if let Some(usage) = usage {
                 tracing::info!(run = %state.run_id, turn = state.iterations, input_tokens = usage.input_tokens, output_tokens = usage.output_tokens, "model answered");
             }
-            match unusable::check(answer, state.iterations, &offered, &specs) {
+            match unusable::check(
+                answer,
+                state.iterations,
+                &offered,
+                &specs,
+                state.options.max_calls_per_turn,
+            ) {
                 Checked::Final(answer) => {
                     state.transcript.push(Message::Assistant {
                         content: Some(answer.clone()),
@@ -545,11 +569,61 @@ impl<'a> Agent<'a> {
                         Step { call, action }
                     })
                     .collect();
-                let plan = TurnPlan { run: state, steps };
+                let plan = TurnPlan {
+                    run: state,
+                    steps,
+                    decided: false,
+                };
                 Ok(TurnOutcome::Ran(self.run_plan(offered, plan).await?))
             }
         }
     }
+}
+
+/// Why a planned step must not run now, if it must not: its tool's effect
+/// is not the one planned, or the turn ran with no decision and the tool now
+/// needs one. Between planning and running there is nothing to check on a
+/// fresh turn (the same offer); after a crash, the offer may have changed.
+fn changed_since_planned(
+    offered: &Offered,
+    plan: &TurnPlan,
+    step: &Step,
+    planned: crate::effect::Effect,
+) -> Option<String> {
+    let name = &step.call.name;
+    let slot = offered.slot(name)?;
+    let tool = offered.tool_at(slot)?;
+    if tool.effect() != planned {
+        return Some(format!(
+            "the call `{}` was not run: tool `{name}` changed since this turn was planned (it was planned as `{planned}`, and is now `{}`); ask again if it is still wanted",
+            step.call.id,
+            tool.effect()
+        ));
+    }
+    if !plan.decided && slot.requires_approval {
+        return Some(format!(
+            "the call `{}` was not run: tool `{name}` now needs a person's approval, and this turn was planned when it did not; ask again, and the call will be put to a person",
+            step.call.id
+        ));
+    }
+    None
+}
+
+/// The head of a result whose call ran with arguments other than the
+/// model's — a reviewer's edit, or a user's input laid over them — before
+/// the arguments it ran with, as JSON, and a blank line: so the model's next
+/// turn builds on what ran, not on what it asked.
+pub const RAN_WITH: &str = "This call ran with other arguments than it asked for: ";
+
+/// `output`, told what ran when the call ran with arguments other than its
+/// own ([`RAN_WITH`]).
+fn ran_as(step: &Step, mut output: ToolOutput) -> ToolOutput {
+    if let Action::Execute { arguments, .. } = &step.action
+        && *arguments != step.call.arguments
+    {
+        output.content = format!("{RAN_WITH}{arguments}\n\n{}", output.content);
+    }
+    output
 }
 
 /// Writes each call under the local name its name resolves to (a wire name,

@@ -72,7 +72,9 @@ impl Agent<'_> {
     /// been denied, the run is [`Outcome::Finished`] with the call's result
     /// as its answer, asking no model; a resumed run of one call finishes
     /// the same way. The transcript holds what asked for the call, the call,
-    /// and its result.
+    /// and its result. A call whose arguments do not fit its tool's
+    /// parameter schema is neither run nor put to a person: the run
+    /// finishes at once with an error result that names each wrong field.
     pub async fn call(&self, request: CallRequest) -> Result<Outcome, RunError> {
         let requester = crate::identity::Operator::new(
             &request.requested_by,
@@ -105,6 +107,20 @@ impl Agent<'_> {
         };
         tracing::info!(run = %state.run_id, requested_by = %state.requested_by, tool = %call.name, "run of one call started");
         let offered = self.registry.offer(state.options.allow.as_deref()).await;
+        if let Some(problem) = offered.arguments_problem(&call.name, &call.arguments) {
+            // Arguments that do not fit the tool's schema: nothing runs, and
+            // nothing is put to a person; the caller reads why.
+            tracing::warn!(run = %state.run_id, tool = %call.name, "a call's arguments do not fit its tool's schema; it is not run");
+            let mut state = state;
+            state.transcript.push(Message::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: format!("This call could not be used: {problem}. It was not run."),
+                is_error: true,
+                rich: None,
+            });
+            return Ok(finished(state));
+        }
         match self.turn(&offered, state, vec![call]).await? {
             TurnOutcome::Ran(state) => Ok(finished(state)),
             TurnOutcome::AwaitingApproval(run) => Ok(Outcome::AwaitingApproval(run)),

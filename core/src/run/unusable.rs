@@ -1,7 +1,9 @@
 //! The one check of a model's answer before anything of it runs: a turn
 //! whose calls cannot all be used — a call without an id, two calls under
-//! one id, arguments that are not a JSON object, a call naming no tool, or
-//! a tool this run does not offer — is refused whole, and each of its calls
+//! one id, arguments that are not a JSON object, a call naming no tool, a
+//! tool this run does not offer, arguments that do not fit the tool's
+//! parameter schema (the registry's one check), or more calls than a turn
+//! may hold — is refused whole, and each of its calls
 //! is answered with what was wrong, for the model to read in its next
 //! request. A person is only ever shown a turn of calls that can run.
 
@@ -49,12 +51,35 @@ pub(crate) fn check(
     iteration: u32,
     offered: &Offered,
     specs: &[ToolSpec],
+    max_calls: u32,
 ) -> Checked {
     let Response {
         content, mut calls, ..
     } = answer;
     if calls.is_empty() {
         return Checked::Final(content.unwrap_or_default());
+    }
+    let cap = usize::try_from(max_calls).unwrap_or(usize::MAX);
+    if calls.len() > cap {
+        // A turn no reviewer could read: refused whole, like any turn that
+        // cannot be used, for the model to ask again with fewer calls. Only
+        // the first `cap` calls are written back, each answered, so the
+        // transcript stays within the cap and every call has its result.
+        let asked = calls.len();
+        calls.truncate(cap.max(1));
+        let problem = format!(
+            "this turn holds {asked} calls, and a turn may hold at most {max_calls}; the calls past the first {} were dropped from the conversation",
+            calls.len()
+        );
+        let problems = vec![Some(problem); calls.len()];
+        for call in &mut calls {
+            if let Some(local) = offered.catalogue().resolve(&call.name)
+                && local != call.name
+            {
+                call.name = local.to_owned();
+            }
+        }
+        return refuse(content, calls, &problems, iteration);
     }
     for call in &mut calls {
         if let Some(local) = offered.catalogue().resolve(&call.name)
@@ -115,6 +140,10 @@ fn problems(calls: &[ProposedCall], offered: &Offered, specs: &[ToolSpec]) -> Ve
             name_problem(&call.name)
                 .or_else(|| offer_problem(&call.name, offered, specs))
                 .or_else(|| arguments_problem(&call.arguments))
+                .or_else(|| match &call.arguments {
+                    Arguments::Json(arguments) => offered.arguments_problem(&call.name, arguments),
+                    Arguments::Unparsed { .. } => None,
+                })
         })
         .collect()
 }
