@@ -500,7 +500,10 @@ async fn a_recovery_does_not_run_a_step_whose_tool_changed_since_it_was_planned(
     let plans = Plans::default();
     let agent = Agent::new(&w.registry, &model, &log).with_journal(&plans);
     let outcome = agent.start(RunRequest::new("alice", "balance?")).await;
-    assert!(matches!(outcome, Ok(Outcome::Finished { .. })), "{outcome:?}");
+    assert!(
+        matches!(outcome, Ok(Outcome::Finished { .. })),
+        "{outcome:?}"
+    );
     let plan = plans.0.lock().unwrap()[0].clone();
     assert!(!plan.decided(), "no decision let this turn run");
 

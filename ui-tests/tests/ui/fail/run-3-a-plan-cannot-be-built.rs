@@ -5,9 +5,10 @@ use toolgate::journal::{Action, Step, TurnPlan};
 use toolgate::run::{RunState, ToolCall};
 
 fn forge(run: RunState, call: ToolCall, action: Action) {
+    let step = Step { call, action };
     let built = TurnPlan {
         run,
-        steps: vec![Step { call, action }],
+        steps: vec![step],
     };
     drop(built);
 }
