@@ -31,7 +31,7 @@ pub fn input_schema_problem(schema: &Schema) -> Option<&'static str> {
 /// declares (`properties`) nor takes as an extra field (a schema without
 /// `properties` whose `additionalProperties` is not `false`, such as a
 /// map's). The user's input is laid over the model's arguments field by
-/// field ([`overlay`]) and the tool reads its arguments through that
+/// field and the tool reads its arguments through that
 /// schema's type, so such a field would be dropped without a word. The
 /// registry refuses a tool that has one.
 pub fn input_fields_not_taken(parameters: &Schema, input: &Schema) -> Vec<String> {
