@@ -94,35 +94,13 @@ crate::error::message_error!(
     "the execution journal failed: "
 );
 
-/// A stored turn plan could not be read: its seal does not hold, or it is
-/// not a plan this crate writes. The reason says which; nothing of it runs.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("unreadable turn plan: {reason}")]
-pub struct CorruptPlan {
-    /// What is wrong.
-    pub reason: String,
-    #[source]
-    source: Option<crate::error::Cause>,
-}
-
-impl CorruptPlan {
-    pub(crate) fn new(reason: impl Into<String>) -> Self {
-        Self {
-            reason: reason.into(),
-            source: None,
-        }
-    }
-
-    pub(crate) fn with_source(
-        reason: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            reason: reason.into(),
-            source: Some(std::sync::Arc::new(source)),
-        }
-    }
-}
+crate::error::message_error!(
+    /// A stored turn plan could not be read: its seal does not hold, or it is
+    /// not a plan this crate writes. The message says which; nothing of it
+    /// runs.
+    CorruptPlan,
+    "unreadable turn plan: "
+);
 
 /// What a turn will do, written down before any of it runs.
 ///

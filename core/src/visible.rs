@@ -138,6 +138,17 @@ pub fn visible_json_text(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The first `chars` characters of `text`, escaped for reading
+/// ([`visible`]), marked with `…` when cut: what an error repeats of text a
+/// model or a server wrote.
+pub(crate) fn excerpt(text: &str, chars: usize) -> String {
+    let mut cut: String = text.chars().take(chars).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    visible(&cut).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -419,7 +419,8 @@ async fn a_plan_reads_back_only_through_its_seal() {
         TurnPlan::decode_with(text, key)
             .map(|_| ())
             .expect_err("refused")
-            .reason
+            .message()
+            .to_owned()
     };
     assert!(refused(&tagged, Some(&other)).contains("does not verify"));
     assert!(refused(&tagged, None).contains("tagged under an integrity key"));

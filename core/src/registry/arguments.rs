@@ -114,11 +114,7 @@ fn left_to_the_user(
 
 /// `text` escaped for reading and cut to [`PROBLEM_CHARS`] characters.
 fn cut(text: &str) -> String {
-    let mut shown: String = text.chars().take(PROBLEM_CHARS).collect();
-    if shown.len() < text.len() {
-        shown.push('…');
-    }
-    crate::visible::visible(&shown).into_owned()
+    crate::visible::excerpt(text, PROBLEM_CHARS)
 }
 
 #[cfg(test)]

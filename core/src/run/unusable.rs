@@ -214,11 +214,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// The start of `text`, escaped for reading, marked when cut.
 fn excerpt(text: &str) -> String {
-    let mut cut: String = text.chars().take(EXCERPT_CHARS).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    crate::visible::visible(&cut).into_owned()
+    crate::visible::excerpt(text, EXCERPT_CHARS)
 }
 
 fn refuse(

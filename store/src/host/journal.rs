@@ -305,7 +305,7 @@ impl Store {
         }
         TurnPlan::decode_with(text, self.key()).map_err(|e| StoreError::Unreadable {
             what: "turn plan",
-            reason: e.reason,
+            reason: e.message().to_owned(),
         })
     }
 
