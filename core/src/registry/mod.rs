@@ -251,24 +251,28 @@ impl Catalogue {
             }
         }
         // The indexes are made anew, each in one pass, so that each one's
-        // keys are allocated side by side: the turn scan compares the key it
-        // finds, and scattered keys cost it a cache miss a call in a large
-        // catalogue.
-        self.index = HashMap::with_capacity_and_hasher(self.entries.len(), Names::default());
-        for (index, entry) in self.entries.iter().enumerate() {
-            self.index.insert(
-                entry.tool.name().into(),
+        // keys are allocated side by side — and before the old index is
+        // dropped, so that they do not land in the old keys' freed places,
+        // which lie between every tool's other allocations: the turn scan
+        // compares the key it finds, and scattered keys cost it a cache miss
+        // a call in a large catalogue.
+        let mut index = HashMap::with_capacity_and_hasher(self.entries.len(), Names::default());
+        for (at, entry) in self.entries.iter().enumerate() {
+            index.insert(
+                Box::<str>::from(entry.tool.name()),
                 Slot {
-                    index,
+                    index: at,
                     requires_approval: entry.tool.ruling().requires_approval(),
                     requires_input: entry.tool.requires_input(),
                 },
             );
         }
-        self.by_wire = HashMap::with_capacity_and_hasher(self.entries.len(), Names::default());
-        for (index, entry) in self.entries.iter().enumerate() {
-            self.by_wire.insert(entry.wire.clone(), index);
+        let mut by_wire = HashMap::with_capacity_and_hasher(self.entries.len(), Names::default());
+        for (at, entry) in self.entries.iter().enumerate() {
+            by_wire.insert(entry.wire.clone(), at);
         }
+        self.index = index;
+        self.by_wire = by_wire;
     }
 
     /// The tool of that local name.

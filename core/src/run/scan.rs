@@ -101,6 +101,7 @@ impl<'a> Permit<'a> {
 
 /// Scans one turn: approval first, then input. One lookup per call, and
 /// nothing allocated; a turn that may run is handed back with its permits.
+#[inline]
 pub fn scan_turn<'a>(offered: &'a Offered, calls: &'a [ToolCall]) -> TurnScan<'a> {
     match scan(offered, calls) {
         Scan::Approval => TurnScan::Approval,
@@ -119,6 +120,7 @@ pub(crate) enum Scan<'a> {
 /// The turn scan, the one home of its rule: any approval-bound offered call
 /// suspends the whole turn; otherwise the first offered call that requires
 /// input waits for it.
+#[inline]
 pub(crate) fn scan<'a>(offered: &'a Offered, calls: &[ToolCall]) -> Scan<'a> {
     let mut input = None;
     for (index, call) in calls.iter().enumerate() {
