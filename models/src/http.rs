@@ -364,8 +364,10 @@ fn message_of(body: &serde_json::Value) -> Option<&str> {
 const SHOWN_CHARS: usize = 500;
 
 /// Text a server wrote, as an error may repeat it: cut to 2,000
-/// characters, the key removed ([`ApiKey::redact`]), hidden characters
-/// shown as escapes, at most 500 characters (`…` when cut).
+/// characters; with a key, its hidden characters removed and then the key
+/// ([`ApiKey::redact`]: removed first, so none can split a run of the key);
+/// any hidden character left — there is none when a key is set — written
+/// as an escape; at most 500 characters (`…` when cut).
 pub(crate) fn shown(text: &str, key: Option<&ApiKey>) -> String {
     let text: String = text.trim().chars().take(4 * SHOWN_CHARS).collect();
     let text = match key {
