@@ -423,7 +423,7 @@ async fn a_plan_reads_back_only_through_its_seal() {
             .to_owned()
     };
     assert!(refused(&tagged, Some(&other)).contains("does not verify"));
-    assert!(refused(&tagged, None).contains("tagged under an integrity key"));
+    assert!(refused(&tagged, None).contains("authenticated with an integrity key"));
     let rewritten = tagged.replace("non_idempotent_write", "read_only");
     assert_ne!(rewritten, tagged);
     assert!(refused(&rewritten, Some(&key)).contains("does not verify"));
@@ -431,7 +431,7 @@ async fn a_plan_reads_back_only_through_its_seal() {
     // Without a key: a plain checksum, which catches damage.
     let unkeyed = plan.encode_with(None).unwrap();
     assert_eq!(TurnPlan::decode_with(&unkeyed, None).unwrap(), plan);
-    assert!(refused(&unkeyed, Some(&key)).contains("does not verify"));
+    assert!(refused(&unkeyed, Some(&key)).contains("carries a plain checksum"));
     let damaged = unkeyed.replace("\"pay\"", "\"pya\"");
     assert_ne!(damaged, unkeyed);
     assert!(refused(&damaged, None).contains("checksum does not match"));

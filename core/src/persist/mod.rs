@@ -336,6 +336,39 @@ pub(super) fn plain_checksum(parts: &[&[u8]]) -> String {
     format!("{XXH3_PREFIX}{:032x}", hasher.digest128())
 }
 
+/// The seal of a document's `parts` (what it seals, in order): a tag under
+/// `key`, or a plain checksum without one. The one making of a seal, for
+/// suspended runs and turn plans alike.
+pub(super) fn seal_of(parts: &[&[u8]], key: Option<&IntegrityKey>) -> String {
+    key.map_or_else(|| plain_checksum(parts), |key| key.tag_parts(parts))
+}
+
+/// Why `checksum` is not the seal of `parts` under `key`, if it is not: the
+/// one reading of a seal. With a key only a tag that verifies under it is
+/// taken; without one only a plain checksum that matches; a tag read
+/// without a key, or a plain checksum read with one, is refused.
+pub(super) fn seal_problem(
+    checksum: &str,
+    parts: &[&[u8]],
+    key: Option<&IntegrityKey>,
+) -> Option<&'static str> {
+    let tagged = checksum.starts_with(crate::integrity::MAC_PREFIX);
+    match key {
+        Some(key) if tagged => (!key.verify_parts(parts, checksum)).then_some(
+            "the document's integrity tag does not verify under this store's key: it was changed, damaged, or written under another key",
+        ),
+        Some(_) => Some(
+            "the document carries a plain checksum, but this store authenticates its documents: it was written without the key, or rewritten by someone who does not have it",
+        ),
+        None if tagged => Some(
+            "the document is authenticated with an integrity key, and none is configured: it cannot be verified (set the store's key)",
+        ),
+        None => (!plain_checksum_holds(checksum, parts)).then_some(
+            "the checksum does not match the body: the document was changed or damaged",
+        ),
+    }
+}
+
 /// True when `checksum` is a plain checksum of `parts`: XXH3-128 (what this
 /// build writes) or SHA-256 (what versions 1 to 3 were written with).
 fn plain_checksum_holds(checksum: &str, parts: &[&[u8]]) -> bool {
@@ -380,10 +413,7 @@ fn seal(
     // The body is written once, in place, after a header whose checksum is
     // filled in when the body is known: no second copy of a large body.
     let header = sealed_header(VERSION, status.as_str());
-    let seal_of = |body: &[u8]| {
-        let parts = [header.as_bytes(), body];
-        key.map_or_else(|| plain_checksum(&parts), |key| key.tag_parts(&parts))
-    };
+    let seal_of = |body: &[u8]| seal_of(&[header.as_bytes(), body], key);
     let width = seal_of(b"").len();
     let mut document = Vec::with_capacity(4096);
     document.extend_from_slice(

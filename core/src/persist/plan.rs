@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::plain_checksum;
+use super::{seal_of, seal_problem};
 use crate::effect::Effect;
-use crate::integrity::{IntegrityKey, MAC_PREFIX};
+use crate::integrity::IntegrityKey;
 use crate::journal::{Action, CorruptPlan, JournalError, Step, TurnPlan};
 use crate::tool::ToolOutput;
 use crate::transcript::{RunState, ToolCall, first_duplicate_id};
@@ -33,9 +33,7 @@ fn header(version: u64) -> String {
 }
 
 fn seal(body: &str, key: Option<&IntegrityKey>) -> String {
-    let header = header(VERSION);
-    let parts = [header.as_bytes(), body.as_bytes()];
-    key.map_or_else(|| plain_checksum(&parts), |key| key.tag_parts(&parts))
+    seal_of(&[header(VERSION).as_bytes(), body.as_bytes()], key)
 }
 
 #[derive(Serialize)]
@@ -128,22 +126,8 @@ impl TurnPlan {
         let body = document.body.get();
         let header = header(document.version);
         let parts = [header.as_bytes(), body.as_bytes()];
-        match key {
-            Some(key) => {
-                if !key.verify_parts(&parts, &document.checksum) {
-                    return corrupt(
-                        "its tag does not verify under the integrity key: it was changed, or written without the key",
-                    );
-                }
-            }
-            None if document.checksum.starts_with(MAC_PREFIX) => {
-                return corrupt("it is tagged under an integrity key: read it with that key");
-            }
-            None => {
-                if document.checksum != plain_checksum(&parts) {
-                    return corrupt("its checksum does not match: the document is damaged");
-                }
-            }
+        if let Some(problem) = seal_problem(&document.checksum, &parts, key) {
+            return corrupt(problem);
         }
         let body: BodyIn = serde_json::from_str(body)
             .map_err(|e| CorruptPlan::with_source(format!("the plan's body: {e}"), e))?;
@@ -183,6 +167,5 @@ impl TurnPlan {
 /// one by hand.
 #[cfg(feature = "test-util")]
 pub fn plan_checksum(body: &str) -> String {
-    let header = header(VERSION);
-    plain_checksum(&[header.as_bytes(), body.as_bytes()])
+    seal(body, None)
 }

@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use super::{CorruptState, FORMAT, READS, SuspendedRun, SuspendedStatus, VERSION, corrupt};
 use crate::digest::Review;
 use crate::input::input_schema_problem;
-use crate::integrity::{IntegrityKey, MAC_PREFIX};
+use crate::integrity::IntegrityKey;
 use crate::pause::Suspended;
 use crate::transcript::{RunState, ToolCall};
 
@@ -452,38 +452,17 @@ fn suspension(
     }
 }
 
-/// The document's checksum or tag against its body, under the key if any.
+/// The document's checksum or tag against its body, under the key if any
+/// ([`super::seal_problem`], the one reading of a seal).
 fn check_seal(
     checksum: &str,
     header: &str,
     body: &str,
     key: Option<&IntegrityKey>,
 ) -> Result<(), CorruptState> {
-    let tagged = checksum.starts_with(MAC_PREFIX);
-    let parts = [header.as_bytes(), body.as_bytes()];
-    match key {
-        Some(key) if tagged => {
-            if key.verify_parts(&parts, checksum) {
-                Ok(())
-            } else {
-                corrupt(
-                    "the document's integrity tag does not verify under this store's key: it was changed, damaged, or written under another key",
-                )
-            }
-        }
-        Some(_) => corrupt(
-            "the document carries a plain checksum, but this store authenticates its documents: it was written without the key, or rewritten by someone who does not have it",
-        ),
-        None if tagged => corrupt(
-            "the document is authenticated with an integrity key, and none is configured: it cannot be verified (set the store's key)",
-        ),
-        None => {
-            if super::plain_checksum_holds(checksum, &parts) {
-                Ok(())
-            } else {
-                corrupt("the checksum does not match the body: the document was changed or damaged")
-            }
-        }
+    match super::seal_problem(checksum, &[header.as_bytes(), body.as_bytes()], key) {
+        Some(problem) => corrupt(problem),
+        None => Ok(()),
     }
 }
 
