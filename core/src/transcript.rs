@@ -44,7 +44,8 @@ pub enum Message {
         calls: Vec<ToolCall>,
         /// The tokens the request that produced this answer cost, when the
         /// model reported them ([`Response::usage`](crate::run::Response::usage)).
-        /// Stored from document version 8.
+        /// Stored from document version 8; its cache writes and reasoning
+        /// tokens from version 9.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
@@ -87,8 +88,18 @@ pub struct Usage {
     /// Of `input_tokens`, those the provider read from its prompt cache.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_input_tokens: u64,
-    /// Tokens written: the answer's text and calls.
+    /// Of `input_tokens`, those the provider wrote to its prompt cache
+    /// (Anthropic's `cache_creation_input_tokens`); apart from the cache
+    /// reads in `cached_input_tokens`. Stored from document version 9.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_input_tokens: u64,
+    /// Tokens written: the answer's text and calls, reasoning included.
     pub output_tokens: u64,
+    /// Of `output_tokens`, those the model spent on reasoning (OpenAI's
+    /// `completion_tokens_details.reasoning_tokens`). Stored from document
+    /// version 9.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
 }
 
 impl Usage {
@@ -104,7 +115,11 @@ impl std::ops::AddAssign for Usage {
         self.cached_input_tokens = self
             .cached_input_tokens
             .saturating_add(other.cached_input_tokens);
+        self.cache_write_input_tokens = self
+            .cache_write_input_tokens
+            .saturating_add(other.cache_write_input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 }
 

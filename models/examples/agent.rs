@@ -182,8 +182,12 @@ fn waits(run_id: &str, what: &str) {
 fn usage(state: Option<&RunState>) {
     if let Some(usage) = state.and_then(RunState::usage) {
         println!(
-            "tokens: {} in ({} cached), {} out",
-            usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
+            "tokens: {} in ({} cached, {} cache writes), {} out ({} reasoning)",
+            usage.input_tokens,
+            usage.cached_input_tokens,
+            usage.cache_write_input_tokens,
+            usage.output_tokens,
+            usage.reasoning_tokens
         );
     }
 }

@@ -167,7 +167,9 @@ async fn the_request_is_the_protocols_field_by_field() {
         Some(Usage {
             input_tokens: 600,
             cached_input_tokens: 128,
+            cache_write_input_tokens: 0,
             output_tokens: 91,
+            reasoning_tokens: 0,
         })
     );
 }

@@ -201,7 +201,9 @@ async fn the_request_is_the_protocols_field_by_field() {
         Some(Usage {
             input_tokens: 82,
             cached_input_tokens: 64,
+            cache_write_input_tokens: 0,
             output_tokens: 17,
+            reasoning_tokens: 0,
         })
     );
 }

@@ -1146,7 +1146,7 @@ async fn a_record_row_deleted_or_reordered_is_refused_at_the_next_load() {
         (
             "the document relabelled as of a version before the chain, the start deleted",
             &[
-                "UPDATE suspended_run SET document = REPLACE(document, '\"version\":8', '\"version\":4')",
+                "UPDATE suspended_run SET document = REPLACE(document, '\"version\":9', '\"version\":4')",
                 "DELETE FROM call_execution",
             ],
             "the document's integrity tag does not verify under this store's key",

@@ -1039,12 +1039,16 @@ async fn usage_is_kept_per_turn_and_summed() {
     let first = Usage {
         input_tokens: 120,
         cached_input_tokens: 100,
+        cache_write_input_tokens: 0,
         output_tokens: 30,
+        reasoning_tokens: 12,
     };
     let second = Usage {
         input_tokens: 200,
         cached_input_tokens: 0,
+        cache_write_input_tokens: 150,
         output_tokens: 7,
+        reasoning_tokens: 0,
     };
     let world = World::new([
         Response::from(turn(vec![call("1", "read_note", json!({}))])).with_usage(first),
@@ -1058,14 +1062,16 @@ async fn usage_is_kept_per_turn_and_summed() {
         Some(Usage {
             input_tokens: 320,
             cached_input_tokens: 100,
+            cache_write_input_tokens: 150,
             output_tokens: 37,
+            reasoning_tokens: 12,
         })
     );
     let document = match run.encode() {
         Ok(document) => document,
         Err(error) => panic!("{error}"),
     };
-    assert!(document.contains("\"version\":8"), "{document}");
+    assert!(document.contains("\"version\":9"), "{document}");
     let reloaded = match Suspended::<AwaitingApproval>::decode(&document) {
         Ok(run) => run,
         Err(error) => panic!("{error}"),

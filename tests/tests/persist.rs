@@ -32,9 +32,10 @@ const WAITING_V7: &str = include_str!("../fixtures/v7-waiting-for-input.json");
 const ONE_CALL_V7: &str = include_str!("../fixtures/v7-one-call.json");
 const RICH_V7: &str = include_str!("../fixtures/v7-rich.json");
 const USAGE_V8: &str = include_str!("../fixtures/v8-usage.json");
+const USAGE_V9: &str = include_str!("../fixtures/v9-usage.json");
 
 /// A document of an earlier version as this build writes it back: the same
-/// body, as version 8, under the current plain checksum (which covers the
+/// body, as version 9, under the current plain checksum (which covers the
 /// header from version 5).
 fn as_current(document: &str) -> String {
     let fields: Map<String, Value> = serde_json::from_str(document).unwrap();
@@ -44,8 +45,8 @@ fn as_current(document: &str) -> String {
     let at = document.find(",\"body\":").unwrap() + ",\"body\":".len();
     let body = document.trim_end().strip_suffix('}').unwrap()[at..].to_owned();
     document
-        .replacen(&format!("\"version\":{version}"), "\"version\":8", 1)
-        .replacen(&old_checksum, &document_checksum(8, status, &body), 1)
+        .replacen(&format!("\"version\":{version}"), "\"version\":9", 1)
+        .replacen(&old_checksum, &document_checksum(9, status, &body), 1)
 }
 const WAITING_V1: &str = include_str!("../fixtures/v1-waiting-for-input.json");
 /// What the first digest rule (SHA-256 over the calls alone) gave the pending
@@ -155,7 +156,8 @@ fn golden_v3_documents_decode_with_their_review() {
         Err(error) => panic!("{error}"),
     };
     assert_ne!(run.digest(), v2.digest());
-    // Written back as version 7: the same body, under the current checksum.
+    // Written back as the current version: the same body, under the current
+    // checksum.
     assert_eq!(
         run.encode().ok().map(|d| d + "\n").as_deref(),
         Some(as_current(AWAITING_V7).as_str())
@@ -218,7 +220,8 @@ fn golden_v4_documents_decode_to_the_v3_run_and_round_trip() {
 }
 
 /// Version 1 (before `max_calls_per_turn`) still decodes, to the same run as
-/// version 2 with the cap at its default, and is written back as version 7.
+/// version 2 with the cap at its default, and is written back as the current
+/// version.
 #[test]
 fn version_1_documents_decode_and_are_written_back_as_the_current_version() {
     for (v1, v2) in [(AWAITING_V1, AWAITING), (WAITING_V1, WAITING)] {
@@ -369,9 +372,9 @@ fn corrupt_documents() -> Vec<(&'static str, String, &'static str)> {
         (
             "future version",
             sealed(AWAITING, |d| {
-                d.insert("version".into(), json!(9));
+                d.insert("version".into(), json!(10));
             }),
-            "unknown version 9 (this build reads versions 1 to 8)",
+            "unknown version 10 (this build reads versions 1 to 9)",
         ),
         (
             "version as text",
@@ -971,7 +974,7 @@ fn a_field_is_read_only_under_the_versions_that_know_it() {
 }
 
 /// Version 5 seals the header with the body: the golden documents decode
-/// to the runs of version 4 and are written back as version 7; relabelled
+/// to the runs of version 4 and are written back as the current version; relabelled
 /// as version 4 (whose seal covered the body alone) or declaring the other
 /// status over the same body, they no longer match their seal.
 #[test]
@@ -1003,7 +1006,8 @@ fn golden_v5_documents_seal_their_header_too() {
 }
 
 /// Version 6 adds runs of one call: the golden documents of version 5
-/// decode to the same runs as version 6 and are written back as version 7;
+/// decode to the same runs as version 6 and are written back as the current
+/// version;
 /// a run of one call keeps its option, and a version-5 document that holds
 /// it — sealed as a writer of version 5 would — is refused, as is a
 /// version-6 document relabelled as version 5.
@@ -1122,7 +1126,7 @@ fn golden_v7_documents_keep_what_a_tool_answered_beyond_its_text() {
 
 /// Version 8 keeps what each model request cost on its answer: the golden
 /// documents of version 7 decode to the same runs and are written back as
-/// version 8; a run's usage is read and written back byte for byte, while a
+/// the current version; a run's usage is read and written back, while a
 /// version-7 document that holds it — sealed as a writer of version 7
 /// would — is refused.
 #[test]
@@ -1146,19 +1150,23 @@ fn golden_v8_documents_keep_what_each_model_request_cost() {
             Some(toolgate::run::Usage {
                 input_tokens: 812,
                 cached_input_tokens: 512,
-                output_tokens: 41
+                cache_write_input_tokens: 0,
+                output_tokens: 41,
+                reasoning_tokens: 0,
             }),
             Some(toolgate::run::Usage {
                 input_tokens: 901,
                 cached_input_tokens: 0,
-                output_tokens: 66
+                cache_write_input_tokens: 0,
+                output_tokens: 66,
+                reasoning_tokens: 0,
             }),
         ]
     );
     assert_eq!(run.state().usage().map(|u| u.total_tokens()), Some(1820));
     assert_eq!(
         run.encode().ok().map(|d| d + "\n").as_deref(),
-        Some(USAGE_V8)
+        Some(as_current(USAGE_V8).as_str())
     );
     // The same run without its usage is the version-7 run.
     let Ok(v7) = SuspendedRun::decode(AWAITING_V7) else {
@@ -1183,4 +1191,169 @@ fn golden_v8_documents_keep_what_each_model_request_cost() {
                 .to_owned()
         )
     );
+}
+
+/// A document of `version` as its writer would have sealed it: the body of
+/// `document` under that version's label and plain checksum.
+fn relabelled(document: &str, version: u64) -> String {
+    let fields: Map<String, Value> = serde_json::from_str(document).unwrap();
+    let old_checksum = fields["checksum"].as_str().unwrap().to_owned();
+    let old_version = fields["version"].as_u64().unwrap();
+    let status = fields["status"].as_str().unwrap();
+    let at = document.find(",\"body\":").unwrap() + ",\"body\":".len();
+    let body = &document.trim_end().strip_suffix('}').unwrap()[at..];
+    document
+        .replacen(
+            &format!("\"version\":{old_version}"),
+            &format!("\"version\":{version}"),
+            1,
+        )
+        .replacen(&old_checksum, &document_checksum(version, status, body), 1)
+}
+
+/// The usage of each answer of a run's transcript, in order.
+fn usage_per_turn(run: &SuspendedRun) -> Vec<Option<toolgate::run::Usage>> {
+    run.state()
+        .transcript
+        .iter()
+        .filter_map(|m| match m {
+            toolgate::run::Message::Assistant { usage, .. } => Some(*usage),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Version 9 keeps a request's cache writes and reasoning tokens in its
+/// usage: the golden document is read with both counts and written back
+/// byte for byte; the version-8 run reads with both at zero; a version-8
+/// document that counts either — sealed as a writer of version 8 would — is
+/// refused.
+#[test]
+fn golden_v9_documents_keep_cache_writes_and_reasoning_tokens() {
+    let run = match SuspendedRun::decode(USAGE_V9) {
+        Ok(run) => run,
+        Err(error) => panic!("{error}"),
+    };
+    let first = toolgate::run::Usage {
+        input_tokens: 812,
+        cached_input_tokens: 512,
+        cache_write_input_tokens: 256,
+        output_tokens: 41,
+        reasoning_tokens: 24,
+    };
+    let second = toolgate::run::Usage {
+        input_tokens: 901,
+        cached_input_tokens: 0,
+        cache_write_input_tokens: 0,
+        output_tokens: 66,
+        reasoning_tokens: 18,
+    };
+    assert_eq!(usage_per_turn(&run), [Some(first), Some(second)]);
+    assert_eq!(
+        run.state().usage(),
+        Some(toolgate::run::Usage {
+            input_tokens: 1713,
+            cached_input_tokens: 512,
+            cache_write_input_tokens: 256,
+            output_tokens: 107,
+            reasoning_tokens: 42,
+        })
+    );
+    assert_eq!(
+        run.encode().ok().map(|d| d + "\n").as_deref(),
+        Some(USAGE_V9)
+    );
+    // The version-8 run is the same run with neither count.
+    let Ok(v8) = SuspendedRun::decode(USAGE_V8) else {
+        panic!("the version-8 document decodes");
+    };
+    let without = |u: toolgate::run::Usage| toolgate::run::Usage {
+        cache_write_input_tokens: 0,
+        reasoning_tokens: 0,
+        ..u
+    };
+    assert_eq!(
+        usage_per_turn(&v8),
+        [Some(without(first)), Some(without(second))]
+    );
+    assert_eq!(
+        SuspendedRun::decode(&relabelled(USAGE_V9, 8))
+            .err()
+            .map(|e| e.reason),
+        Some(
+            "`run.transcript[].usage.cache_write_input_tokens` was added in version 9; a version-8 document cannot hold it"
+                .to_owned()
+        )
+    );
+    let reasoning_only = relabelled(
+        &USAGE_V9.replacen(",\"cache_write_input_tokens\":256", "", 1),
+        8,
+    );
+    assert!(!reasoning_only.contains("cache_write_input_tokens"));
+    assert_eq!(
+        SuspendedRun::decode(&reasoning_only).err().map(|e| e.reason),
+        Some(
+            "`run.transcript[].usage.reasoning_tokens` was added in version 9; a version-8 document cannot hold it"
+                .to_owned()
+        )
+    );
+    // A count of 0 means what its absence means, under either label.
+    let zero = relabelled(
+        &USAGE_V8.replacen(
+            "\"output_tokens\":66}",
+            "\"output_tokens\":66,\"reasoning_tokens\":0}",
+            1,
+        ),
+        8,
+    );
+    assert_ne!(zero, USAGE_V8);
+    let Ok(zero) = SuspendedRun::decode(&zero) else {
+        panic!("a version-8 document with a zero count decodes");
+    };
+    assert_eq!(zero, v8);
+}
+
+/// Every golden document of every earlier version still decodes, under the
+/// version it declares, and is written back as the current version to a
+/// document that decodes to the same run.
+#[test]
+fn every_earlier_golden_document_decodes_and_is_written_back_as_the_current_version() {
+    let golden = [
+        (1, AWAITING_V1),
+        (1, WAITING_V1),
+        (2, AWAITING),
+        (2, WAITING),
+        (3, AWAITING_V3),
+        (3, WAITING_V3),
+        (4, AWAITING_V4),
+        (4, WAITING_V4),
+        (5, AWAITING_V5),
+        (5, WAITING_V5),
+        (6, AWAITING_V6),
+        (6, WAITING_V6),
+        (6, ONE_CALL_V6),
+        (7, AWAITING_V7),
+        (7, WAITING_V7),
+        (7, ONE_CALL_V7),
+        (7, RICH_V7),
+        (8, USAGE_V8),
+        (9, USAGE_V9),
+    ];
+    for (version, text) in golden {
+        assert_eq!(document(text)["version"].as_u64(), Some(version), "{text}");
+        let run = match SuspendedRun::decode(text) {
+            Ok(run) => run,
+            Err(error) => panic!("version {version}: {error}"),
+        };
+        let written = match run.encode() {
+            Ok(written) => written,
+            Err(error) => panic!("version {version}: {error}"),
+        };
+        assert_eq!(document(&written)["version"].as_u64(), Some(9));
+        let again = match SuspendedRun::decode(&written) {
+            Ok(again) => again,
+            Err(error) => panic!("version {version}, written back: {error}"),
+        };
+        assert_eq!(again, run, "version {version}");
+    }
 }

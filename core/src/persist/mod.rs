@@ -60,6 +60,15 @@
 //! a version-6 document as of an unknown version, so no such build resumes a
 //! run of one call as a run with a model.
 //!
+//! Version 7 adds `rich` to a `tool` message of the transcript: what a tool
+//! answered beyond its text. Version 8 adds `usage` to an `assistant`
+//! message: the tokens the request that produced it cost. Version 9 adds
+//! two counts to that usage, each written only when not zero:
+//! `cache_write_input_tokens`, the input the provider wrote to its prompt
+//! cache, and `reasoning_tokens`, the output the model spent on reasoning.
+//! A document of version 8 or earlier that counts either is refused; a
+//! zero there reads as the absence it means.
+//!
 //! A field is read only under the versions that know it. From version 2,
 //! `max_calls_per_turn` is required (every writer of that version writes
 //! it); a version-1 document that holds it is refused. The fields version 3
@@ -94,9 +103,9 @@ pub use plan::plan_checksum;
 use read::decode;
 
 const FORMAT: &str = "toolgate/suspended-run";
-const VERSION: u64 = 8;
+const VERSION: u64 = 9;
 /// The versions this build reads.
-const READS: [u64; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+const READS: [u64; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 9];
 /// The first version whose seal covers the header's format, version and
 /// status as well as the body.
 const HEADER_SEALED: u64 = 5;

@@ -16,12 +16,15 @@
 //! | `run.client` | 6 | refused | optional (absent: no client asked) |
 //! | `rich` of a `tool` message of `run.transcript` | 7 | refused | optional (absent: a result that is text alone) |
 //! | `usage` of an `assistant` message of `run.transcript` | 8 | refused | optional (absent: the model reported no usage) |
+//! | `cache_write_input_tokens` of a `usage` of `run.transcript` | 9 | refused unless 0 | optional (absent: 0) |
+//! | `reasoning_tokens` of a `usage` of `run.transcript` | 9 | refused unless 0 | optional (absent: 0) |
 //!
 //! A field a version always writes is required from that version on; a
 //! field stored by its absence when it holds its default stays optional,
 //! since a writer of that version leaves it out. Either way a field older
 //! than the version that introduced it is refused: a document does not read
-//! a later version's field under an earlier version's label.
+//! a later version's field under an earlier version's label. A count of 0
+//! means what its absence means, and is read as that absence.
 
 use serde::Deserialize;
 
@@ -43,6 +46,8 @@ const ONE_CALL: u64 = 6;
 const RICH: u64 = 7;
 /// The version that added the tokens a model request cost.
 const USAGE: u64 = 8;
+/// The version that added a request's cache writes and reasoning tokens.
+const USAGE_DETAIL: u64 = 9;
 
 /// A run as a document stores it, each later field kept as present or not.
 #[derive(Deserialize)]
@@ -130,22 +135,7 @@ impl StoredRun {
             options.one_call.is_some(),
         )?;
         known("run.client", ONE_CALL, version, client.is_some())?;
-        known(
-            "run.transcript[].rich",
-            RICH,
-            version,
-            transcript
-                .iter()
-                .any(|m| matches!(m, Message::Tool { rich: Some(_), .. })),
-        )?;
-        known(
-            "run.transcript[].usage",
-            USAGE,
-            version,
-            transcript
-                .iter()
-                .any(|m| matches!(m, Message::Assistant { usage: Some(_), .. })),
-        )?;
+        transcript_known(&transcript, version)?;
         Ok(RunState {
             run_id,
             requested_by,
@@ -167,6 +157,45 @@ impl StoredRun {
             client,
         })
     }
+}
+
+/// Refuses what a later version added to the transcript's messages in a
+/// document older than it.
+fn transcript_known(transcript: &[Message], version: u64) -> Result<(), CorruptState> {
+    known(
+        "run.transcript[].rich",
+        RICH,
+        version,
+        transcript
+            .iter()
+            .any(|m| matches!(m, Message::Tool { rich: Some(_), .. })),
+    )?;
+    known(
+        "run.transcript[].usage",
+        USAGE,
+        version,
+        transcript
+            .iter()
+            .any(|m| matches!(m, Message::Assistant { usage: Some(_), .. })),
+    )?;
+    let usages = || {
+        transcript.iter().filter_map(|m| match m {
+            Message::Assistant { usage, .. } => usage.as_ref(),
+            _ => None,
+        })
+    };
+    known(
+        "run.transcript[].usage.cache_write_input_tokens",
+        USAGE_DETAIL,
+        version,
+        usages().any(|u| u.cache_write_input_tokens != 0),
+    )?;
+    known(
+        "run.transcript[].usage.reasoning_tokens",
+        USAGE_DETAIL,
+        version,
+        usages().any(|u| u.reasoning_tokens != 0),
+    )
 }
 
 /// Refuses a review in a document older than the version that added it.

@@ -428,7 +428,16 @@ impl<'a> Agent<'a> {
             state.iterations += 1;
             let usage = answer.usage;
             if let Some(usage) = usage {
-                tracing::info!(run = %state.run_id, turn = state.iterations, input_tokens = usage.input_tokens, output_tokens = usage.output_tokens, "model answered");
+                tracing::info!(
+                    run = %state.run_id,
+                    turn = state.iterations,
+                    input_tokens = usage.input_tokens,
+                    cached_input_tokens = usage.cached_input_tokens,
+                    cache_write_input_tokens = usage.cache_write_input_tokens,
+                    output_tokens = usage.output_tokens,
+                    reasoning_tokens = usage.reasoning_tokens,
+                    "model answered"
+                );
             }
             match unusable::check(
                 answer,
