@@ -20,6 +20,7 @@ mod log;
 mod openai;
 mod script;
 mod server;
+mod stream;
 
 use std::{error::Error, io::Write, net::SocketAddr, path::PathBuf, sync::Arc};
 

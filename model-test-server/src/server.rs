@@ -147,6 +147,16 @@ enum Reply {
     },
     /// Close the connection without an answer.
     Reset,
+    /// Answer with server-sent events, written one by one.
+    Stream {
+        status: StatusCode,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        writes: Vec<Vec<u8>>,
+        /// Whether the connection is cut after the writes.
+        cut: bool,
+        /// The pause before each write.
+        gap: std::time::Duration,
+    },
 }
 
 impl Reply {
@@ -158,6 +168,7 @@ impl Reply {
     fn answered(&self) -> Answered {
         match self {
             Self::Send(sending) => Answered::Status(sending.status.as_u16()),
+            Self::Stream { status, .. } => Answered::Status(status.as_u16()),
             Self::Hang { .. } => Answered::Hang,
             Self::Reset => Answered::Reset,
         }
@@ -369,7 +380,7 @@ fn decide(
     if !problems.is_empty() {
         return Decision::with_problems(invalid(protocol, &problems), &problems);
     }
-    next_step(script, protocol)
+    next_step(script, protocol, body)
 }
 
 /// The 400 for a request with problems.
@@ -443,7 +454,7 @@ fn check_model(config: &Config, protocol: Protocol, body: &Value) -> Option<Repl
 }
 
 /// The script's next step, for a request that passed every check.
-fn next_step(script: &mut Script, protocol: Protocol) -> Decision {
+fn next_step(script: &mut Script, protocol: Protocol, request: &Value) -> Decision {
     let Some((index, step)) = script.take() else {
         let message = format!(
             "script exhausted: all {} steps were used before this request",
@@ -456,6 +467,7 @@ fn next_step(script: &mut Script, protocol: Protocol) -> Decision {
         action,
         headers,
         expect,
+        stream,
     } = step;
     if let Some(expected) = expect.filter(|expected| *expected != protocol) {
         let message = format!(
@@ -470,7 +482,34 @@ fn next_step(script: &mut Script, protocol: Protocol) -> Decision {
             step: Some(index),
         };
     }
+    let streams = request.get("stream") == Some(&Value::Bool(true));
     let reply = match action {
+        Action::Send {
+            status,
+            body,
+            truncate: false,
+        } if streams && status.is_success() && !stream.whole => {
+            let events = match serde_json::from_slice::<Value>(&body) {
+                Ok(answer) => match protocol {
+                    Protocol::OpenAi => {
+                        let usage = request.pointer("/stream_options/include_usage")
+                            == Some(&Value::Bool(true));
+                        crate::stream::openai_events(&answer, &stream, usage)
+                    }
+                    Protocol::Anthropic => crate::stream::anthropic_events(&answer, &stream),
+                },
+                // A raw step: its text is the stream.
+                Err(_) => vec![body],
+            };
+            let (writes, cut) = crate::stream::writes(events, &stream);
+            Reply::Stream {
+                status,
+                headers,
+                writes,
+                cut,
+                gap: stream.gap,
+            }
+        }
         Action::Send {
             status,
             body,
@@ -503,6 +542,13 @@ fn next_step(script: &mut Script, protocol: Protocol) -> Decision {
 async fn answer(reply: Reply, peer: &Peer) -> Response {
     match reply {
         Reply::Send(sending) => send(sending, peer),
+        Reply::Stream {
+            status,
+            headers,
+            writes,
+            cut,
+            gap,
+        } => send_stream(status, headers, writes, cut, gap),
         Reply::Hang { duration, then } => {
             tokio::time::sleep(duration).await;
             send(then, peer)
@@ -536,6 +582,53 @@ fn send(sending: Sending, peer: &Peer) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    for (name, value) in headers {
+        if name == header::CONTENT_TYPE {
+            map.insert(name, value);
+        } else {
+            map.append(name, value);
+        }
+    }
+    response
+}
+
+/// A streamed answer: each write after its pause, then — for a cut stream —
+/// an error that makes the connection close without the body's end.
+fn send_stream(
+    status: StatusCode,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    writes: Vec<Vec<u8>>,
+    cut: bool,
+    gap: std::time::Duration,
+) -> Response {
+    let state = (writes.into_iter(), cut);
+    let body = futures_util::stream::unfold(state, move |(mut writes, cut)| async move {
+        match writes.next() {
+            Some(write) => {
+                if !gap.is_zero() {
+                    tokio::time::sleep(gap).await;
+                }
+                Some((Ok(write), (writes, cut)))
+            }
+            None if cut => {
+                // Pending for a moment first, so what was written is
+                // flushed before the connection breaks.
+                tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+                Some((
+                    Err(std::io::Error::other("the script cuts the stream here")),
+                    (writes, false),
+                ))
+            }
+            None => None,
+        }
+    });
+    let mut response = (status, Body::from_stream(body)).into_response();
+    let map = response.headers_mut();
+    map.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    map.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     for (name, value) in headers {
         if name == header::CONTENT_TYPE {
             map.insert(name, value);

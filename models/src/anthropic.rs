@@ -41,16 +41,41 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolgate::run::{Arguments, Message, ProposedCall, Response, ToolSpec, Usage};
 
-use crate::ApiKey;
 use crate::error::ProviderError;
-use crate::http::shown;
+use crate::http::{Answer, Assembler, StreamFault, shown};
 use crate::shared::{Common, endpoint, past_call_name};
+use crate::{ApiKey, ToolChoice};
 
 const PROVIDER: &str = "Anthropic";
 const PROTOCOL: &str = "Messages";
 const URL_HINT: &str = "the base URL is the part before `/v1/messages`, without `/v1`";
 /// The API version this client speaks.
 pub const API_VERSION: &str = "2023-06-01";
+
+/// The body fields the client writes itself, each with what sets it:
+/// [`Anthropic::body_field`] refuses them.
+const OWNED_FIELDS: &[(&str, &str)] = &[
+    ("model", "the model is given to `Anthropic::new`"),
+    ("messages", "the messages are the run's transcript"),
+    (
+        "system",
+        "the system prompt is the transcript's system messages",
+    ),
+    ("tools", "the tools are the run's offer"),
+    (
+        "tool_choice",
+        "use `.tool_choice(…)` and `.parallel_tool_calls(…)`",
+    ),
+    ("stream", "use `.stream(…)`"),
+    ("max_tokens", "use `.max_output_tokens(…)`"),
+    ("temperature", "use `.temperature(…)`"),
+    ("top_p", "use `.top_p(…)`"),
+    ("stop_sequences", "use `.stop(…)`"),
+    (
+        "thinking",
+        "extended thinking is refused: its signed blocks must go back with each tool result, which the transcript does not carry",
+    ),
+];
 
 /// A model behind the Anthropic Messages API.
 ///
@@ -110,9 +135,11 @@ impl Anthropic {
         if messages.is_empty() {
             return Err(ProviderError::Unsendable {
                 provider: PROVIDER,
-                reason: "the transcript holds no text and no call to send: the prompt was blank",
+                reason: "the transcript holds no text and no call to send: the prompt was blank"
+                    .to_owned(),
             });
         }
+        self.common.check_sampling(1.0, None)?;
         let mut definitions: Vec<ToolDefinition<'_>> = tools
             .iter()
             .map(|spec| ToolDefinition {
@@ -121,8 +148,9 @@ impl Anthropic {
                 input_schema: crate::shared::object_schema(&spec.parameters),
             })
             .collect();
-        let mut tool_choice = None;
-        if definitions.is_empty() {
+        let offered = !definitions.is_empty();
+        let mut tool_choice = self.choice_for(tools)?;
+        if !offered {
             for turn in &messages {
                 for block in &turn.content {
                     if let Block::ToolUse { name, .. } = block
@@ -139,7 +167,7 @@ impl Anthropic {
                 }
             }
             if !definitions.is_empty() {
-                tool_choice = Some(ToolChoice { kind: "none" });
+                tool_choice = Some(serde_json::json!({"type": "none"}));
             }
         }
         let request = MessagesRequest {
@@ -150,11 +178,51 @@ impl Anthropic {
             tools: definitions,
             tool_choice,
             temperature: self.common.temperature,
+            top_p: self.common.top_p,
+            stop_sequences: &self.common.stop,
+            stream: self.common.stream,
+            extra: &self.common.extra,
         };
         serde_json::to_vec(&request).map_err(|e| ProviderError::Setup {
             provider: PROVIDER,
             reason: format!("the request cannot be written: {e}"),
         })
+    }
+
+    /// The `tool_choice` the host set, for a request that offers `tools`:
+    /// none for the default; `disable_parallel_tool_use` inside it when
+    /// parallel calls were turned off. A choice that needs a tool the offer
+    /// does not hold is refused before sending.
+    fn choice_for(&self, tools: &[ToolSpec]) -> Result<Option<Value>, ProviderError> {
+        let unsendable = |reason: String| ProviderError::Unsendable {
+            provider: PROVIDER,
+            reason,
+        };
+        let serial = self.common.parallel_tool_calls == Some(false);
+        let mut choice = match &self.common.tool_choice {
+            ToolChoice::Auto | ToolChoice::None if tools.is_empty() => return Ok(None),
+            ToolChoice::Required if tools.is_empty() => {
+                return Err(unsendable(
+                    "the tool choice requires a call, and no tool is offered".to_owned(),
+                ));
+            }
+            ToolChoice::Auto if !serial => return Ok(None),
+            ToolChoice::None => return Ok(Some(serde_json::json!({"type": "none"}))),
+            ToolChoice::Auto => serde_json::json!({"type": "auto"}),
+            ToolChoice::Required => serde_json::json!({"type": "any"}),
+            ToolChoice::Tool(name) => {
+                let spec = crate::shared::chosen_tool(tools, name).ok_or_else(|| {
+                    unsendable(format!(
+                        "the tool choice names `{name}`, which is not offered to this turn"
+                    ))
+                })?;
+                serde_json::json!({"type": "tool", "name": spec.name})
+            }
+        };
+        if serial && let Some(object) = choice.as_object_mut() {
+            object.insert("disable_parallel_tool_use".into(), Value::Bool(true));
+        }
+        Ok(Some(choice))
     }
 
     /// The answer in `body` as the run takes it: the second half of a turn.
@@ -165,6 +233,7 @@ impl Anthropic {
             provider: PROVIDER,
             protocol: PROTOCOL,
             reason: shown(&reason, key),
+            request_id: None,
         };
         let response: MessagesResponse =
             serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
@@ -174,21 +243,68 @@ impl Anthropic {
                 response.kind.unwrap_or_default()
             )));
         }
+        let blocks = response
+            .content
+            .into_iter()
+            .map(ContentBlock::read)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(malformed)?;
+        self.interpret(
+            blocks,
+            response.stop_reason.as_deref(),
+            response.usage.as_ref(),
+        )
+    }
+
+    /// The answer in a whole event-stream body (`stream: true`), as the run
+    /// takes it: for a host that sends the request itself. The same
+    /// assembly [`Anthropic::complete`] reads a live stream with.
+    pub fn read_stream(&self, body: &[u8]) -> Result<Response, ProviderError> {
+        let assembled =
+            crate::shared::assemble_body(body, MessagesStream::default()).map_err(|reason| {
+                ProviderError::Malformed {
+                    provider: PROVIDER,
+                    protocol: PROTOCOL,
+                    reason: shown(&reason, self.key.as_ref()),
+                    request_id: None,
+                }
+            })?;
+        self.interpret_stream(assembled)
+    }
+
+    fn interpret_stream(&self, stream: MessagesStream) -> Result<Response, ProviderError> {
+        let usage = Value::Object(stream.usage);
+        self.interpret(stream.blocks, stream.stop_reason.as_deref(), Some(&usage))
+    }
+
+    /// What an answer, read whole or assembled from events, comes to.
+    fn interpret(
+        &self,
+        blocks: Vec<ContentBlock>,
+        stop_reason: Option<&str>,
+        usage: Option<&Value>,
+    ) -> Result<Response, ProviderError> {
+        let key = self.key.as_ref();
         let mut text = Vec::new();
         let mut calls = Vec::new();
-        for block in response.content {
-            match ContentBlock::read(block).map_err(malformed)? {
+        for block in blocks {
+            match block {
                 ContentBlock::Text(part) => text.push(part),
-                ContentBlock::ToolUse { id, name, input } => calls.push(ProposedCall {
+                ContentBlock::ToolUse {
+                    id,
+                    name,
+                    arguments,
+                } => calls.push(ProposedCall {
                     id: id.filter(|id| !id.is_empty()),
                     name: name.unwrap_or_default(),
-                    arguments: Arguments::Json(input.unwrap_or(Value::Null)),
+                    arguments,
                 }),
                 ContentBlock::Thinking => {
                     return Err(ProviderError::Unsupported {
                         provider: PROVIDER,
                         what: "extended-thinking blocks".to_owned(),
                         fix: "thinking must be sent back signed with each tool result; use the model without extended thinking",
+                        request_id: None,
                     });
                 }
                 ContentBlock::Other(kind) => {
@@ -196,6 +312,7 @@ impl Anthropic {
                         provider: PROVIDER,
                         what: format!("a `{}` block", shown(&kind, key)),
                         fix: "only text and tool_use blocks are read; turn off the server tools or features that produce it",
+                        request_id: None,
                     });
                 }
             }
@@ -206,11 +323,12 @@ impl Anthropic {
             Some(text.join("\n"))
         }
         .filter(|t| !t.is_empty());
-        match response.stop_reason.as_deref() {
+        match stop_reason {
             Some("max_tokens") if calls.is_empty() => {
                 return Err(ProviderError::OutputLimit {
                     provider: PROVIDER,
                     limit: self.common.max_output_tokens,
+                    request_id: None,
                 });
             }
             Some("refusal") => {
@@ -218,6 +336,7 @@ impl Anthropic {
                     provider: PROVIDER,
                     reason: content
                         .map_or_else(|| "the model refused".to_owned(), |text| shown(&text, key)),
+                    request_id: None,
                 });
             }
             Some("pause_turn") => {
@@ -225,6 +344,7 @@ impl Anthropic {
                     provider: PROVIDER,
                     what: "a paused turn (`pause_turn`)".to_owned(),
                     fix: "it comes from server tools, which this client does not use",
+                    request_id: None,
                 });
             }
             _ => {}
@@ -232,7 +352,7 @@ impl Anthropic {
         Ok(Response {
             content,
             calls,
-            usage: response.usage.as_ref().map(usage_of),
+            usage: usage.map(usage_of),
         })
     }
 
@@ -244,11 +364,31 @@ impl Anthropic {
     ) -> Result<Response, ProviderError> {
         let body = self.request_body(transcript, tools)?;
         let header = (HeaderName::from_static("x-api-key"), "");
-        let answer = self
+        if !self.common.stream {
+            let delivered = self
+                .common
+                .post(&self.url, self.key.as_ref(), header, body)
+                .await?;
+            return self
+                .read_response(&delivered.answer)
+                .map_err(|e| e.with_request_id(delivered.request_id.as_deref()));
+        }
+        let delivered = self
             .common
-            .post(&self.url, self.key.as_ref(), header, body)
+            .post_streamed(
+                &self.url,
+                self.key.as_ref(),
+                header,
+                body,
+                &MessagesStream::default,
+            )
             .await?;
-        self.read_response(&answer)
+        let id = delivered.request_id.as_deref();
+        match delivered.answer {
+            Answer::Whole(body) => self.read_response(&body),
+            Answer::Streamed(stream) => self.interpret_stream(stream),
+        }
+        .map_err(|e| e.with_request_id(id))
     }
 }
 
@@ -354,15 +494,19 @@ struct MessagesRequest<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ToolDefinition<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<ToolChoice>,
+    tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
-}
-
-#[derive(Serialize)]
-struct ToolChoice {
-    #[serde(rename = "type")]
-    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    /// The host's own fields ([`Anthropic::body_field`]), none of them one
+    /// of the fields above.
+    #[serde(flatten)]
+    extra: &'a serde_json::Map<String, Value>,
 }
 
 #[derive(Serialize)]
@@ -418,7 +562,7 @@ enum ContentBlock {
     ToolUse {
         id: Option<String>,
         name: Option<String>,
-        input: Option<Value>,
+        arguments: Arguments,
     },
     Thinking,
     Other(String),
@@ -447,7 +591,7 @@ impl ContentBlock {
             "tool_use" => ContentBlock::ToolUse {
                 id: take("id").and_then(into_string),
                 name: take("name").and_then(into_string),
-                input: take("input"),
+                arguments: Arguments::Json(take("input").unwrap_or(Value::Null)),
             },
             "thinking" | "redacted_thinking" => ContentBlock::Thinking,
             _ => ContentBlock::Other(kind),
@@ -460,11 +604,173 @@ impl ContentBlock {
 fn usage_of(usage: &Value) -> Usage {
     let count = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
     let cached = count("cache_read_input_tokens");
+    let written = count("cache_creation_input_tokens");
     Usage {
         input_tokens: count("input_tokens")
             .saturating_add(cached)
-            .saturating_add(count("cache_creation_input_tokens")),
+            .saturating_add(written),
         cached_input_tokens: cached,
+        cache_write_input_tokens: written,
         output_tokens: count("output_tokens"),
+        // Thinking, the one kind of reasoning the API counts, is refused.
+        reasoning_tokens: 0,
+    }
+}
+
+/// A streamed answer, event by event: `message_start` opens it (with the
+/// input's usage), each content block opens with `content_block_start`,
+/// grows by `content_block_delta` — text pieces appended, a call's
+/// `partial_json` pieces appended and parsed once its block stops — and
+/// `message_delta` says how it stopped and what it cost. It ends at
+/// `message_stop`. `ping` and event types this client does not know are
+/// passed over, as the API asks; an `error` event stops it.
+#[derive(Default)]
+struct MessagesStream {
+    blocks: Vec<ContentBlock>,
+    /// The arguments' text of each open `tool_use` block, by block index.
+    partial: Vec<Option<String>>,
+    stop_reason: Option<String>,
+    usage: serde_json::Map<String, Value>,
+    started: bool,
+    done: bool,
+}
+
+impl MessagesStream {
+    /// A `content_block_start`: the block at `index`, which must be next.
+    fn open(&mut self, index: usize, block: Option<Value>) -> Result<(), StreamFault> {
+        if index != self.blocks.len() {
+            return Err(StreamFault::Malformed(format!(
+                "content block {index} opens after {} blocks",
+                self.blocks.len()
+            )));
+        }
+        let block = block.ok_or_else(|| {
+            StreamFault::Malformed("a block opens with no `content_block`".to_owned())
+        })?;
+        let block = ContentBlock::read(block).map_err(StreamFault::Malformed)?;
+        let is_call = matches!(block, ContentBlock::ToolUse { .. });
+        if !matches!(&block, ContentBlock::Text(text) if text.is_empty()) {
+            self.started = true;
+        }
+        self.blocks.push(block);
+        self.partial.push(is_call.then(String::new));
+        Ok(())
+    }
+
+    /// A `content_block_delta`: text appended to a text block, a piece of
+    /// JSON to a call's; any other delta (a thinking block's) passed over.
+    fn grow(&mut self, index: usize, delta: Option<&Value>) -> Result<(), StreamFault> {
+        let piece = |field: &str| delta.and_then(|d| d.get(field)).and_then(Value::as_str);
+        match (self.blocks.get_mut(index), self.partial.get_mut(index)) {
+            (Some(ContentBlock::Text(text)), _) => {
+                if let Some(more) = piece("text") {
+                    text.push_str(more);
+                    self.started |= !more.is_empty();
+                }
+            }
+            (Some(ContentBlock::ToolUse { .. }), Some(Some(partial))) => {
+                if let Some(more) = piece("partial_json") {
+                    partial.push_str(more);
+                }
+            }
+            (Some(_), _) => {}
+            (None, _) => {
+                return Err(StreamFault::Malformed(format!(
+                    "a delta for content block {index}, which never opened"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Assembler for MessagesStream {
+    fn event(&mut self, event: sse_stream::Sse) -> Result<(), StreamFault> {
+        let Some(data) = event.data else {
+            return Ok(());
+        };
+        let mut value: Value = serde_json::from_str(&data)
+            .map_err(|e| StreamFault::Malformed(format!("an event does not read: {e}")))?;
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .or(event.event.as_deref())
+            .unwrap_or_default()
+            .to_owned();
+        let index = || {
+            value
+                .get("index")
+                .and_then(Value::as_u64)
+                .and_then(|i| usize::try_from(i).ok())
+                .ok_or_else(|| StreamFault::Malformed(format!("a `{kind}` event has no index")))
+        };
+        match kind.as_str() {
+            "message_start" => {
+                if let Some(Value::Object(usage)) =
+                    value.pointer_mut("/message/usage").map(Value::take)
+                {
+                    self.usage.extend(usage);
+                }
+            }
+            "content_block_start" => {
+                let index = index()?;
+                let block = value.get_mut("content_block").map(Value::take);
+                self.open(index, block)?;
+            }
+            "content_block_delta" => {
+                let index = index()?;
+                self.grow(index, value.get("delta"))?;
+            }
+            "content_block_stop" => {
+                let index = index()?;
+                if let (Some(ContentBlock::ToolUse { arguments, .. }), Some(partial)) =
+                    (self.blocks.get_mut(index), self.partial.get_mut(index))
+                    && let Some(text) = partial.take()
+                {
+                    // No piece at all is a call without parameters.
+                    *arguments = Arguments::parse(&text);
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                if let Some(Value::Object(usage)) = value.get_mut("usage").map(Value::take) {
+                    self.usage
+                        .extend(usage.into_iter().filter(|(_, count)| !count.is_null()));
+                }
+            }
+            "message_stop" => self.done = true,
+            "error" => {
+                let error = value.get("error");
+                let field = |name: &str| {
+                    error
+                        .and_then(|e| e.get(name))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                };
+                return Err(StreamFault::Provider {
+                    message: field("message").to_owned(),
+                    retryable: matches!(
+                        field("type"),
+                        "overloaded_error" | "api_error" | "rate_limit_error"
+                    ),
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn started(&self) -> bool {
+        self.started
+    }
+
+    fn ended(&self) -> bool {
+        self.done
+    }
+
+    fn may_end_here(&self) -> bool {
+        self.stop_reason.is_some() && self.partial.iter().all(Option::is_none)
     }
 }

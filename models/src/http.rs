@@ -72,6 +72,8 @@ pub(crate) struct Exchange {
     pub(crate) url_hint: &'static str,
     pub(crate) client: reqwest::Client,
     pub(crate) deadline: Duration,
+    pub(crate) idle_limit: Duration,
+    pub(crate) overall_limit: Duration,
     pub(crate) retry: RetryPolicy,
     pub(crate) max_response_bytes: usize,
 }
@@ -86,19 +88,72 @@ pub(crate) struct Post<'a> {
     pub(crate) key: Option<&'a ApiKey>,
 }
 
+/// A 2xx answer, and the id the provider gave the request.
+pub(crate) struct Delivered<T> {
+    pub(crate) answer: T,
+    pub(crate) request_id: Option<String>,
+}
+
+/// What a streamed request was answered with: events, or — from a server
+/// that does not stream — the whole answer at once.
+pub(crate) enum Answer<A> {
+    /// The body of an answer that came whole (`application/json`).
+    Whole(Vec<u8>),
+    /// The events, read into the protocol's assembler, up to the one that
+    /// ends the answer.
+    Streamed(A),
+}
+
+/// Reads a protocol's events into one answer.
+pub(crate) trait Assembler {
+    /// Takes the next event.
+    fn event(&mut self, event: sse_stream::Sse) -> Result<(), StreamFault>;
+    /// Whether the answer has begun: text, a call, or anything else of it
+    /// arrived (an opening event or a keep-alive does not count).
+    fn started(&self) -> bool;
+    /// Whether the event that ends the answer arrived.
+    fn ended(&self) -> bool;
+    /// Whether a stream that closes now, before the event that ends the
+    /// answer, still carried all of it (a server that never sends that
+    /// event, but did send how the answer ended).
+    fn may_end_here(&self) -> bool {
+        false
+    }
+}
+
+/// Why an event stream cannot go on.
+pub(crate) enum StreamFault {
+    /// The provider sent an error event; `retryable` when its kind is one a
+    /// retry can fix (overloaded, a server error, a rate limit).
+    Provider { message: String, retryable: bool },
+    /// The event is not the protocol's.
+    Malformed(String),
+}
+
 /// How one attempt ended, when it did not succeed.
 enum Failed {
     Status {
         status: u16,
         message: String,
         retry_after: Option<Duration>,
+        request_id: Option<String>,
     },
-    Deadline,
+    /// No answer within this limit.
+    Deadline(Duration),
     Connection(String),
+    /// A stream that stopped before any of the answer arrived.
+    Unstarted {
+        reason: String,
+        request_id: Option<String>,
+    },
     Final(ProviderError),
 }
 
 const RETRYABLE: [u16; 8] = [408, 409, 429, 500, 502, 503, 504, 529];
+
+/// The headers a provider names its request with: OpenAI's and most
+/// compatible servers' `x-request-id`, Anthropic's `request-id`.
+const REQUEST_ID_HEADERS: [&str; 2] = ["x-request-id", "request-id"];
 
 impl Exchange {
     /// Builds the HTTP client: HTTPS through rustls, no redirects followed
@@ -123,19 +178,46 @@ impl Exchange {
             url_hint,
             client,
             deadline: Duration::from_mins(2),
+            idle_limit: Duration::from_mins(5),
+            overall_limit: Duration::from_mins(30),
             retry: RetryPolicy::default(),
             max_response_bytes: 8 << 20,
         })
     }
 
     /// Sends `post`, retrying as the policy says; the body of a 2xx answer.
-    pub(crate) async fn send(&self, post: Post<'_>) -> Result<Vec<u8>, ProviderError> {
+    pub(crate) async fn send(&self, post: Post<'_>) -> Result<Delivered<Vec<u8>>, ProviderError> {
+        let delivered = self.send_with::<Never>(post, None).await?;
+        match delivered.answer {
+            Answer::Whole(body) => Ok(Delivered {
+                answer: body,
+                request_id: delivered.request_id,
+            }),
+            Answer::Streamed(never) => match never {},
+        }
+    }
+
+    /// Sends `post`, which asks for a stream, and reads the events of a 2xx
+    /// answer into an assembler from `assembler`, one for each attempt.
+    pub(crate) async fn send_streamed<A: Assembler + Send>(
+        &self,
+        post: Post<'_>,
+        assembler: &(dyn Fn() -> A + Sync),
+    ) -> Result<Delivered<Answer<A>>, ProviderError> {
+        self.send_with(post, Some(assembler)).await
+    }
+
+    async fn send_with<A: Assembler + Send>(
+        &self,
+        post: Post<'_>,
+        assembler: Option<&(dyn Fn() -> A + Sync)>,
+    ) -> Result<Delivered<Answer<A>>, ProviderError> {
         let started = Instant::now();
         let mut attempt = 0_u32;
         loop {
             attempt += 1;
-            let failed = match self.attempt(&post).await {
-                Ok(body) => return Ok(body),
+            let failed = match self.attempt(&post, assembler).await {
+                Ok(delivered) => return Ok(delivered),
                 Err(Failed::Final(error)) => return Err(error),
                 Err(failed) => failed,
             };
@@ -156,54 +238,115 @@ impl Exchange {
         }
     }
 
-    async fn attempt(&self, post: &Post<'_>) -> Result<Vec<u8>, Failed> {
+    /// One attempt. Without an assembler, the whole exchange is bounded by
+    /// the deadline; with one, every silence by the idle limit and the
+    /// whole by the overall limit.
+    async fn attempt<A: Assembler + Send>(
+        &self,
+        post: &Post<'_>,
+        assembler: Option<&(dyn Fn() -> A + Sync)>,
+    ) -> Result<Delivered<Answer<A>>, Failed> {
         let request = self
             .client
             .post(post.url.clone())
             .headers(post.headers.clone())
             .body(post.body.clone());
+        let Some(assembler) = assembler else {
+            let exchange = async {
+                let response = request.send().await.map_err(|e| connection(&e))?;
+                self.read_whole(response, post).await
+            };
+            return tokio::time::timeout(self.deadline, exchange)
+                .await
+                .map_err(|_| Failed::Deadline(self.deadline))?;
+        };
         let exchange = async {
-            let mut response = request.send().await.map_err(|e| connection(&e))?;
-            let status = response.status().as_u16();
-            let retry_after = retry_after(response.headers());
-            let location = response
+            let response = tokio::time::timeout(self.idle_limit, request.send())
+                .await
+                .map_err(|_| Failed::Deadline(self.idle_limit))?
+                .map_err(|e| connection(&e))?;
+            let streams = response
                 .headers()
-                .get(reqwest::header::LOCATION)
-                .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
-            if let Some(encoding) = response
-                .headers()
-                .get(reqwest::header::CONTENT_ENCODING)
-                .map(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-                .filter(|e| !e.eq_ignore_ascii_case("identity"))
-            {
-                return Err(Failed::Final(ProviderError::Malformed {
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| {
+                    v.split(';')
+                        .next()
+                        .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+                });
+            if !(response.status().is_success() && streams) {
+                return tokio::time::timeout(self.idle_limit, self.read_whole(response, post))
+                    .await
+                    .map_err(|_| Failed::Deadline(self.idle_limit))?;
+            }
+            self.read_events(response, post, assembler()).await
+        };
+        tokio::time::timeout(self.overall_limit, exchange)
+            .await
+            .map_err(|_| {
+                Failed::Final(ProviderError::Interrupted {
+                    provider: self.provider,
+                    received: "an answer still streaming".to_owned(),
+                    reason: format!(
+                        "it took longer than the overall limit of {:.1} s (`overall_limit`)",
+                        self.overall_limit.as_secs_f64()
+                    ),
+                    request_id: None,
+                })
+            })?
+    }
+
+    /// Reads an answer whole: the body of a 2xx, the error any other status
+    /// stands for.
+    async fn read_whole<A>(
+        &self,
+        mut response: reqwest::Response,
+        post: &Post<'_>,
+    ) -> Result<Delivered<Answer<A>>, Failed> {
+        let status = response.status().as_u16();
+        let request_id = request_id(response.headers(), post.key);
+        let retry_after = retry_after(response.headers());
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
+        let id = request_id.as_deref();
+        if let Some(encoding) = response
+            .headers()
+            .get(reqwest::header::CONTENT_ENCODING)
+            .map(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+            .filter(|e| !e.eq_ignore_ascii_case("identity"))
+        {
+            return Err(Failed::Final(
+                ProviderError::Malformed {
                     provider: self.provider,
                     protocol: self.protocol,
                     reason: format!(
                         "its body is encoded (`Content-Encoding: {}`), which this client never asks for",
                         shown(&encoding, post.key)
                     ),
-                }));
-            }
-            if let Some(length) = response.content_length()
-                && length > self.max_response_bytes as u64
-            {
-                return Err(Failed::Final(self.too_large()));
-            }
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| connection(&e))? {
-                if body.len() + chunk.len() > self.max_response_bytes {
-                    return Err(Failed::Final(self.too_large()));
+                    request_id: None,
                 }
-                body.extend_from_slice(&chunk);
+                .with_request_id(id),
+            ));
+        }
+        if let Some(length) = response.content_length()
+            && length > self.max_response_bytes as u64
+        {
+            return Err(Failed::Final(self.too_large(id)));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| connection(&e))? {
+            if body.len() + chunk.len() > self.max_response_bytes {
+                return Err(Failed::Final(self.too_large(id)));
             }
-            Ok((status, retry_after, location, body))
-        };
-        let (status, retry_after, location, body) = tokio::time::timeout(self.deadline, exchange)
-            .await
-            .map_err(|_| Failed::Deadline)??;
+            body.extend_from_slice(&chunk);
+        }
         if (200..300).contains(&status) {
-            return Ok(body);
+            return Ok(Delivered {
+                answer: Answer::Whole(body),
+                request_id,
+            });
         }
         let message = error_message(&body, post.key);
         if RETRYABLE.contains(&status) {
@@ -211,18 +354,136 @@ impl Exchange {
                 status,
                 message,
                 retry_after,
+                request_id,
             });
         }
         Err(Failed::Final(
-            self.refusal(status, message, location, post, &body),
+            self.refusal(status, message, location, post, &body)
+                .with_request_id(id),
         ))
     }
 
-    fn too_large(&self) -> ProviderError {
+    /// Reads a 2xx event stream into `assembler`, each event within the
+    /// idle limit, until the event that ends the answer.
+    async fn read_events<A: Assembler>(
+        &self,
+        response: reqwest::Response,
+        post: &Post<'_>,
+        mut assembler: A,
+    ) -> Result<Delivered<Answer<A>>, Failed> {
+        use futures_util::StreamExt as _;
+
+        let request_id = request_id(response.headers(), post.key);
+        let id = request_id.as_deref();
+        // The bytes are counted before the event reader buffers them: a
+        // line that never ends must not grow without bound.
+        let over_limit = std::sync::atomic::AtomicBool::new(false);
+        let limit = self.max_response_bytes;
+        let mut read = 0_usize;
+        let bytes = response.bytes_stream().map(|chunk| {
+            let chunk = chunk.map_err(std::io::Error::other)?;
+            read = read.saturating_add(chunk.len());
+            if read > limit {
+                over_limit.store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(std::io::Error::other("over the size limit"));
+            }
+            Ok(chunk)
+        });
+        let mut events = std::pin::pin!(sse_stream::SseStream::from_bytes_stream(bytes));
+        let mut count = 0_usize;
+        let stopped = |assembler: &A, count: usize, reason: String| {
+            let received = if assembler.started() {
+                format!("{count} events, the answer begun")
+            } else {
+                format!("{count} events, none of the answer yet")
+            };
+            ProviderError::Interrupted {
+                provider: self.provider,
+                received,
+                reason,
+                request_id: request_id.clone(),
+            }
+        };
+        loop {
+            let Ok(next) = tokio::time::timeout(self.idle_limit, events.next()).await else {
+                let reason = format!(
+                    "no event came within the idle limit of {:.1} s (`idle_limit`); the model may still have been working, so the request is not sent again",
+                    self.idle_limit.as_secs_f64()
+                );
+                return Err(Failed::Final(stopped(&assembler, count, reason)));
+            };
+            let cut = match next {
+                Some(Ok(event)) => {
+                    count += 1;
+                    match assembler.event(event) {
+                        Ok(()) if assembler.ended() => {
+                            return Ok(Delivered {
+                                answer: Answer::Streamed(assembler),
+                                request_id,
+                            });
+                        }
+                        Ok(()) => continue,
+                        Err(StreamFault::Provider { message, retryable }) => {
+                            let reason =
+                                format!("it sent an error event: {}", shown(&message, post.key));
+                            if retryable && !assembler.started() {
+                                return Err(Failed::Unstarted { reason, request_id });
+                            }
+                            return Err(Failed::Final(stopped(&assembler, count, reason)));
+                        }
+                        Err(StreamFault::Malformed(reason)) => {
+                            return Err(Failed::Final(self.malformed(&reason, post.key, id)));
+                        }
+                    }
+                }
+                Some(Err(error)) => {
+                    if over_limit.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Err(Failed::Final(self.too_large(id)));
+                    }
+                    let sse_stream::Error::Body(cause) = error else {
+                        let reason = format!("its event stream does not read: {error}");
+                        return Err(Failed::Final(self.malformed(&reason, post.key, id)));
+                    };
+                    format!("the connection was cut: {}", with_causes(cause.as_ref()))
+                }
+                None if assembler.may_end_here() => {
+                    return Ok(Delivered {
+                        answer: Answer::Streamed(assembler),
+                        request_id,
+                    });
+                }
+                None => "the stream ended before the event that ends the answer".to_owned(),
+            };
+            // A stream cut before any of the answer arrived is sent again;
+            // one cut after is not (see `ProviderError::Interrupted`).
+            if assembler.started() {
+                return Err(Failed::Final(stopped(&assembler, count, cut)));
+            }
+            return Err(Failed::Unstarted {
+                reason: cut,
+                request_id,
+            });
+        }
+    }
+
+    /// An answer that is not the protocol's, as an error repeats it.
+    fn malformed(&self, reason: &str, key: Option<&ApiKey>, id: Option<&str>) -> ProviderError {
+        ProviderError::Malformed {
+            provider: self.provider,
+            protocol: self.protocol,
+            reason: shown(reason, key),
+            request_id: None,
+        }
+        .with_request_id(id)
+    }
+
+    fn too_large(&self, request_id: Option<&str>) -> ProviderError {
         ProviderError::TooLarge {
             provider: self.provider,
             limit: self.max_response_bytes,
+            request_id: None,
         }
+        .with_request_id(request_id)
     }
 
     /// The error a non-retryable status stands for.
@@ -235,13 +496,23 @@ impl Exchange {
         body: &[u8],
     ) -> ProviderError {
         let provider = self.provider;
+        let request_id = None;
         match status {
-            401 => ProviderError::WrongKey { provider, message },
-            403 => ProviderError::Forbidden { provider, message },
+            401 => ProviderError::WrongKey {
+                provider,
+                message,
+                request_id,
+            },
+            403 => ProviderError::Forbidden {
+                provider,
+                message,
+                request_id,
+            },
             404 if names_model(body, post.model) => ProviderError::WrongModel {
                 provider,
                 model: post.model.to_owned(),
                 message,
+                request_id,
             },
             404 => ProviderError::WrongUrl {
                 provider,
@@ -249,17 +520,20 @@ impl Exchange {
                 url: post.url.to_string(),
                 hint: self.url_hint,
                 message,
+                request_id,
             },
             300..=399 => ProviderError::Redirected {
                 provider,
                 status,
                 url: post.url.to_string(),
                 location: location.map_or_else(String::new, |l| shown(&l, post.key)),
+                request_id,
             },
             _ => ProviderError::Refused {
                 provider,
                 status,
                 message,
+                request_id,
             },
         }
     }
@@ -277,6 +551,7 @@ impl Exchange {
                 status,
                 message,
                 retry_after,
+                request_id,
             } => ProviderError::Unavailable {
                 provider,
                 status,
@@ -284,10 +559,11 @@ impl Exchange {
                 elapsed,
                 retry_after,
                 message,
+                request_id,
             },
-            Failed::Deadline => ProviderError::Deadline {
+            Failed::Deadline(deadline) => ProviderError::Deadline {
                 provider,
-                deadline: self.deadline,
+                deadline,
                 attempts,
             },
             Failed::Connection(reason) => ProviderError::Connection {
@@ -296,16 +572,49 @@ impl Exchange {
                 attempts,
                 reason,
             },
+            Failed::Unstarted { reason, request_id } => ProviderError::Interrupted {
+                provider,
+                received: format!(
+                    "none of the answer, on each of {attempts} attempt{}",
+                    if attempts == 1 { "" } else { "s" }
+                ),
+                reason,
+                request_id,
+            },
             Failed::Final(error) => error,
         }
     }
 }
 
+/// The type of no stream: an exchange read whole never has one.
+enum Never {}
+
+impl Assembler for Never {
+    fn event(&mut self, _: sse_stream::Sse) -> Result<(), StreamFault> {
+        match *self {}
+    }
+    fn started(&self) -> bool {
+        match *self {}
+    }
+    fn ended(&self) -> bool {
+        match *self {}
+    }
+}
+
+/// The id the provider gave the request, as an error may repeat it.
+fn request_id(headers: &HeaderMap, key: Option<&ApiKey>) -> Option<String> {
+    REQUEST_ID_HEADERS.iter().find_map(|name| {
+        let value = headers.get(*name)?;
+        let id = shown(&String::from_utf8_lossy(value.as_bytes()), key);
+        (!id.is_empty()).then_some(id)
+    })
+}
+
 fn describe(failed: &Failed) -> String {
     match failed {
         Failed::Status { status, .. } => format!("status {status}"),
-        Failed::Deadline => "past the deadline".to_owned(),
-        Failed::Connection(reason) => reason.clone(),
+        Failed::Deadline(_) => "past the deadline".to_owned(),
+        Failed::Connection(reason) | Failed::Unstarted { reason, .. } => reason.clone(),
         Failed::Final(error) => error.to_string(),
     }
 }
@@ -313,14 +622,19 @@ fn describe(failed: &Failed) -> String {
 /// A transport failure in words, its causes included (reqwest's own
 /// message is only the outermost).
 fn connection(error: &reqwest::Error) -> Failed {
+    Failed::Connection(with_causes(error))
+}
+
+/// An error and each of its causes, joined by `: `.
+fn with_causes(error: &(dyn std::error::Error + '_)) -> String {
     let mut reason = error.to_string();
-    let mut source = std::error::Error::source(error);
+    let mut source = error.source();
     while let Some(cause) = source {
         reason.push_str(": ");
         reason.push_str(&cause.to_string());
         source = cause.source();
     }
-    Failed::Connection(reason)
+    reason
 }
 
 /// What the provider asks to wait: `retry-after-ms`, or `Retry-After` as

@@ -61,3 +61,4 @@ pub use http::RetryPolicy;
 pub use key::{ApiKey, KeyError};
 #[cfg(feature = "openai")]
 pub use openai::OpenAi;
+pub use shared::ToolChoice;

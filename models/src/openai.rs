@@ -26,10 +26,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolgate::run::{Arguments, Message, ProposedCall, Response, ToolSpec, Usage};
 
-use crate::ApiKey;
 use crate::error::ProviderError;
-use crate::http::shown;
+use crate::http::{Answer, Assembler, StreamFault, shown};
 use crate::shared::{Common, endpoint, past_call_name};
+use crate::{ApiKey, ToolChoice};
 
 const PROVIDER: &str = "the OpenAI-compatible server";
 const PROTOCOL: &str = "Chat Completions";
@@ -39,6 +39,29 @@ const URL_HINT: &str =
 pub const ERROR_PREFIX: &str = "Error: ";
 /// What a successful result that would look like an error starts with.
 pub const RESULT_PREFIX: &str = "Result: ";
+
+/// The body fields the client writes itself, each with what sets it:
+/// [`OpenAi::body_field`] refuses them.
+const OWNED_FIELDS: &[(&str, &str)] = &[
+    ("model", "the model is given to `OpenAi::new`"),
+    ("messages", "the messages are the run's transcript"),
+    ("tools", "the tools are the run's offer"),
+    ("functions", "the tools are sent as `tools`"),
+    ("function_call", "use `.tool_choice(…)`"),
+    ("tool_choice", "use `.tool_choice(…)`"),
+    ("parallel_tool_calls", "use `.parallel_tool_calls(…)`"),
+    ("stream", "use `.stream(…)`"),
+    ("stream_options", "use `.stream(…)`, which asks for usage"),
+    ("n", "the client reads one choice"),
+    ("max_tokens", "use `.max_output_tokens(…)`"),
+    ("max_completion_tokens", "use `.max_output_tokens(…)`"),
+    ("temperature", "use `.temperature(…)`"),
+    ("top_p", "use `.top_p(…)`"),
+    ("stop", "use `.stop(…)`"),
+];
+
+/// The most stop sequences the API takes.
+const MAX_STOPS: usize = 4;
 
 /// Which field carries the output limit. OpenAI's newer models take only
 /// `max_completion_tokens`; most other servers take `max_tokens`.
@@ -165,6 +188,22 @@ impl OpenAi {
         transcript: &[Message],
         tools: &[ToolSpec],
     ) -> Result<Vec<u8>, ProviderError> {
+        if !transcript.iter().any(|m| match m {
+            Message::User { content } => !content.trim().is_empty(),
+            Message::Assistant { content, calls, .. } => {
+                !calls.is_empty() || content.as_deref().is_some_and(|c| !c.trim().is_empty())
+            }
+            Message::Tool { .. } => true,
+            Message::System { .. } => false,
+        }) {
+            return Err(ProviderError::Unsendable {
+                provider: PROVIDER,
+                reason: "the transcript holds no text and no call to send: the prompt was blank"
+                    .to_owned(),
+            });
+        }
+        self.common.check_sampling(2.0, Some(MAX_STOPS))?;
+        let tool_choice = self.choice_for(tools)?;
         let limit = Some(self.common.max_output_tokens);
         let (max_tokens, max_completion_tokens) = match self.token_limit {
             TokenLimit::MaxTokens => (limit, None),
@@ -191,11 +230,52 @@ impl OpenAi {
                 .map(|m| message(m, tools, &written, &mut spans))
                 .collect(),
             tools: tools.iter().map(ChatTool::from).collect(),
+            tool_choice,
+            parallel_tool_calls: self
+                .common
+                .parallel_tool_calls
+                .filter(|_| !tools.is_empty()),
             max_tokens,
             max_completion_tokens,
             temperature: self.common.temperature,
+            top_p: self.common.top_p,
+            stop: &self.common.stop,
+            stream: self.common.stream,
+            stream_options: self.common.stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+            extra: &self.common.extra,
         };
         serde_json::to_vec(&request).map_err(unwritable)
+    }
+
+    /// The `tool_choice` to send: none for the default, and none without
+    /// tools (the API refuses `tool_choice` without `tools`); a choice that
+    /// needs a tool the offer does not hold is refused before sending.
+    fn choice_for(&self, tools: &[ToolSpec]) -> Result<Option<Value>, ProviderError> {
+        let unsendable = |reason: String| ProviderError::Unsendable {
+            provider: PROVIDER,
+            reason,
+        };
+        Ok(match &self.common.tool_choice {
+            ToolChoice::Auto => None,
+            ToolChoice::None if tools.is_empty() => None,
+            ToolChoice::None => Some(Value::from("none")),
+            ToolChoice::Required if tools.is_empty() => {
+                return Err(unsendable(
+                    "the tool choice requires a call, and no tool is offered".to_owned(),
+                ));
+            }
+            ToolChoice::Required => Some(Value::from("required")),
+            ToolChoice::Tool(name) => {
+                let spec = crate::shared::chosen_tool(tools, name).ok_or_else(|| {
+                    unsendable(format!(
+                        "the tool choice names `{name}`, which is not offered to this turn"
+                    ))
+                })?;
+                Some(serde_json::json!({"type": "function", "function": {"name": spec.name}}))
+            }
+        })
     }
 
     /// The answer in `body` as the run takes it: the second half of a turn.
@@ -215,9 +295,46 @@ impl OpenAi {
             provider: PROVIDER,
             protocol: PROTOCOL,
             reason: shown(&reason, key),
+            request_id: None,
         };
         let response: ChatResponse =
             serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
+        self.interpret(response, transcript_len)
+    }
+
+    /// The answer in a whole event-stream body (`stream: true`), as the run
+    /// takes it: for a host that sends the request itself. The same
+    /// assembly [`OpenAi::complete`] reads a live stream with.
+    pub fn read_stream(
+        &self,
+        body: &[u8],
+        transcript_len: usize,
+    ) -> Result<Response, ProviderError> {
+        let assembled =
+            crate::shared::assemble_body(body, ChatStream::default()).map_err(|reason| {
+                ProviderError::Malformed {
+                    provider: PROVIDER,
+                    protocol: PROTOCOL,
+                    reason: shown(&reason, self.key.as_ref()),
+                    request_id: None,
+                }
+            })?;
+        self.interpret(assembled.into_response(), transcript_len)
+    }
+
+    /// What an answer, read whole or assembled from events, comes to.
+    fn interpret(
+        &self,
+        response: ChatResponse,
+        transcript_len: usize,
+    ) -> Result<Response, ProviderError> {
+        let key = self.key.as_ref();
+        let malformed = |reason: String| ProviderError::Malformed {
+            provider: PROVIDER,
+            protocol: PROTOCOL,
+            reason: shown(&reason, key),
+            request_id: None,
+        };
         let choice = response
             .choices
             .into_iter()
@@ -235,6 +352,7 @@ impl OpenAi {
                 provider: PROVIDER,
                 what: "a legacy `function_call`".to_owned(),
                 fix: "this client offers tools as `tools` and reads `tool_calls`; use a server or model that answers with `tool_calls`",
+                request_id: None,
             });
         }
         let content = text_of(message.content).or(message.refusal.filter(|r| !r.is_empty()));
@@ -250,6 +368,7 @@ impl OpenAi {
                 return Err(ProviderError::OutputLimit {
                     provider: PROVIDER,
                     limit: self.common.max_output_tokens,
+                    request_id: None,
                 });
             }
             Some("tool_calls" | "function_call") if calls.is_empty() => {
@@ -261,6 +380,7 @@ impl OpenAi {
                 return Err(ProviderError::Declined {
                     provider: PROVIDER,
                     reason: "its content filter stopped the answer".to_owned(),
+                    request_id: None,
                 });
             }
             _ => {}
@@ -303,11 +423,31 @@ impl OpenAi {
             KeyHeader::Bearer => (AUTHORIZATION, "Bearer "),
             KeyHeader::AzureApiKey => (HeaderName::from_static("api-key"), ""),
         };
-        let answer = self
+        if !self.common.stream {
+            let delivered = self
+                .common
+                .post(&self.url, self.key.as_ref(), header, body)
+                .await?;
+            return self
+                .read_response(&delivered.answer, transcript.len())
+                .map_err(|e| e.with_request_id(delivered.request_id.as_deref()));
+        }
+        let delivered = self
             .common
-            .post(&self.url, self.key.as_ref(), header, body)
+            .post_streamed(
+                &self.url,
+                self.key.as_ref(),
+                header,
+                body,
+                &ChatStream::default,
+            )
             .await?;
-        self.read_response(&answer, transcript.len())
+        let id = delivered.request_id.as_deref();
+        match delivered.answer {
+            Answer::Whole(body) => self.read_response(&body, transcript.len()),
+            Answer::Streamed(stream) => self.interpret(stream.into_response(), transcript.len()),
+        }
+        .map_err(|e| e.with_request_id(id))
     }
 }
 
@@ -397,11 +537,32 @@ struct ChatRequest<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ChatTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop: &'a [String],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    /// The host's own fields ([`OpenAi::body_field`]), none of them one
+    /// of the fields above.
+    #[serde(flatten)]
+    extra: &'a serde_json::Map<String, Value>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -519,6 +680,217 @@ fn usage_of(usage: &Value) -> Usage {
     Usage {
         input_tokens: count("/prompt_tokens"),
         cached_input_tokens: count("/prompt_tokens_details/cached_tokens"),
+        // The API does not say what the prompt cache wrote.
+        cache_write_input_tokens: 0,
         output_tokens: count("/completion_tokens"),
+        reasoning_tokens: count("/completion_tokens_details/reasoning_tokens"),
+    }
+}
+
+/// A streamed answer, chunk by chunk (`chat.completion.chunk`): text and
+/// refusal pieces appended, each call's pieces gathered by its `index` —
+/// its id and name from the chunk that opens it, its arguments' text
+/// appended in the order the pieces came, however they were cut — and
+/// `finish_reason` and `usage` kept. It ends at `data: [DONE]`.
+#[derive(Default)]
+struct ChatStream {
+    content: String,
+    refusal: String,
+    calls: Vec<StreamedCall>,
+    finish_reason: Option<String>,
+    usage: Option<Value>,
+    function_call: bool,
+    started: bool,
+    done: bool,
+}
+
+#[derive(Default)]
+struct StreamedCall {
+    id: Option<String>,
+    name: String,
+    arguments: String,
+    /// Arguments a server sent as an object rather than as text.
+    object: Option<Value>,
+}
+
+/// A chunk, read only for what the assembly keeps.
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    index: u64,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<DeltaCall>>,
+    #[serde(default)]
+    function_call: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct DeltaCall {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<RawFunction>,
+}
+
+impl Assembler for ChatStream {
+    fn event(&mut self, event: sse_stream::Sse) -> Result<(), StreamFault> {
+        let Some(data) = event.data else {
+            return Ok(());
+        };
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Chunk = serde_json::from_str(&data)
+            .map_err(|e| StreamFault::Malformed(format!("a chunk does not read: {e}")))?;
+        if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
+            let kind = error
+                .get("type")
+                .or_else(|| error.get("code"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(StreamFault::Provider {
+                message,
+                retryable: matches!(
+                    kind,
+                    "server_error" | "rate_limit_exceeded" | "overloaded" | "api_error"
+                ),
+            });
+        }
+        if let Some(usage) = chunk.usage.filter(|u| !u.is_null()) {
+            self.usage = Some(usage);
+        }
+        for choice in chunk.choices {
+            if choice.index != 0 {
+                return Err(StreamFault::Malformed(format!(
+                    "a chunk holds choice {}, and the request asked for one",
+                    choice.index
+                )));
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason);
+            }
+            let Some(delta) = choice.delta else { continue };
+            if let Some(text) = delta.content.as_ref().and_then(Value::as_str)
+                && !text.is_empty()
+            {
+                self.content.push_str(text);
+                self.started = true;
+            }
+            if let Some(refusal) = delta.refusal.filter(|r| !r.is_empty()) {
+                self.refusal.push_str(&refusal);
+                self.started = true;
+            }
+            if delta.function_call.is_some_and(|c| !c.is_null()) {
+                self.function_call = true;
+                self.started = true;
+            }
+            for (position, piece) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
+                self.started = true;
+                let index = piece.index.unwrap_or(position);
+                if index > self.calls.len() {
+                    return Err(StreamFault::Malformed(format!(
+                        "a chunk continues call {index}, and only {} were opened",
+                        self.calls.len()
+                    )));
+                }
+                if index == self.calls.len() {
+                    self.calls.push(StreamedCall::default());
+                }
+                let Some(call) = self.calls.get_mut(index) else {
+                    continue;
+                };
+                if let Some(id) = piece.id.filter(|id| !id.is_empty())
+                    && call.id.is_none()
+                {
+                    call.id = Some(id);
+                }
+                let function = piece.function.unwrap_or_default();
+                // A name comes whole in the chunk that opens the call; a
+                // server that repeats it in every chunk is read alike.
+                if let Some(name) = function.name.filter(|n| !n.is_empty())
+                    && call.name != name
+                {
+                    call.name.push_str(&name);
+                }
+                match function.arguments {
+                    Some(Value::String(text)) => call.arguments.push_str(&text),
+                    None | Some(Value::Null) => {}
+                    Some(value) => call.object = Some(value),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn started(&self) -> bool {
+        self.started
+    }
+
+    fn ended(&self) -> bool {
+        self.done
+    }
+
+    fn may_end_here(&self) -> bool {
+        // A server that closes the stream after the last choice without
+        // `[DONE]`: the answer is whole once its finish reason came.
+        self.finish_reason.is_some()
+    }
+}
+
+impl ChatStream {
+    /// The answer as if it had come whole.
+    fn into_response(self) -> ChatResponse {
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .map(|call| RawToolCall {
+                id: call.id,
+                function: Some(RawFunction {
+                    name: Some(call.name),
+                    arguments: Some(call.object.unwrap_or(Value::String(call.arguments))),
+                }),
+            })
+            .collect::<Vec<_>>();
+        ChatResponse {
+            choices: vec![Choice {
+                message: Some(ChoiceMessage {
+                    content: Some(Value::String(self.content)),
+                    refusal: Some(self.refusal),
+                    tool_calls: Some(tool_calls),
+                    function_call: self.function_call.then_some(Value::Bool(true)),
+                }),
+                finish_reason: self.finish_reason,
+            }],
+            usage: self.usage,
+        }
     }
 }

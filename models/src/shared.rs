@@ -8,7 +8,28 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::error::ProviderError;
-use crate::http::{Exchange, Post, RetryPolicy};
+use crate::http::{Answer, Assembler, Delivered, Exchange, Post, RetryPolicy};
+
+/// Which tool, if any, the model must call. The protocol's default is
+/// [`ToolChoice::Auto`], and a request for it says nothing.
+///
+/// A choice that needs a tool is checked against each turn's offer before
+/// anything is sent: [`ToolChoice::Required`] with no tool offered, or
+/// [`ToolChoice::Tool`] naming a tool that is not offered, is
+/// [`ProviderError::Unsendable`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides: answer, or call tools.
+    #[default]
+    Auto,
+    /// The model calls no tool (it still reads past calls).
+    None,
+    /// The model calls at least one tool (Anthropic's `any`).
+    Required,
+    /// The model calls this tool: its local name, as registered, or its
+    /// wire name.
+    Tool(String),
+}
 
 /// The settings every client has, with their builder methods.
 #[derive(Debug, Clone)]
@@ -17,6 +38,13 @@ pub(crate) struct Common {
     pub(crate) model: String,
     pub(crate) max_output_tokens: u32,
     pub(crate) temperature: Option<f64>,
+    pub(crate) top_p: Option<f64>,
+    pub(crate) stop: Vec<String>,
+    pub(crate) tool_choice: ToolChoice,
+    pub(crate) parallel_tool_calls: Option<bool>,
+    pub(crate) stream: bool,
+    /// Body fields the host added, merged into every request as given.
+    pub(crate) extra: serde_json::Map<String, Value>,
     pub(crate) headers: HeaderMap,
 }
 
@@ -34,12 +62,82 @@ impl Common {
             model,
             max_output_tokens: 4096,
             temperature: None,
+            top_p: None,
+            stop: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            parallel_tool_calls: None,
+            stream: false,
+            extra: serde_json::Map::new(),
             headers,
         })
     }
 
     pub(crate) fn set_deadline(&mut self, deadline: Duration) {
         self.exchange.deadline = deadline;
+    }
+
+    pub(crate) fn set_idle_limit(&mut self, limit: Duration) {
+        self.exchange.idle_limit = limit;
+    }
+
+    pub(crate) fn set_overall_limit(&mut self, limit: Duration) {
+        self.exchange.overall_limit = limit;
+    }
+
+    /// Adds a field to every request's body, unless the client owns it:
+    /// `owned` pairs each such field with what sets it instead.
+    pub(crate) fn add_body_field(
+        &mut self,
+        owned: &[(&str, &str)],
+        name: &str,
+        value: Value,
+    ) -> Result<(), ProviderError> {
+        if let Some((_, instead)) = owned.iter().find(|(field, _)| *field == name) {
+            return Err(ProviderError::Setup {
+                provider: self.exchange.provider,
+                reason: format!("the body field `{name}` is the client's own: {instead}"),
+            });
+        }
+        self.extra.insert(name.to_owned(), value);
+        Ok(())
+    }
+
+    /// Refuses sampling settings the provider would refuse: a temperature
+    /// outside `0..=max_temperature`, a `top_p` outside `0..=1`, a stop
+    /// sequence that is blank, more than `max_stops` of them.
+    pub(crate) fn check_sampling(
+        &self,
+        max_temperature: f64,
+        max_stops: Option<usize>,
+    ) -> Result<(), ProviderError> {
+        let provider = self.exchange.provider;
+        let unsendable = |reason: String| ProviderError::Unsendable { provider, reason };
+        if let Some(t) = self.temperature
+            && !(0.0..=max_temperature).contains(&t)
+        {
+            return Err(unsendable(format!(
+                "the temperature is {t}, and it takes 0 to {max_temperature}"
+            )));
+        }
+        if let Some(p) = self.top_p
+            && !(0.0..=1.0).contains(&p)
+        {
+            return Err(unsendable(format!("`top_p` is {p}, and it takes 0 to 1")));
+        }
+        if self.stop.iter().any(|s| s.trim().is_empty()) {
+            return Err(unsendable(
+                "a stop sequence is blank, and every one must hold a visible character".to_owned(),
+            ));
+        }
+        if let Some(max) = max_stops
+            && self.stop.len() > max
+        {
+            return Err(unsendable(format!(
+                "{} stop sequences are set, and it takes at most {max}",
+                self.stop.len()
+            )));
+        }
+        Ok(())
     }
 
     pub(crate) fn set_retry(&mut self, retry: RetryPolicy) {
@@ -83,9 +181,38 @@ impl Common {
         &self,
         url: &url::Url,
         key: Option<&crate::ApiKey>,
+        header: (HeaderName, &str),
+        body: Vec<u8>,
+    ) -> Result<Delivered<Vec<u8>>, ProviderError> {
+        let post = self.request(url, key, header, body)?;
+        self.exchange.send(post).await
+    }
+
+    /// As [`Common::post`], for a request that asks for a stream: the
+    /// events read into an assembler from `assembler`.
+    pub(crate) async fn post_streamed<A: Assembler + Send>(
+        &self,
+        url: &url::Url,
+        key: Option<&crate::ApiKey>,
+        header: (HeaderName, &str),
+        body: Vec<u8>,
+        assembler: &(dyn Fn() -> A + Sync),
+    ) -> Result<Delivered<Answer<A>>, ProviderError> {
+        let mut post = self.request(url, key, header, body)?;
+        post.headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        self.exchange.send_streamed(post, assembler).await
+    }
+
+    fn request<'a>(
+        &'a self,
+        url: &'a url::Url,
+        key: Option<&'a crate::ApiKey>,
         (name, prefix): (HeaderName, &str),
         body: Vec<u8>,
-    ) -> Result<Vec<u8>, ProviderError> {
+    ) -> Result<Post<'a>, ProviderError> {
         let mut headers = self.headers.clone();
         if let Some(key) = key {
             let mut value =
@@ -98,15 +225,13 @@ impl Common {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        self.exchange
-            .send(Post {
-                url,
-                headers,
-                body,
-                model: &self.model,
-                key,
-            })
-            .await
+        Ok(Post {
+            url,
+            headers,
+            body,
+            model: &self.model,
+            key,
+        })
     }
 }
 
@@ -229,11 +354,81 @@ macro_rules! settings {
             self
         }
 
-        /// How long one attempt may take, its answer read included.
-        /// Default: 2 minutes.
+        /// The nucleus-sampling mass (`top_p`, 0 to 1); the server's
+        /// default when not set.
+        #[must_use]
+        pub fn top_p(mut self, top_p: f64) -> Self {
+            self.common.top_p = Some(top_p);
+            self
+        }
+
+        /// Sequences that end the answer where they appear.
+        #[must_use]
+        pub fn stop<S: Into<String>>(mut self, sequences: impl IntoIterator<Item = S>) -> Self {
+            self.common.stop = sequences.into_iter().map(Into::into).collect();
+            self
+        }
+
+        /// Which tool, if any, the model must call. Default:
+        /// [`ToolChoice::Auto`](crate::ToolChoice::Auto), sent as nothing.
+        #[must_use]
+        pub fn tool_choice(mut self, choice: crate::ToolChoice) -> Self {
+            self.common.tool_choice = choice;
+            self
+        }
+
+        /// Whether the model may call several tools in one turn; the
+        /// provider's default (yes) when not set. Sent only with tools.
+        #[must_use]
+        pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
+            self.common.parallel_tool_calls = Some(parallel);
+            self
+        }
+
+        /// A field merged into every request's body as given — a
+        /// provider's own setting the client has no method for. A field the
+        /// client owns is refused, naming what sets it instead.
+        pub fn body_field(
+            mut self,
+            name: &str,
+            value: serde_json::Value,
+        ) -> Result<Self, crate::ProviderError> {
+            self.common.add_body_field(OWNED_FIELDS, name, value)?;
+            Ok(self)
+        }
+
+        /// Whether answers are streamed (server-sent events), read event
+        /// by event into the same [`Response`](toolgate::run::Response).
+        /// Default: no.
+        #[must_use]
+        pub fn stream(mut self, stream: bool) -> Self {
+            self.common.stream = stream;
+            self
+        }
+
+        /// Without streaming: how long one attempt may take, its answer
+        /// read included. Default: 2 minutes.
         #[must_use]
         pub fn deadline(mut self, deadline: std::time::Duration) -> Self {
             self.common.set_deadline(deadline);
+            self
+        }
+
+        /// With streaming: the longest silence an attempt may have —
+        /// before the answer's headers, and between two events. Default: 5
+        /// minutes. A stream silent past it after its headers came is not
+        /// sent again.
+        #[must_use]
+        pub fn idle_limit(mut self, limit: std::time::Duration) -> Self {
+            self.common.set_idle_limit(limit);
+            self
+        }
+
+        /// With streaming: the longest one attempt may take in all.
+        /// Default: 30 minutes.
+        #[must_use]
+        pub fn overall_limit(mut self, limit: std::time::Duration) -> Self {
+            self.common.set_overall_limit(limit);
             self
         }
 
@@ -302,5 +497,44 @@ pub(crate) fn warn_if_clear(url: &url::Url) {
     };
     if url.scheme() == "http" && !local {
         tracing::warn!(%url, "the API key will be sent over plain http to another machine; use https");
+    }
+}
+
+/// The tool a [`ToolChoice::Tool`] names, among those offered: by its
+/// local name, or by its wire name.
+pub(crate) fn chosen_tool<'a>(
+    tools: &'a [toolgate::run::ToolSpec],
+    name: &str,
+) -> Option<&'a toolgate::run::ToolSpec> {
+    tools
+        .iter()
+        .find(|spec| spec.local_name == name)
+        .or_else(|| tools.iter().find(|spec| spec.name == name))
+}
+
+/// A whole event-stream body read into `assembler`, as a live stream
+/// would be: for a host that sent the request itself, and for the
+/// benchmark. The error says what is wrong with the body.
+pub(crate) fn assemble_body<A: Assembler>(body: &[u8], mut assembler: A) -> Result<A, String> {
+    use futures_util::{FutureExt as _, StreamExt as _};
+
+    let bytes = futures_util::stream::iter([Ok::<&[u8], std::convert::Infallible>(body)]);
+    let mut events = std::pin::pin!(sse_stream::SseStream::from_bytes_stream(bytes));
+    // Every piece is at hand: each poll is ready.
+    while let Some(Some(next)) = events.next().now_or_never() {
+        let event = next.map_err(|e| format!("its event stream does not read: {e}"))?;
+        match assembler.event(event) {
+            Ok(()) if assembler.ended() => return Ok(assembler),
+            Ok(()) => {}
+            Err(crate::http::StreamFault::Provider { message, .. }) => {
+                return Err(format!("it holds an error event: {message}"));
+            }
+            Err(crate::http::StreamFault::Malformed(reason)) => return Err(reason),
+        }
+    }
+    if assembler.may_end_here() {
+        Ok(assembler)
+    } else {
+        Err("the stream ends before the event that ends the answer".to_owned())
     }
 }
