@@ -1,4 +1,5 @@
-//! A real agent with gated tools, against any OpenAI-compatible endpoint.
+//! A real agent with gated tools, against any OpenAI-compatible endpoint or
+//! Anthropic's Messages API.
 //!
 //! Its tools: two builtins declared with the derive — `clock` reads the
 //! time, `save_note` appends to a file and so always waits for a person —
@@ -12,9 +13,12 @@
 //! # A local Ollama:
 //! cargo run -p toolgate-models --example agent -- \
 //!     --base-url http://localhost:11434/v1 --model qwen3:8b "Save a note that the build is green"
-//! # OpenAI:
+//! # OpenAI, the answer streamed:
 //! OPENAI_API_KEY=sk-… cargo run -p toolgate-models --example agent -- \
-//!     --model gpt-4.1-mini "Save a note that the build is green"
+//!     --model gpt-4.1-mini --stream "Save a note that the build is green"
+//! # Anthropic:
+//! ANTHROPIC_API_KEY=sk-ant-… cargo run -p toolgate-models --example agent -- \
+//!     --protocol anthropic --model claude-sonnet-4-5 "Save a note that the build is green"
 //! ```
 //!
 //! The store is the command line's: `--data-dir` (or `TOOLGATE_DATA_DIR`,
@@ -30,37 +34,59 @@ use clap::Parser;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate::integrity::IntegrityKey;
-use toolgate::run::{Outcome, RunRequest, RunState};
+use toolgate::run::{Model, Outcome, RunRequest, RunState};
 use toolgate::suspend::SuspendedRun;
 use toolgate::testing::MemoryLog;
 use toolgate::{Agent, Execute, Registry, Tool, ToolOutput};
 use toolgate_mcp::{Deadlines, McpProvider};
-use toolgate_models::{ApiKey, OpenAi};
+use toolgate_models::{Anthropic, ApiKey, OpenAi};
 use toolgate_store::{Ended, Host, Location, Store};
 
 /// The host name the example saves and resumes its runs under.
 const HOST: &str = "agent-example";
 
+/// The wire protocol the model speaks.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    /// OpenAI Chat Completions: OpenAI, Azure, OpenRouter, Groq, Ollama,
+    /// vLLM, llama.cpp, LM Studio.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
 #[derive(Parser, Debug)]
 #[command(about = "An agent whose tool calls go through toolgate")]
 struct Args {
-    /// The endpoint, up to `/chat/completions`.
-    #[arg(
-        long,
-        env = "OPENAI_BASE_URL",
-        default_value = "https://api.openai.com/v1"
-    )]
-    base_url: String,
+    /// The protocol.
+    #[arg(long, value_enum, default_value = "openai")]
+    protocol: Protocol,
+    /// The endpoint: up to `/chat/completions` for `openai` (default
+    /// `https://api.openai.com/v1`), up to `/v1/messages` for `anthropic`
+    /// (default `https://api.anthropic.com`).
+    #[arg(long, env = "TOOLGATE_MODEL_BASE_URL")]
+    base_url: Option<String>,
     /// The model.
-    #[arg(long, env = "OPENAI_MODEL", default_value = "gpt-4.1-mini")]
+    #[arg(long, env = "TOOLGATE_MODEL", default_value = "gpt-4.1-mini")]
     model: String,
     /// A file holding the API key; else the variable `--key-env` names,
     /// when set; else no key (a local server).
     #[arg(long)]
     key_file: Option<PathBuf>,
-    /// The environment variable holding the API key.
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    key_env: String,
+    /// The environment variable holding the API key (default
+    /// `OPENAI_API_KEY`, or `ANTHROPIC_API_KEY` for `anthropic`).
+    #[arg(long)]
+    key_env: Option<String>,
+    /// Stream each answer (server-sent events).
+    #[arg(long)]
+    stream: bool,
+    /// Seconds one request may take, its answer read included; with
+    /// `--stream`, the longest silence between two events instead.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    deadline: u64,
+    /// The most tokens one answer may have.
+    #[arg(long, default_value_t = 4096)]
+    max_tokens: u32,
     /// The data directory of the store (as `toolgate --data-dir`).
     #[arg(long, env = "TOOLGATE_DATA_DIR")]
     data_dir: Option<PathBuf>,
@@ -157,16 +183,43 @@ async fn open_store(args: &Args, dir: &Path) -> Result<Store, Box<dyn std::error
     })
 }
 
-fn model(args: &Args) -> Result<OpenAi, Box<dyn std::error::Error>> {
+/// The client the arguments ask for, and the URL it posts to.
+fn model(args: &Args) -> Result<(Box<dyn Model>, String), Box<dyn std::error::Error>> {
+    let key_env = args.key_env.as_deref().unwrap_or(match args.protocol {
+        Protocol::Openai => "OPENAI_API_KEY",
+        Protocol::Anthropic => "ANTHROPIC_API_KEY",
+    });
     let key = match &args.key_file {
         Some(path) => Some(ApiKey::from_file(path)?),
-        None if std::env::var_os(&args.key_env).is_some() => Some(ApiKey::from_env(&args.key_env)?),
+        None if std::env::var_os(key_env).is_some() => Some(ApiKey::from_env(key_env)?),
         None => None,
     };
-    let model = OpenAi::new(&args.base_url, &args.model)?;
-    Ok(match key {
-        Some(key) => model.key(key),
-        None => model,
+    let deadline = Duration::from_secs(args.deadline);
+    // One set of settings for either client: the builder methods are the same.
+    macro_rules! configured {
+        ($client:expr) => {{
+            let client = $client
+                .max_output_tokens(args.max_tokens)
+                .deadline(deadline)
+                .idle_limit(deadline)
+                .stream(args.stream);
+            let client = match key {
+                Some(key) => client.key(key),
+                None => client,
+            };
+            let url = client.url().to_owned();
+            (Box::new(client) as Box<dyn Model>, url)
+        }};
+    }
+    Ok(match args.protocol {
+        Protocol::Openai => configured!(OpenAi::new(
+            args.base_url.as_deref().unwrap_or("https://api.openai.com/v1"),
+            &args.model
+        )?),
+        Protocol::Anthropic => configured!(Anthropic::at(
+            args.base_url.as_deref().unwrap_or("https://api.anthropic.com"),
+            &args.model
+        )?),
     })
 }
 
@@ -220,10 +273,12 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .builtin(SaveNote(dir.join("notes.txt")))
         .provider(McpProvider::new(store.clone(), Deadlines::default()))
         .build()?;
-    let model = model(&args)?;
-    println!("asking {} at {}", args.model, model.url());
+    let (model, url) = model(&args)?;
+    let streamed = if args.stream { ", streamed" } else { "" };
+    println!("asking {} at {url}{streamed}", args.model);
+    let model = model.as_ref();
     let log = MemoryLog::default();
-    let outcome = Agent::new(&registry, &model, &log)
+    let outcome = Agent::new(&registry, model, &log)
         .start(RunRequest::new(&args.requester, &args.prompt))
         .await?;
     let saved = match outcome {
@@ -252,7 +307,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             tokio::time::sleep(Duration::from_millis(250)).await;
             continue;
         };
-        let resumed = host.resume(task, &registry, &model).await?;
+        let resumed = host.resume(task, &registry, model).await?;
         match resumed.ended {
             Ended::Finished { answer } => {
                 println!("answer: {answer}");
