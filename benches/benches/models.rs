@@ -330,3 +330,199 @@ fn anthropic_plain_serde(bencher: divan::Bencher, turns: usize) {
         (body, response)
     });
 }
+
+/// The pieces a streamed answer's text and arguments come in: about a
+/// token's worth, as providers stream them.
+const PIECE: usize = 4;
+
+fn pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(PIECE)
+        .map(|piece| piece.iter().collect())
+        .collect()
+}
+
+/// The Chat Completions answer of [`openai_answer`] as the events a
+/// provider streams it in: a chunk per piece of text and of each call's
+/// arguments, the finish reason, the usage, `[DONE]`.
+fn openai_stream() -> Vec<u8> {
+    let answer: Value = serde_json::from_slice(&openai_answer()).unwrap_or_default();
+    let message = &answer["choices"][0]["message"];
+    let base = |choices: Value, usage: Value| {
+        let chunk = json!({"id": "chatcmpl-abc123", "object": "chat.completion.chunk",
+            "created": 1_699_896_916, "model": "gpt-4.1-mini", "system_fingerprint": "fp_1",
+            "choices": choices, "usage": usage});
+        format!("data: {chunk}\n\n")
+    };
+    let delta = |delta: Value| {
+        base(
+            json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": null}]),
+            Value::Null,
+        )
+    };
+    let mut body = delta(json!({"role": "assistant", "content": ""}));
+    for piece in pieces(message["content"].as_str().unwrap_or_default()) {
+        body.push_str(&delta(json!({"content": piece})));
+    }
+    for (index, call) in message["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        body.push_str(&delta(
+            json!({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""}}]}),
+        ));
+        for piece in pieces(call["function"]["arguments"].as_str().unwrap_or_default()) {
+            body.push_str(&delta(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+            ));
+        }
+    }
+    body.push_str(&base(
+        json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": "tool_calls"}]),
+        Value::Null,
+    ));
+    body.push_str(&base(json!([]), answer["usage"].clone()));
+    body.push_str("data: [DONE]\n\n");
+    body.into_bytes()
+}
+
+/// The Messages answer of [`anthropic_answer`] as its events.
+fn anthropic_stream() -> Vec<u8> {
+    let answer: Value = serde_json::from_slice(&anthropic_answer()).unwrap_or_default();
+    let event = |value: Value| {
+        let name = value["type"].as_str().unwrap_or_default().to_owned();
+        format!("event: {name}\ndata: {value}\n\n")
+    };
+    let mut start = answer.clone();
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    start["usage"]["output_tokens"] = json!(1);
+    let mut body = event(json!({"type": "message_start", "message": start}));
+    body.push_str(&event(json!({"type": "ping"})));
+    for (index, block) in answer["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let (opening, deltas): (Value, Vec<Value>) = if block["type"] == "text" {
+            (
+                json!({"type": "text", "text": ""}),
+                pieces(block["text"].as_str().unwrap_or_default())
+                    .into_iter()
+                    .map(|p| json!({"type": "text_delta", "text": p}))
+                    .collect(),
+            )
+        } else {
+            let mut opening = block.clone();
+            opening["input"] = json!({});
+            (
+                opening,
+                pieces(&block["input"].to_string())
+                    .into_iter()
+                    .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
+                    .collect(),
+            )
+        };
+        body.push_str(&event(
+            json!({"type": "content_block_start", "index": index, "content_block": opening}),
+        ));
+        for delta in deltas {
+            body.push_str(&event(
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+        }
+        body.push_str(&event(
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    body.push_str(&event(json!({"type": "message_delta",
+        "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+        "usage": {"output_tokens": 117}})));
+    body.push_str(&event(json!({"type": "message_stop"})));
+    body.into_bytes()
+}
+
+/// Each event's data of a stream, as plain `serde_json` would read it:
+/// the lines split out, every `data` that is JSON read into a `Value`.
+fn plain_events(body: &[u8]) -> Vec<Value> {
+    body.split(|b| *b == b'\n')
+        .filter_map(|line| line.strip_prefix(b"data: "))
+        .filter_map(|data| serde_json::from_slice::<Value>(data).ok())
+        .collect()
+}
+
+/// Checks that a streamed answer reads as the same answer read whole.
+fn check_stream(streamed: &Response, whole: &Response) {
+    check(streamed);
+    assert!(
+        streamed.calls == whole.calls && streamed.content == whole.content,
+        "the stream was not read as the whole answer"
+    );
+}
+
+/// The OpenAI client assembling the streamed answer, piece by piece.
+#[divan::bench(sample_count = 2000)]
+fn openai_stream_assembly(bencher: divan::Bencher) {
+    let client = openai();
+    let body = openai_stream();
+    let whole = client.read_response(&openai_answer(), 4);
+    match (client.read_stream(&body, 4), whole) {
+        (Ok(streamed), Ok(whole)) => check_stream(&streamed, &whole),
+        (streamed, whole) => panic!("{streamed:?} {whole:?}"),
+    }
+    bencher.bench_local(|| client.read_stream(black_box(&body), 4));
+}
+
+/// The baseline: the OpenAI client reading the same answer whole.
+#[divan::bench(sample_count = 2000)]
+fn openai_stream_whole_read(bencher: divan::Bencher) {
+    let client = openai();
+    let answer = openai_answer();
+    bencher.bench_local(|| client.read_response(black_box(&answer), 4));
+}
+
+/// The other baseline: plain `serde_json` reading each event of the same
+/// stream into a `Value`.
+#[divan::bench(sample_count = 2000)]
+fn openai_stream_plain_serde(bencher: divan::Bencher) {
+    let body = openai_stream();
+    assert!(plain_events(&body).len() > 10, "the stream has its events");
+    bencher.bench_local(|| plain_events(black_box(&body)));
+}
+
+/// The Anthropic client assembling the streamed answer, event by event.
+#[divan::bench(sample_count = 2000)]
+fn anthropic_stream_assembly(bencher: divan::Bencher) {
+    let client = anthropic();
+    let body = anthropic_stream();
+    match (
+        client.read_stream(&body),
+        client.read_response(&anthropic_answer()),
+    ) {
+        (Ok(streamed), Ok(whole)) => check_stream(&streamed, &whole),
+        (streamed, whole) => panic!("{streamed:?} {whole:?}"),
+    }
+    bencher.bench_local(|| client.read_stream(black_box(&body)));
+}
+
+/// The baseline: the Anthropic client reading the same answer whole.
+#[divan::bench(sample_count = 2000)]
+fn anthropic_stream_whole_read(bencher: divan::Bencher) {
+    let client = anthropic();
+    let answer = anthropic_answer();
+    bencher.bench_local(|| client.read_response(black_box(&answer)));
+}
+
+/// The other baseline: plain `serde_json` reading each event of the same
+/// stream into a `Value`.
+#[divan::bench(sample_count = 2000)]
+fn anthropic_stream_plain_serde(bencher: divan::Bencher) {
+    let body = anthropic_stream();
+    assert!(plain_events(&body).len() > 10, "the stream has its events");
+    bencher.bench_local(|| plain_events(black_box(&body)));
+}
