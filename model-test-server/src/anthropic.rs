@@ -70,6 +70,21 @@ pub(crate) fn validate(version: Option<&str>, body: &Value) -> Vec<Problem> {
         .map(|tools| validate_tools(tools, &mut problems));
     if let Some(choice) = body.get("tool_choice") {
         check_tool_choice(choice, tools.as_deref(), &mut problems);
+        let forced = choice
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|kind| matches!(kind, "any" | "tool"));
+        let thinking = body
+            .get("thinking")
+            .and_then(|thinking| thinking.get("type"))
+            .and_then(Value::as_str)
+            == Some("enabled");
+        if forced && thinking {
+            problems.push(
+                "tool_choice.type",
+                "Thinking may not be enabled when tool_choice forces tool use: use auto or none",
+            );
+        }
     }
     if tool_blocks && tools.as_ref().is_none_or(Vec::is_empty) {
         problems.push(
@@ -102,10 +117,15 @@ fn check_sampling(body: &Map<String, Value>, problems: &mut Problems) {
             }
         }
     }
-    if let Some(value) = body.get("stream")
-        && boolean(value, "stream", problems) == Some(true)
-    {
-        problems.push("stream", "must be false: this test server does not stream");
+    if body.contains_key("temperature") && body.contains_key("top_p") {
+        // Claude Sonnet 4.5 and later refuse the pair; earlier models take it.
+        problems.push(
+            "top_p",
+            "`temperature` and `top_p` cannot both be specified: send one of them",
+        );
+    }
+    if let Some(value) = body.get("stream") {
+        boolean(value, "stream", problems);
     }
     if let Some(metadata) = body
         .get("metadata")

@@ -37,6 +37,20 @@ const TOP_KEYS: &[&str] = &[
     "stream_options",
 ];
 
+/// Fields OpenAI-compatible servers other than OpenAI take, which a client
+/// sends only when its host asks: OpenRouter's `provider` routing and
+/// `reasoning`, vLLM's and SGLang's `chat_template_kwargs`, and the sampling
+/// knobs of vLLM and llama.cpp (`top_k`, `min_p`, `repetition_penalty`).
+/// Each is checked for its type; any other field is unknown.
+const EXTENSION_KEYS: &[&str] = &[
+    "provider",
+    "reasoning",
+    "chat_template_kwargs",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+];
+
 /// The fields the API documents as nullable: `null` there means "not set".
 const NULLABLE: &[&str] = &[
     "max_tokens",
@@ -72,7 +86,8 @@ pub(crate) fn validate(body: &Value) -> Vec<Problem> {
         problems.push("body", wrong_type("a JSON object", body));
         return problems.into_vec();
     };
-    unknown_keys(body, TOP_KEYS, "", &mut problems);
+    let known: Vec<&str> = TOP_KEYS.iter().chain(EXTENSION_KEYS).copied().collect();
+    unknown_keys(body, &known, "", &mut problems);
     if let Some(model) = required(body, "model", "", &mut problems) {
         non_empty_string(model, "model", &mut problems);
     }
@@ -82,6 +97,7 @@ pub(crate) fn validate(body: &Value) -> Vec<Problem> {
     check_token_limits(body, &mut problems);
     check_sampling(body, &mut problems);
     check_output(body, &mut problems);
+    check_extensions(body, &mut problems);
     let tools = body
         .get("tools")
         .map(|tools| validate_tools(tools, &mut problems));
@@ -173,11 +189,19 @@ fn check_stop(value: &Value, problems: &mut Problems) {
 /// Streaming, response format and the fields about the account.
 fn check_output(body: &Map<String, Value>, problems: &mut Problems) {
     let stream = field(body, "stream").and_then(|value| boolean(value, "stream", problems));
-    if stream == Some(true) {
-        problems.push("stream", "must be false: this test server does not stream");
-    }
-    if field(body, "stream_options").is_some() {
-        problems.push("stream_options", "only allowed when stream is true");
+    if let Some(value) = field(body, "stream_options") {
+        if stream != Some(true) {
+            problems.push("stream_options", "only allowed when stream is true");
+        }
+        if let Some(options) = object(value, "stream_options", problems) {
+            let allowed = ["include_usage", "include_obfuscation"];
+            unknown_keys(options, &allowed, "stream_options", problems);
+            for name in allowed {
+                if let Some(flag) = options.get(name) {
+                    boolean(flag, &key("stream_options", name), problems);
+                }
+            }
+        }
     }
     if let Some(value) = body.get("user") {
         string(value, "user", problems);
@@ -202,6 +226,33 @@ fn check_output(body: &Map<String, Value>, problems: &mut Problems) {
     }
     if let Some(value) = body.get("response_format") {
         check_response_format(value, problems);
+    }
+}
+
+/// The fields of other OpenAI-compatible servers ([`EXTENSION_KEYS`]): each
+/// of the type its server documents.
+fn check_extensions(body: &Map<String, Value>, problems: &mut Problems) {
+    for name in ["provider", "reasoning", "chat_template_kwargs"] {
+        if let Some(value) = body.get(name) {
+            object(value, name, problems);
+        }
+    }
+    if let Some(value) = body.get("top_k") {
+        // vLLM takes -1 for "every token".
+        integer_at_least(value, -1, "top_k", problems);
+    }
+    if let Some(value) = body.get("min_p") {
+        number_in(value, 0.0, 1.0, "min_p", problems);
+    }
+    if let Some(value) = body.get("repetition_penalty") {
+        match value.as_f64() {
+            Some(n) if n > 0.0 => {}
+            Some(n) => problems.push(
+                "repetition_penalty",
+                format!("must be greater than 0 (got {n})"),
+            ),
+            None => problems.push("repetition_penalty", wrong_type("a number", value)),
+        }
     }
 }
 

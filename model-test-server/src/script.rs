@@ -1,4 +1,20 @@
 //! The script: the answers to give, one step per valid request, in order.
+//!
+//! A script is a JSON array of steps. Each step has exactly one of
+//!
+//! - `body` (with `status`): answer with this JSON body;
+//! - `raw` (with `status`): answer with this text as the body;
+//! - `truncate` (with `status`): write the first half of this JSON body,
+//!   then close the connection;
+//! - `hang_ms`: answer nothing for this many milliseconds, then 500;
+//! - `reset: true`: close the connection without answering;
+//!
+//! and may have `headers` (an object of names to string values, added to the
+//! answer), `expect` (`"openai"` or `"anthropic"`: the protocol the request
+//! must come on), `stream` (how the answer is cut into server-sent events
+//! when the request asks for a stream: see [`crate::stream`]) and `repeat` (`true` on the last step only: the step
+//! answers every request that reaches it and is never used up, for a suite
+//! that sends as many requests as it generates).
 
 use std::time::Duration;
 
@@ -34,6 +50,26 @@ pub(crate) struct Step {
     pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
     /// The protocol the request must have come on.
     pub(crate) expect: Option<Protocol>,
+    /// How a streamed answer is cut and paced ([`crate::stream`]); a step
+    /// without it streams in the default shape when the request asks.
+    pub(crate) stream: crate::stream::Shape,
+}
+
+/// The steps a script file holds, read: the steps in order, and whether
+/// the last one repeats.
+#[derive(Debug)]
+pub(crate) struct Steps {
+    list: Vec<Step>,
+    /// Whether the last step answers every request that reaches it.
+    repeat_last: bool,
+}
+
+impl std::ops::Deref for Steps {
+    type Target = [Step];
+
+    fn deref(&self) -> &[Step] {
+        &self.list
+    }
 }
 
 /// The steps, and how many have been used.
@@ -41,19 +77,28 @@ pub(crate) struct Step {
 pub(crate) struct Script {
     steps: Vec<Step>,
     next: usize,
+    repeat_last: bool,
 }
 
 impl Script {
     /// A script of these steps, none used yet.
-    pub(crate) fn new(steps: Vec<Step>) -> Self {
-        Self { steps, next: 0 }
+    pub(crate) fn new(steps: Steps) -> Self {
+        Self {
+            steps: steps.list,
+            next: 0,
+            repeat_last: steps.repeat_last,
+        }
     }
 
-    /// The next step and its index, using it up; `None` once all are used.
+    /// The next step and its index, using it up unless it is a last step
+    /// that repeats; `None` once all are used.
     pub(crate) fn take(&mut self) -> Option<(usize, Step)> {
         let step = self.steps.get(self.next)?.clone();
         let index = self.next;
-        self.next += 1;
+        let repeats = self.repeat_last && index + 1 == self.steps.len();
+        if !repeats {
+            self.next += 1;
+        }
         Some((index, step))
     }
 
@@ -65,21 +110,37 @@ impl Script {
 
 /// The keys a step may have.
 const STEP_KEYS: &[&str] = &[
-    "status", "body", "raw", "truncate", "hang_ms", "reset", "headers", "expect",
+    "status", "body", "raw", "truncate", "hang_ms", "reset", "headers", "expect", "repeat",
+    "stream",
 ];
 
 /// Reads a script: a JSON array of steps.
-pub(crate) fn parse(text: &str) -> Result<Vec<Step>, String> {
+pub(crate) fn parse(text: &str) -> Result<Steps, String> {
     let value: Value =
         serde_json::from_str(text).map_err(|error| format!("not valid JSON: {error}"))?;
     let Value::Array(steps) = value else {
         return Err("must be a JSON array of steps".to_owned());
     };
-    steps
+    let final_index = steps.len().saturating_sub(1);
+    let mut repeat_last = false;
+    for (i, step) in steps.iter().enumerate() {
+        match step.get("repeat") {
+            None | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) if i == final_index => repeat_last = true,
+            Some(Value::Bool(true)) => {
+                return Err(format!(
+                    "step {i}: only the last step may repeat (the steps after it would never be used)"
+                ));
+            }
+            Some(other) => return Err(format!("step {i}: repeat must be a boolean, not {other}")),
+        }
+    }
+    let list = steps
         .iter()
         .enumerate()
         .map(|(i, step)| parse_step(step).map_err(|error| format!("step {i}: {error}")))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok(Steps { list, repeat_last })
 }
 
 /// Reads one step.
@@ -125,10 +186,18 @@ fn parse_step(value: &Value) -> Result<Step, String> {
             ));
         }
     };
+    let stream = match step.get("stream") {
+        None => crate::stream::Shape::default(),
+        Some(_) if !matches!(action, Action::Send { .. }) => {
+            return Err("stream has no effect on a step that sends no body".to_owned());
+        }
+        Some(shape) => crate::stream::parse_shape(shape)?,
+    };
     Ok(Step {
         action,
         headers,
         expect,
+        stream,
     })
 }
 
@@ -237,6 +306,26 @@ mod tests {
     }
 
     #[test]
+    fn a_last_step_that_repeats_is_never_used_up() {
+        let steps = parse(
+            r#"[
+                {"status": 500, "body": {"first": true}},
+                {"status": 200, "body": {"again": true}, "repeat": true}
+            ]"#,
+        )
+        .unwrap();
+        let mut script = Script::new(steps);
+        let taken: Vec<usize> = (0..5).map(|_| script.take().unwrap().0).collect();
+        assert_eq!(taken, [0, 1, 1, 1, 1]);
+        assert_eq!(script.len(), 2);
+
+        let mut once =
+            Script::new(parse(r#"[{"status": 200, "body": 1, "repeat": false}]"#).unwrap());
+        assert_eq!(once.take().unwrap().0, 0);
+        assert!(once.take().is_none());
+    }
+
+    #[test]
     fn mistakes_are_named() {
         for (script, expected) in [
             ("{}", "must be a JSON array of steps"),
@@ -263,7 +352,15 @@ mod tests {
             ),
             (
                 r#"[{"status": 200, "body": 1, "delay": 1}]"#,
-                "step 0: unknown key `delay` (a step has status, body, raw, truncate, hang_ms, reset, headers, expect)",
+                "step 0: unknown key `delay` (a step has status, body, raw, truncate, hang_ms, reset, headers, expect, repeat, stream)",
+            ),
+            (
+                r#"[{"status": 200, "body": 1, "repeat": true}, {"reset": true}]"#,
+                "step 0: only the last step may repeat (the steps after it would never be used)",
+            ),
+            (
+                r#"[{"status": 200, "body": 1, "repeat": "yes"}]"#,
+                "step 0: repeat must be a boolean, not \"yes\"",
             ),
         ] {
             assert_eq!(parse(script).unwrap_err(), expected, "{script}");

@@ -75,8 +75,13 @@ pub(super) fn text(block: &Map<String, Value>, path: &str, problems: &mut Proble
     unknown_keys(block, &allowed, path, problems);
     if let Some(text) = required(block, "text", path, problems) {
         let text_path = key(path, "text");
-        if string(text, &text_path, problems).is_some_and(str::is_empty) {
-            problems.push(text_path, "text content blocks must be non-empty");
+        match string(text, &text_path, problems) {
+            Some("") => problems.push(text_path, "text content blocks must be non-empty"),
+            Some(text) if text.trim().is_empty() => problems.push(
+                text_path,
+                "text content blocks must contain non-whitespace text",
+            ),
+            _ => {}
         }
     }
     if let Some(citations) = block.get("citations").filter(|value| !value.is_null()) {
@@ -199,7 +204,12 @@ fn tool_result(block: &Map<String, Value>, path: &str, problems: &mut Problems) 
     match required(block, "tool_use_id", path, problems)
         .and_then(|id| string(id, &id_path, problems))
     {
-        Some(id) => Block::ToolResult(id.to_owned()),
+        Some(id) => {
+            if !is_id(id) {
+                problems.push(id_path, format!("`{id}` does not match ^[a-zA-Z0-9_-]+$"));
+            }
+            Block::ToolResult(id.to_owned())
+        }
         None => Block::Other,
     }
 }

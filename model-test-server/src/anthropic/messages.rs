@@ -49,6 +49,7 @@ pub(super) fn validate(value: &Value, problems: &mut Problems) -> bool {
         }
         turns.push(turn);
     }
+    unique_tool_uses(&turns, problems);
     pair_tools(&turns, problems);
     turns
         .iter()
@@ -86,6 +87,11 @@ fn turn(message: &Map<String, Value>, path: &str, is_last: bool, problems: &mut 
                 problems.push(
                     content_path,
                     "must be non-empty (only a final assistant message may be empty)",
+                );
+            } else if text.trim().is_empty() && !prefill {
+                problems.push(
+                    content_path,
+                    "text content blocks must contain non-whitespace text",
                 );
             } else if prefill && text.ends_with(char::is_whitespace) {
                 problems.push(
@@ -163,6 +169,26 @@ fn content_blocks(
                 "final assistant content cannot end with trailing whitespace",
             );
         }
+    }
+}
+
+/// Every tool_use id of the request told apart from every other: the API
+/// refuses an id used twice anywhere in `messages` ("`tool_use` ids must be
+/// unique"), not only within one message (which `content_blocks` reports).
+fn unique_tool_uses(turns: &[Turn], problems: &mut Problems) {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for turn in turns {
+        let mut here: Vec<(&str, &str)> = Vec::new();
+        for (id, path) in &turn.tool_uses {
+            match seen.iter().find(|(seen_id, _)| seen_id == id) {
+                Some((_, first)) => problems.push(
+                    path.as_str(),
+                    format!("`tool_use` ids must be unique: `{id}` is also at {first}"),
+                ),
+                None => here.push((id, path)),
+            }
+        }
+        seen.extend(here);
     }
 }
 

@@ -149,7 +149,6 @@ fn top_level_rules() {
         "n: unknown field",
         "max_tokens: required",
         "messages[0].content: must be non-empty (only a final assistant message may be empty)",
-        "stream: must be false: this test server does not stream",
         "temperature: must be between 0 and 1 (got 1.5)",
         "tools[0].input_schema.type: required, and must be \"object\"",
         "tools[1].name: duplicate tool name `f` (also at tools[0].name)",
@@ -160,7 +159,7 @@ fn top_level_rules() {
             "{expected} not in {found:?}"
         );
     }
-    assert_eq!(found.len(), 9, "{found:?}");
+    assert_eq!(found.len(), 8, "{found:?}");
 }
 
 #[test]
@@ -179,6 +178,160 @@ fn blocks_belong_to_their_role() {
             "messages[1].content[1].type: unknown block type `video`",
             "messages[2].content[0].bold: unknown field",
             "messages[3].content: final assistant content cannot end with trailing whitespace",
+        ]
+    );
+}
+
+fn with(mut body: Value, extra: &Value) -> Value {
+    for (name, value) in extra.as_object().unwrap() {
+        body[name] = value.clone();
+    }
+    body
+}
+
+fn hello() -> Value {
+    request(&json!([{"role": "user", "content": "hello"}]))
+}
+
+fn tool_f() -> Value {
+    json!([{"name": "f", "input_schema": {"type": "object"}}])
+}
+
+#[test]
+fn text_holds_more_than_whitespace() {
+    let found = problems(&request(&json!([
+        {"role": "user", "content": " \n"},
+        {"role": "assistant", "content": [{"type": "text", "text": "\t"}]},
+        {"role": "user", "content": [{"type": "text", "text": "ok"}, {"type": "text", "text": ""}]},
+        {"role": "assistant", "content": ""}
+    ])));
+    assert_eq!(
+        found,
+        [
+            "messages[0].content: text content blocks must contain non-whitespace text",
+            "messages[1].content[0].text: text content blocks must contain non-whitespace text",
+            "messages[2].content[1].text: text content blocks must be non-empty",
+        ]
+    );
+    let system = with(
+        hello(),
+        &json!({"system": [{"type": "text", "text": "  "}]}),
+    );
+    assert_eq!(
+        problems(&system),
+        ["system[0].text: text content blocks must contain non-whitespace text"]
+    );
+}
+
+#[test]
+fn tool_use_ids_are_unique_across_the_request() {
+    let body = with(
+        request(&json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "call_0", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_0", "content": "one"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "call_0", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_0", "content": "two"}]}
+        ])),
+        &json!({"tools": tool_f()}),
+    );
+    assert_eq!(
+        problems(&body),
+        [
+            "messages[3].content[0].id: `tool_use` ids must be unique: `call_0` is also at messages[1].content[0].id"
+        ]
+    );
+}
+
+#[test]
+fn a_tool_result_names_its_tool_use_by_a_well_formed_id() {
+    let body = with(
+        request(&json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "call.1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call.1", "content": "x"}]}
+        ])),
+        &json!({"tools": tool_f()}),
+    );
+    assert_eq!(
+        problems(&body),
+        [
+            "messages[1].content[0].id: `call.1` does not match ^[a-zA-Z0-9_-]+$",
+            "messages[2].content[0].tool_use_id: `call.1` does not match ^[a-zA-Z0-9_-]+$",
+            "messages[2].content[0].tool_use_id: `call.1` is not the id of a tool_use in the previous message, messages[1]",
+        ]
+    );
+}
+
+#[test]
+fn sampling_options_stay_in_their_ranges() {
+    let fine = with(
+        hello(),
+        &json!({"temperature": 0, "top_k": 40, "stop_sequences": ["END"], "stream": true}),
+    );
+    assert_eq!(problems(&fine), Vec::<String>::new());
+    let wrong = with(
+        hello(),
+        &json!({"temperature": 0.5, "top_p": 1.5, "top_k": -1, "stop_sequences": ["  "], "stream": "no"}),
+    );
+    assert_eq!(
+        problems(&wrong),
+        [
+            "top_p: must be between 0 and 1 (got 1.5)",
+            "top_k: must be at least 0 (got -1)",
+            "stop_sequences[0]: must contain non-whitespace characters",
+            "top_p: `temperature` and `top_p` cannot both be specified: send one of them",
+            "stream: must be a boolean (got string)",
+        ]
+    );
+}
+
+#[test]
+fn tool_choice_shapes() {
+    for choice in [
+        json!({"type": "auto"}),
+        json!({"type": "any", "disable_parallel_tool_use": true}),
+        json!({"type": "none"}),
+        json!({"type": "tool", "name": "f", "disable_parallel_tool_use": false}),
+    ] {
+        let body = with(hello(), &json!({"tools": tool_f(), "tool_choice": choice}));
+        assert_eq!(problems(&body), Vec::<String>::new(), "{choice}");
+    }
+    assert_eq!(
+        problems(&with(hello(), &json!({"tool_choice": {"type": "auto"}}))),
+        ["tool_choice: only allowed when tools are specified"]
+    );
+    assert_eq!(
+        problems(&with(
+            hello(),
+            &json!({"tools": tool_f(), "tool_choice": {"type": "none", "disable_parallel_tool_use": true}})
+        )),
+        ["tool_choice.disable_parallel_tool_use: unknown field"]
+    );
+    assert_eq!(
+        problems(&with(
+            hello(),
+            &json!({"tools": tool_f(), "tool_choice": {"type": "any", "disable_parallel_tool_use": "yes"}})
+        )),
+        ["tool_choice.disable_parallel_tool_use: must be a boolean (got string)"]
+    );
+    assert_eq!(
+        problems(&with(
+            hello(),
+            &json!({"tools": tool_f(), "tool_choice": {"type": "required"}})
+        )),
+        ["tool_choice.type: must be one of auto, any, none, tool (got `required`)"]
+    );
+    let thinking = json!({"type": "enabled", "budget_tokens": 1024});
+    let mut body = with(
+        hello(),
+        &json!({"tools": tool_f(), "tool_choice": {"type": "any"}, "thinking": thinking}),
+    );
+    body["max_tokens"] = json!(4096);
+    assert_eq!(
+        problems(&body),
+        [
+            "tool_choice.type: Thinking may not be enabled when tool_choice forces tool use: use auto or none"
         ]
     );
 }

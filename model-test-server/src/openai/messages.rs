@@ -5,6 +5,13 @@ use crate::check::{
     unknown_keys, wrong_type,
 };
 
+/// The longest tool call id OpenAI takes back: not in the API reference,
+/// but the API's own refusal (`Invalid 'messages[2].tool_calls[0].id':
+/// string too long. Expected a string with maximum length 40`, code
+/// `string_above_max_length`), met by clients that replay ids another
+/// provider made.
+const MAX_CALL_ID_CHARS: usize = 40;
+
 /// The tool calls of the last assistant message that made some, while
 /// only tool messages have followed it.
 struct OpenCalls {
@@ -271,6 +278,15 @@ fn tool_calls(value: &Value, path: &str, problems: &mut Problems) -> Vec<(usize,
         if let Some(id) = required(call, "id", &path, problems) {
             let id_path = key(&path, "id");
             if let Some(id) = non_empty_string(id, &id_path, problems) {
+                let length = id.chars().count();
+                if length > MAX_CALL_ID_CHARS {
+                    problems.push(
+                        &*id_path,
+                        format!(
+                            "string too long: at most {MAX_CALL_ID_CHARS} characters (got {length})"
+                        ),
+                    );
+                }
                 let before = seen.len();
                 crate::check::unique_name(&mut seen, id, &id_path, "tool call id", problems);
                 if seen.len() > before {
