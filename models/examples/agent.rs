@@ -213,11 +213,15 @@ fn model(args: &Args) -> Result<(Box<dyn Model>, String), Box<dyn std::error::Er
     }
     Ok(match args.protocol {
         Protocol::Openai => configured!(OpenAi::new(
-            args.base_url.as_deref().unwrap_or("https://api.openai.com/v1"),
+            args.base_url
+                .as_deref()
+                .unwrap_or("https://api.openai.com/v1"),
             &args.model
         )?),
         Protocol::Anthropic => configured!(Anthropic::at(
-            args.base_url.as_deref().unwrap_or("https://api.anthropic.com"),
+            args.base_url
+                .as_deref()
+                .unwrap_or("https://api.anthropic.com"),
             &args.model
         )?),
     })

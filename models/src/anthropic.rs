@@ -131,15 +131,22 @@ impl Anthropic {
                 _ => None,
             })
             .collect();
+        crate::shared::something_to_send(PROVIDER, transcript)?;
+        crate::shared::check_settings(&self.common)?;
         let messages = messages(transcript, tools);
-        if messages.is_empty() {
+        if matches!(messages.last(), Some(turn) if turn.role == "assistant") {
             return Err(ProviderError::Unsendable {
                 provider: PROVIDER,
-                reason: "the transcript holds no text and no call to send: the prompt was blank"
-                    .to_owned(),
+                reason: "the transcript ends with the model's own answer, which the API would take as the start of its next one: there is nothing for it to answer".to_owned(),
             });
         }
         self.common.check_sampling(1.0, None)?;
+        if self.common.temperature.is_some() && self.common.top_p.is_some() {
+            return Err(ProviderError::Unsendable {
+                provider: PROVIDER,
+                reason: "both `temperature` and `top_p` are set, and Anthropic's current models take only one of them".to_owned(),
+            });
+        }
         let mut definitions: Vec<ToolDefinition<'_>> = tools
             .iter()
             .map(|spec| ToolDefinition {
@@ -412,20 +419,39 @@ fn id_safe(id: &str) -> Cow<'_, str> {
     Cow::Owned(format!("{safe}_{hash:016x}"))
 }
 
-/// The transcript as alternating messages.
+/// The transcript as alternating messages, the first the user's: a blank
+/// user message is sent as [`BLANK_MESSAGE`] (the API refuses empty text,
+/// and leaving it out would leave the model's turn first or last); each
+/// call id once in the request (a model that reuses an id in a later turn
+/// has it sent as [`unique_id`] writes it, its results alike).
 fn messages<'a>(transcript: &'a [Message], tools: &'a [ToolSpec]) -> Vec<Turn<'a>> {
     let mut turns: Vec<Turn<'a>> = Vec::new();
+    // The ids sent so far, and what the latest turn's calls are sent as.
+    let mut sent: std::collections::HashSet<Cow<'a, str>> = std::collections::HashSet::new();
+    let mut current: Vec<(&'a str, Cow<'a, str>)> = Vec::new();
     for message in transcript {
         let (role, blocks) = match message {
             Message::System { .. } => continue,
+            Message::User { content } if content.trim().is_empty() => (
+                "user",
+                vec![Block::Text {
+                    text: BLANK_MESSAGE,
+                }],
+            ),
             Message::User { content } => ("user", text_block(content)),
             Message::Assistant { content, calls, .. } => {
                 let mut blocks = content.as_deref().map(text_block).unwrap_or_default();
-                blocks.extend(calls.iter().map(|call| Block::ToolUse {
-                    id: id_safe(&call.id),
-                    name: past_call_name(tools, &call.name),
-                    input: &call.arguments,
-                }));
+                current.clear();
+                for call in calls {
+                    let id = unique_id(&call.id, &sent);
+                    sent.insert(id.clone());
+                    current.push((&call.id, id.clone()));
+                    blocks.push(Block::ToolUse {
+                        id,
+                        name: past_call_name(tools, &call.name),
+                        input: &call.arguments,
+                    });
+                }
                 ("assistant", blocks)
             }
             Message::Tool {
@@ -436,7 +462,10 @@ fn messages<'a>(transcript: &'a [Message], tools: &'a [ToolSpec]) -> Vec<Turn<'a
             } => (
                 "user",
                 vec![Block::ToolResult {
-                    tool_use_id: id_safe(call_id),
+                    tool_use_id: current
+                        .iter()
+                        .find(|(asked, _)| asked == call_id)
+                        .map_or_else(|| id_safe(call_id), |(_, sent)| sent.clone()),
                     content: result_text(content, *is_error),
                     is_error: *is_error,
                 }],
@@ -454,6 +483,23 @@ fn messages<'a>(transcript: &'a [Message], tools: &'a [ToolSpec]) -> Vec<Turn<'a
         }
     }
     turns
+}
+
+/// What a blank user message is sent as.
+const BLANK_MESSAGE: &str = "(an empty message)";
+
+/// A call's id as sent: [`id_safe`], and — when an earlier turn's call was
+/// sent under it — with `_` and a number that makes it the request's only
+/// one.
+fn unique_id<'a>(id: &'a str, sent: &std::collections::HashSet<Cow<'a, str>>) -> Cow<'a, str> {
+    let safe = id_safe(id);
+    if !sent.contains(&safe) {
+        return safe;
+    }
+    (2_u32..)
+        .map(|n| Cow::Owned(format!("{safe}_{n}")))
+        .find(|candidate| !sent.contains(candidate))
+        .unwrap_or(safe)
 }
 
 /// What a `tool_result` block says: its text, or none for a result that

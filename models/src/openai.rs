@@ -188,20 +188,8 @@ impl OpenAi {
         transcript: &[Message],
         tools: &[ToolSpec],
     ) -> Result<Vec<u8>, ProviderError> {
-        if !transcript.iter().any(|m| match m {
-            Message::User { content } => !content.trim().is_empty(),
-            Message::Assistant { content, calls, .. } => {
-                !calls.is_empty() || content.as_deref().is_some_and(|c| !c.trim().is_empty())
-            }
-            Message::Tool { .. } => true,
-            Message::System { .. } => false,
-        }) {
-            return Err(ProviderError::Unsendable {
-                provider: PROVIDER,
-                reason: "the transcript holds no text and no call to send: the prompt was blank"
-                    .to_owned(),
-            });
-        }
+        crate::shared::something_to_send(PROVIDER, transcript)?;
+        crate::shared::check_settings(&self.common)?;
         self.common.check_sampling(2.0, Some(MAX_STOPS))?;
         let tool_choice = self.choice_for(tools)?;
         let limit = Some(self.common.max_output_tokens);
@@ -492,7 +480,7 @@ fn message<'a>(
             tool_calls: calls
                 .iter()
                 .map(|call| ChatToolCall {
-                    id: &call.id,
+                    id: fit_id(&call.id),
                     kind: "function",
                     function: FunctionCall {
                         name: past_call_name(tools, &call.name),
@@ -510,10 +498,26 @@ fn message<'a>(
             is_error,
             ..
         } => ChatMessage::Tool {
-            tool_call_id: call_id,
+            tool_call_id: fit_id(call_id),
             content: tool_result_text(content, *is_error),
         },
     }
+}
+
+/// The longest call id OpenAI takes.
+const MAX_ID_CHARS: usize = 40;
+
+/// A call's id as sent: as it is when it fits; a longer one (a model or
+/// server that writes long ids) as its first 23 characters, `_` and a hash
+/// of the whole — 40 characters, two ids never one, a call and its result
+/// rewritten alike.
+fn fit_id(id: &str) -> Cow<'_, str> {
+    if id.chars().count() <= MAX_ID_CHARS {
+        return Cow::Borrowed(id);
+    }
+    let head: String = id.chars().take(MAX_ID_CHARS - 17).collect();
+    let hash = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
+    Cow::Owned(format!("{head}_{hash:016x}"))
 }
 
 fn text_of(content: Option<Value>) -> Option<String> {
@@ -580,14 +584,14 @@ enum ChatMessage<'a> {
         tool_calls: Vec<ChatToolCall<'a>>,
     },
     Tool {
-        tool_call_id: &'a str,
+        tool_call_id: Cow<'a, str>,
         content: Cow<'a, str>,
     },
 }
 
 #[derive(Serialize)]
 struct ChatToolCall<'a> {
-    id: &'a str,
+    id: Cow<'a, str>,
     #[serde(rename = "type")]
     kind: &'static str,
     function: FunctionCall<'a>,

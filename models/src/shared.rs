@@ -538,3 +538,50 @@ pub(crate) fn assemble_body<A: Assembler>(body: &[u8], mut assembler: A) -> Resu
         Err("the stream ends before the event that ends the answer".to_owned())
     }
 }
+
+/// Refuses a transcript with nothing a provider would take as a request —
+/// no user text, no model text or call, no result: the prompt was blank.
+pub(crate) fn something_to_send(
+    provider: &'static str,
+    transcript: &[toolgate::run::Message],
+) -> Result<(), ProviderError> {
+    use toolgate::run::Message;
+    let something = transcript.iter().any(|m| match m {
+        Message::User { content } => !content.trim().is_empty(),
+        Message::Assistant { content, calls, .. } => {
+            !calls.is_empty() || content.as_deref().is_some_and(|c| !c.trim().is_empty())
+        }
+        Message::Tool { .. } => true,
+        Message::System { .. } => false,
+    });
+    if something {
+        Ok(())
+    } else {
+        Err(ProviderError::Unsendable {
+            provider,
+            reason: "the transcript holds no text and no call to send: the prompt was blank"
+                .to_owned(),
+        })
+    }
+}
+
+/// Refuses settings no request may carry: an output limit of 0, a blank
+/// model name.
+pub(crate) fn check_settings(common: &Common) -> Result<(), ProviderError> {
+    let provider = common.exchange.provider;
+    if common.max_output_tokens == 0 {
+        return Err(ProviderError::Unsendable {
+            provider,
+            reason:
+                "the output limit (`max_output_tokens`) is 0, and an answer needs at least 1 token"
+                    .to_owned(),
+        });
+    }
+    if common.model.trim().is_empty() {
+        return Err(ProviderError::Unsendable {
+            provider,
+            reason: "the model's name is blank".to_owned(),
+        });
+    }
+    Ok(())
+}
