@@ -1,16 +1,151 @@
 //! The MCP server side: what the gateway says of itself, its tools, its
 //! calls, and the offer followed for the client.
+//!
+//! A tool is shown under its wire name, with its description and parameter
+//! schema, the title its server gave it (in its annotations — what an
+//! import keeps), and annotations the gateway writes itself: a server's own
+//! hints never reach the client, since some clients skip their own
+//! confirmation for a tool that says it only reads. A remote tool is shown
+//! fail-closed — `readOnlyHint: false`, `destructiveHint: true`,
+//! `idempotentHint: false`, `openWorldHint: true` — whatever its server
+//! says; a typed local tool (a host's builtin) by the effect its type
+//! declares, which the gate trusts: `read_only` reads only, an
+//! `idempotent_write` is idempotent, and every builtin may reach the world.
+
+use std::collections::HashMap;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorData,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::Value;
+use toolgate::erased::ErasedTool;
+use toolgate::gate::{Effect, Origin};
 use toolgate::identity::DeclaredClient;
+use toolgate::registry::Offered;
 
 use crate::{Asker, Gateway};
+
+/// The titles of the stored catalogue's live tools, by server and local
+/// name. The registry's tools carry no title; the import keeps it in the
+/// tool's annotations, so it is read from the store beside the offer. A
+/// store that cannot be read gives none: the tools are still shown.
+pub(crate) async fn titles(store: &toolgate_store::Store) -> HashMap<(String, String), String> {
+    let mut titles = HashMap::new();
+    let read = store
+        .each_live_tool(|row| {
+            let title = row
+                .annotations
+                .as_deref()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                .and_then(|annotations| match annotations.get("title") {
+                    Some(Value::String(title)) if !title.trim().is_empty() => Some(title.clone()),
+                    _ => None,
+                });
+            if let Some(title) = title {
+                titles.insert((row.server_id, row.local_name), title);
+            }
+        })
+        .await;
+    if let Err(error) = read {
+        tracing::warn!(%error, "cannot read the tools' titles; the tools are shown without");
+    }
+    titles
+}
+
+/// Each offered tool as the client is shown it, beside the tool itself.
+pub(crate) fn shown<'a>(
+    offered: &'a Offered,
+    titles: &HashMap<(String, String), String>,
+) -> Vec<(Tool, &'a ErasedTool)> {
+    offered
+        .tools()
+        .filter_map(|tool| {
+            let wire = offered.catalogue().wire_name(tool.name())?;
+            // A registry's schemas are objects; one that is not is not served.
+            let Value::Object(schema) = tool.parameters().as_value().clone() else {
+                return None;
+            };
+            let title = match (tool.origin(), tool.server()) {
+                (Origin::Remote, Some(server)) => titles
+                    .get(&(server.to_owned(), tool.name().to_owned()))
+                    // Remote text: shown with its hidden characters escaped,
+                    // as the description is.
+                    .map(|title| toolgate::visible::visible(title).into_owned()),
+                _ => None,
+            };
+            let mut shown = Tool::new(
+                wire.to_owned(),
+                tool.description().to_owned(),
+                std::sync::Arc::new(schema),
+            );
+            shown.annotations = Some(annotations(tool, title.clone()));
+            shown.title = title;
+            Some((shown, tool))
+        })
+        .collect()
+}
+
+/// The annotations the gateway writes for `tool` (see the module).
+fn annotations(tool: &ErasedTool, title: Option<String>) -> ToolAnnotations {
+    // (read only, destructive, idempotent); the world is always open.
+    let (read_only, destructive, idempotent) =
+        if tool.origin() == Origin::Local && !tool.is_hand_erased() {
+            match tool.effect() {
+                Effect::ReadOnly => (true, false, true),
+                Effect::IdempotentWrite => (false, true, true),
+                Effect::NonIdempotentWrite => (false, true, false),
+            }
+        } else {
+            // A remote tool's, or a hand-erased tool's, effect is a claim.
+            (false, true, false)
+        };
+    ToolAnnotations::from_raw(
+        title,
+        Some(read_only),
+        Some(destructive),
+        Some(idempotent),
+        Some(true),
+    )
+}
+
+/// What is wrong with the params of a `tools/call` that rmcp could not read
+/// as [`CallToolRequestParams`].
+fn call_params_problem(params: Option<&Value>) -> String {
+    let kind = |value: &Value| match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    let Some(params) = params else {
+        return "`tools/call` has no params: it needs an object with the tool's `name`".to_owned();
+    };
+    let Value::Object(fields) = params else {
+        return format!(
+            "the params of `tools/call` are {}, not an object with the tool's `name`",
+            kind(params)
+        );
+    };
+    match fields.get("name") {
+        None => return "the params of `tools/call` have no `name`: the tool to call".to_owned(),
+        Some(Value::String(_)) => {}
+        Some(name) => return format!("`name` is {}, not a string", kind(name)),
+    }
+    match fields.get("arguments") {
+        None | Some(Value::Null | Value::Object(_)) => {}
+        Some(arguments) => return format!("`arguments` is {}, not an object", kind(arguments)),
+    }
+    match serde_json::from_value::<CallToolRequestParams>(params.clone()) {
+        Err(error) => format!("the params of `tools/call` do not read: {error}"),
+        Ok(_) => "the params of `tools/call` do not read".to_owned(),
+    }
+}
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
@@ -106,5 +241,35 @@ impl ServerHandler for Gateway {
             .asked(&request.name, arguments, client, asker)
             .await
             .into())
+    }
+
+    /// A request rmcp could not read as one it knows. A `tools/call` or
+    /// `tools/list` lands here when its params do not fit — answered
+    /// `-32602` invalid params, naming what is wrong, rather than rmcp's
+    /// `-32601` method not found; any other method is not found.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        match request.method.as_str() {
+            "tools/call" => {
+                let problem = call_params_problem(request.params.as_ref());
+                tracing::warn!(%problem, "a `tools/call` whose params do not fit is refused");
+                Err(ErrorData::invalid_params(problem, None))
+            }
+            "tools/list" => {
+                let problem = match request.params_as::<PaginatedRequestParams>() {
+                    Err(error) => format!("the params of `tools/list` do not read: {error}"),
+                    Ok(_) => "the params of `tools/list` do not read".to_owned(),
+                };
+                Err(ErrorData::invalid_params(problem, None))
+            }
+            method => Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                method.to_owned(),
+                None,
+            )),
+        }
     }
 }

@@ -32,7 +32,8 @@
 //! let gateway = toolgate_gateway::Gateway::builder(store)
 //!     .user("alice")
 //!     .build()?;
-//! gateway.serve(rmcp::transport::stdio()).await?.waiting().await?;
+//! // Every line the client sends is answered, one that does not read too.
+//! gateway.serve(toolgate_gateway::stdio::stdio()).await?.waiting().await?;
 //! # Ok(()) }
 //! ```
 
@@ -58,6 +59,7 @@ mod answers;
 mod follow;
 mod handler;
 mod held;
+pub mod stdio;
 
 use answers::{answer, refusal, run_error};
 use follow::Followed;
@@ -373,24 +375,24 @@ impl Gateway {
     }
 
     /// The offer as an MCP client is shown it: each tool under its wire
-    /// name, with its description and parameter schema.
+    /// name, with its description, parameter schema and title, and the
+    /// annotations the gateway writes for it — fail-closed for a remote
+    /// tool, whatever its server says; by its declared effect for a
+    /// builtin.
     pub async fn tools(&self) -> Vec<Tool> {
         let offered = self.inner.registry.offer_all().await;
-        offered
-            .specs()
+        let titles = handler::titles(self.inner.host.store()).await;
+        handler::shown(&offered, &titles)
             .into_iter()
-            .filter_map(|spec| match spec.parameters {
-                Value::Object(schema) => {
-                    Some(Tool::new(spec.name, spec.description, Arc::new(schema)))
-                }
-                // A registry's schemas are objects; one that is not is not served.
-                _ => None,
-            })
+            .map(|(tool, _)| tool)
             .collect()
     }
 
-    /// What the client is shown, as one number: it moves when the offer
-    /// does. Hashed again only when the catalogue was read again.
+    /// What the client is shown, and each tool's gate, as one number: it
+    /// moves when the offer does, and when a tool's gate does (approval
+    /// turned on or off, a tool quarantined or accepted), so that a client
+    /// that keeps its own list of which tools ask is told to list again.
+    /// Hashed again only when the catalogue was read again.
     async fn fingerprint(
         &self,
         last: &mut Option<(Arc<toolgate::registry::Catalogue>, u64)>,
@@ -402,11 +404,17 @@ impl Gateway {
         {
             return *print;
         }
+        let offered = self.inner.registry.offer_all().await;
+        let titles = handler::titles(self.inner.host.store()).await;
         let mut hasher = std::hash::DefaultHasher::new();
-        for spec in self.inner.registry.offer_all().await.specs() {
-            spec.name.hash(&mut hasher);
-            spec.description.hash(&mut hasher);
-            spec.parameters.to_string().hash(&mut hasher);
+        for (shown, tool) in handler::shown(&offered, &titles) {
+            // Name, title, description, schema and annotations, as sent.
+            match serde_json::to_string(&shown) {
+                Ok(text) => text.hash(&mut hasher),
+                Err(_) => shown.name.hash(&mut hasher),
+            }
+            tool.facts().hash(&mut hasher);
+            tool.judgement().hash(&mut hasher);
         }
         let print = hasher.finish();
         *last = Some((catalogue, print));

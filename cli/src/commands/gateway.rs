@@ -20,14 +20,16 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
         .build()
         .map_err(|e| Failure::Refused(e.to_string()))?;
     tracing::info!(user = %args.user, host = %args.name, "gateway serving over stdio");
-    let (stdin, stdout) = rmcp::transport::stdio();
+    // Every line the client sends is answered, one that does not read too
+    // (rmcp's own stdio transport drops it unanswered).
     let input = UntilEnd {
-        inner: stdin,
+        inner: tokio::io::stdin(),
         gateway: Some(gateway.clone()),
     };
+    let transport = toolgate_gateway::stdio::StdioTransport::new(input, tokio::io::stdout());
     let running = gateway
         .clone()
-        .serve((input, stdout))
+        .serve(transport)
         .await
         .map_err(|e| Failure::Error(format!("cannot serve over stdio: {e}")))?;
     let ended = running.waiting().await;
