@@ -407,6 +407,11 @@ pub(crate) struct GatewayArgs {
     /// out.
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     pub(crate) lease_ms: u64,
+    /// How long, in seconds, a decided run waits for its client to ask for
+    /// the call again before it expires (a client that never comes back
+    /// leaves it decided and unrun): 24 hours by default.
+    #[arg(long, default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) expire_unasked: u64,
     /// Four eyes: a held call is decided by someone other than `--user`.
     #[arg(long)]
     pub(crate) four_eyes: bool,

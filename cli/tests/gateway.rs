@@ -196,7 +196,10 @@ async fn open_runs(dir: &Path, count: usize) -> Vec<(String, String, String)> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("not {count} runs open");
+    panic!(
+        "not {count} runs open: {}",
+        json_of(dir, &["runs", "list", "--all"])
+    );
 }
 
 fn lines(ledger: &Path) -> usize {
@@ -438,7 +441,7 @@ async fn an_upstream_cannot_elicit_through_the_gateway() {
 /// only the runs it created, and a decision of one's run answers no call
 /// of the other's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_gateways_on_one_store_each_resume_only_their_own_runs() {
+async fn two_gateways_on_one_store_share_a_held_call_and_run_it_once() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let ledger = dir.join("ledger");
@@ -448,10 +451,12 @@ async fn two_gateways_on_one_store_each_resume_only_their_own_runs() {
     let from_first = write_in_background(first.peer(), "from the first");
     let from_second = write_in_background(second.peer(), "from the second");
     // The second client asks the first's very call: the same person, the
-    // same client program, the same arguments — through another gateway,
-    // it is a run of its own.
+    // same client program, the same arguments — through another gateway of
+    // the name, it is the same call, and joins its run.
+    let runs = open_runs(dir, 2).await;
     let same_as_first = write_in_background(second.peer(), "from the first");
-    let runs = open_runs(dir, 3).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(open_runs(dir, 2).await.len(), 2, "no third run");
     assert_eq!(lines(&ledger), 0, "nothing ran undecided");
     let of = |said: &str| {
         runs.iter()
@@ -464,7 +469,7 @@ async fn two_gateways_on_one_store_each_resume_only_their_own_runs() {
         dir,
         &[
             "runs",
-            "approve",
+            "deny",
             &second_run,
             "--digest",
             &second_digest,
@@ -472,15 +477,14 @@ async fn two_gateways_on_one_store_each_resume_only_their_own_runs() {
             "bob",
         ],
     );
-    let answered = from_second.await.unwrap();
-    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
-    assert_eq!(lines(&ledger), 1);
+    let denied = from_second.await.unwrap();
+    assert_eq!(denied.is_error, Some(true));
+    assert!(text(&denied).contains("denied"), "{}", text(&denied));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!from_first.is_finished() && !same_as_first.is_finished());
 
-    // The two runs of "from the first": deciding one answers its own
-    // gateway's call alone, and runs once.
-    let [(one, one_digest), (other, other_digest)] = of("from the first").try_into().unwrap();
+    // Approved once: both gateways' askers are answered, and it runs once.
+    let [(one, one_digest)] = of("from the first").try_into().unwrap();
     toolgate(
         dir,
         &[
@@ -493,34 +497,14 @@ async fn two_gateways_on_one_store_each_resume_only_their_own_runs() {
             "bob",
         ],
     );
-    let (mut from_first, mut same_as_first) = (from_first, same_as_first);
-    let (answered, still) = tokio::select! {
-        a = &mut from_first => (a.unwrap(), same_as_first),
-        b = &mut same_as_first => (b.unwrap(), from_first),
-    };
+    let answered = from_first.await.unwrap();
+    let joined = same_as_first.await.unwrap();
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
-    assert_eq!(lines(&ledger), 2);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(!still.is_finished(), "the other run is not decided");
-    toolgate(
-        dir,
-        &[
-            "runs",
-            "deny",
-            &other,
-            "--digest",
-            &other_digest,
-            "--as",
-            "bob",
-        ],
-    );
-    let denied = still.await.unwrap();
-    assert_eq!(denied.is_error, Some(true));
-    assert!(text(&denied).contains("denied"), "{}", text(&denied));
+    assert_eq!(text(&joined), text(&answered));
     assert_eq!(
         lines(&ledger),
-        2,
-        "each approved call ran once; the denied one never"
+        1,
+        "the approved call ran once; the denied one never"
     );
     first.cancel().await.unwrap();
     second.cancel().await.unwrap();

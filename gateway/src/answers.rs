@@ -100,6 +100,16 @@ pub(crate) fn waits_for_approval(held: &HeldCall) -> CallToolResult {
     ))
 }
 
+/// The answer to a held call whose run was decided and runs its call now,
+/// not done within the wait: what is true — it runs, once — and how the
+/// result is had.
+pub(crate) fn is_running(held: &HeldCall) -> CallToolResult {
+    refusal(format!(
+        "run `{run}` is running its call now (it was decided); its result was not ready within the wait. It runs once: asked again, the same call is answered with its result (`toolgate runs show {run}`)",
+        run = held.run_id,
+    ))
+}
+
 /// Tells a client that asked for progress, every few seconds, that its
 /// call still waits; never resolves.
 pub(crate) async fn progress(held: &HeldCall, to: Option<(ProgressToken, rmcp::Peer<RoleServer>)>) {

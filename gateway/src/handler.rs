@@ -236,6 +236,7 @@ impl ServerHandler for Gateway {
                 .meta
                 .get_progress_token()
                 .map(|token| (token, context.peer.clone())),
+            forms: crate::elicit::shows_forms(&context.peer).then(|| context.peer.clone()),
         };
         Ok(self
             .asked(&request.name, arguments, client, asker)

@@ -1,29 +1,46 @@
-//! Held calls: saved, waited on by every asking of the same call, resumed
-//! once, answered; and the runs a stopped gateway of this name left.
+//! Held calls: registered in the store under what makes a call the same
+//! call, waited on by every asking of it — from this process or any other
+//! gateway of the name — resumed once, answered; and the runs a stopped
+//! gateway of this name left.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::CallToolResult;
 use toolgate::suspend::SuspendedRun;
-use toolgate_store::{Ended, WaitsFor};
+use toolgate_store::{ANSWER_GRACE, CallStanding, Ended, Holding};
 
 use crate::answers::{
-    answer, not_finished, progress, refusal, waits_for_a_choice, waits_for_approval,
+    answer, is_running, not_finished, progress, refusal, waits_for_a_choice, waits_for_approval,
 };
-use crate::{Answered, Asker, Gateway, HeldCall, SameCall};
+use crate::{Asker, Gateway, HeldCall};
+
+/// How long past the wait a waiter may take to come back before its call is
+/// taken to be running: a waiter that is not resuming comes back at the
+/// deadline.
+const RESUME_MARGIN: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Gateway {
     /// Picks up the runs of this gateway's name whose gateway stopped while
     /// it ran their call ([`toolgate_store::CallHost::stopped`]), by the rule every host
     /// follows: the journal tells what became of the call — one that started
     /// and never ended is an outcome unknown, which waits for an operator's
-    /// choice, never run again unasked. The same call asked again of this
-    /// gateway is answered by its run. Returns how many were picked up; done
-    /// by a served gateway every few seconds.
+    /// choice, never run again unasked. The answer of a run it finishes is
+    /// kept for its call asked again, by any gateway of the name. Decided
+    /// runs whose call was never asked again within
+    /// [`GatewayBuilder::expire_unasked`](crate::GatewayBuilder::expire_unasked)
+    /// are closed as expired. Returns how many runs were picked up; done by
+    /// a served gateway every few seconds.
     pub async fn recover(&self) -> usize {
         let inner = &self.inner;
+        match inner.host.expire_unasked(inner.expire_unasked).await {
+            Ok(expired) => {
+                for run in expired {
+                    tracing::info!(%run, "a decided run whose call was never asked again expired");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot close the runs never asked again"),
+        }
         let stopped = match inner.host.stopped().await {
             Ok(stopped) => stopped,
             Err(error) => {
@@ -43,82 +60,67 @@ impl Gateway {
             };
             tracing::warn!(run = %run_id, "a run whose gateway stopped mid-call is picked up from its journal");
             picked += 1;
-            let paused = inner.host.store().latest_suspended(&run_id).await.ok();
-            let held = Arc::new(HeldCall {
+            let key = inner.host.key_of(&run_id).await.ok().flatten();
+            let held = HeldCall {
                 run_id: run_id.clone(),
-                turn: tokio::sync::Mutex::new(None),
-            });
-            let (result, over) = self.resume(&run_id, task).await;
-            if over {
-                *held.turn.lock().await = Some(Answered {
-                    result,
-                    at: Instant::now(),
-                });
-            }
-            // Known again as the call it was, when it was this gateway
-            // user's: the same call asked again is answered by it.
-            let same = paused.as_ref().and_then(|run| {
-                let state = run.state();
-                let call = run.pending().first()?;
-                (state.requested_by == inner.user).then(|| SameCall {
-                    client: state.client.clone(),
-                    tool: call.name.clone(),
-                    arguments: toolgate::suspend::arguments_digest(&call.arguments),
-                })
-            });
-            if let Some(same) = same {
-                self.held().insert(same, held);
-            }
+                key,
+            };
+            self.resume_held(&held, task).await;
         }
         picked
     }
 
-    /// Saves a paused call and holds it for its decision, up to the wait.
-    pub(crate) async fn hold(
-        &self,
-        same: SameCall,
-        run: SuspendedRun,
-        asker: Asker,
-    ) -> CallToolResult {
-        if let Err(error) = self.inner.host.save(&run).await {
-            return refusal(format!("the call could not be held for approval: {error}"));
+    /// Saves a paused call under its key and holds it for its decision, up
+    /// to the wait — or, when the key already names a live run (the same
+    /// call asked at the same moment, here or by another gateway), joins
+    /// that run and saves nothing.
+    pub(crate) async fn hold(&self, key: String, run: SuspendedRun, asker: Asker) -> Joined {
+        let held = match self.inner.host.hold(&key, &run, self.inner.remember).await {
+            Ok(Holding::Held) => {
+                tracing::info!(run = %run.run_id(), "a gated call waits for a decision");
+                HeldCall {
+                    run_id: run.run_id().to_owned(),
+                    key: Some(key),
+                }
+            }
+            Ok(Holding::Joined(existing)) => {
+                tracing::info!(run = %existing.run_id, "the same call was held already; this one joins its run");
+                if let Some(answer) = existing.answer.as_deref().and_then(stored_answer) {
+                    return Joined::Answered(answer);
+                }
+                HeldCall {
+                    run_id: existing.run_id,
+                    key: Some(key),
+                }
+            }
+            Err(error) => {
+                return Joined::Answered(refusal(format!(
+                    "the call could not be held for approval: {error}; it was not run"
+                )));
+            }
+        };
+        // The client's own user may decide it, where the client can ask
+        // and the store allows it: asked while the call is held.
+        if let Some(peer) = asker.forms.clone() {
+            let gateway = self.clone();
+            let run_id = held.run_id.clone();
+            let within = self.inner.wait;
+            tokio::spawn(async move { gateway.elicit(peer, run_id, within).await });
         }
-        let held = Arc::new(HeldCall {
-            run_id: run.run_id().to_owned(),
-            turn: tokio::sync::Mutex::new(None),
-        });
-        tracing::info!(run = %held.run_id, "a gated call waits for a decision");
-        {
-            let remember = self.inner.remember;
-            let mut calls = self.held();
-            // Answers kept past their time are let go.
-            calls.retain(|_, call| {
-                call.turn.try_lock().map_or(true, |answered| {
-                    answered.as_ref().is_none_or(|a| a.at.elapsed() < remember)
-                })
-            });
-            calls.insert(same, Arc::clone(&held));
-        }
-        match self.join(&held, asker).await {
-            Joined::Answered(answer) => answer,
-            // Saved a moment ago and gone already: ended by someone else.
-            Joined::Gone(_) => refusal(format!(
-                "run `{}` ended before its call was answered; `toolgate runs show {}` tells how",
-                held.run_id, held.run_id
-            )),
-        }
+        self.join(&held, asker).await
     }
 
-    /// Waits, up to the wait, for a held call's decision, and answers with
-    /// the resumed run's result; answers at once when it was answered
-    /// before. Past the wait — or cancelled by the client — the answer names
-    /// the run and how to decide it, and the call stays held for the same
-    /// call asked again. `Gone` when the run no longer waits and was not
-    /// resumed here (it expired, say): the call is a new one.
+    /// Waits, up to the wait, for a held call's run, and answers with its
+    /// result; answers at once when it was answered before. Past the wait —
+    /// or cancelled by the client — the answer names the run and says what
+    /// it waits for (a decision, an operator's choice, its call running
+    /// now); the run stays for the same call asked again. `Gone` when the run
+    /// is over without an answer kept (it expired, say): the call is a new
+    /// one.
     ///
     /// The wait and the resume run in a task of their own: a client that
     /// cancels, or goes away, never cuts a resume short.
-    pub(crate) async fn join(&self, held: &Arc<HeldCall>, mut asker: Asker) -> Joined {
+    pub(crate) async fn join(&self, held: &HeldCall, mut asker: Asker) -> Joined {
         let deadline = tokio::time::Instant::now() + self.inner.wait;
         // Told when the client gives up: the wait ends — never a resume
         // under way — and a decision taken later is applied when the same
@@ -126,7 +128,7 @@ impl Gateway {
         let (client_left, left) = tokio::sync::watch::channel(false);
         let waiting = {
             let gateway = self.clone();
-            let held = Arc::clone(held);
+            let held = held.clone();
             tokio::spawn(async move {
                 let stop = || {
                     let mut left = left.clone();
@@ -141,16 +143,16 @@ impl Gateway {
             })
         };
         let progress = progress(held, asker.progress.take());
+        // A waiter that is not back shortly after the deadline is inside a
+        // resume — the call runs now — which goes on in its task, and keeps
+        // its answer for the call asked again.
+        let resuming = tokio::time::sleep_until(deadline + RESUME_MARGIN);
         tokio::select! {
+            () = resuming => Joined::Answered(is_running(held)),
             waited = waiting => match waited {
                 Ok(Waited::Answer(answer)) => Joined::Answered(answer),
-                Ok(Waited::Undecided(WaitsFor::Decision)) => {
-                    Joined::Answered(waits_for_approval(held))
-                }
-                Ok(Waited::Undecided(WaitsFor::Choice)) => {
-                    Joined::Answered(waits_for_a_choice(held))
-                }
-                Ok(Waited::Gone) => Joined::Gone(asker),
+                Ok(Waited::Undecided(waits)) => Joined::Answered(undecided(held, waits)),
+                Ok(Waited::Gone) => Joined::Gone,
                 Err(error) => Joined::Answered(refusal(format!(
                     "the wait for run `{}` ended: {error}",
                     held.run_id
@@ -165,59 +167,82 @@ impl Gateway {
         }
     }
 
-    /// One waiter at a time, until `stop` resolves: the answer given
-    /// before, or the run's decision and the resumed run's result.
+    /// Follows a held call's run until `stop` resolves: the answer kept for
+    /// it, or — once it is decided — the run claimed, resumed and its
+    /// answer kept. Whoever claims it resumes it; every other waiter, in
+    /// this process or another, reads the answer it keeps.
     async fn wait_and_resume<S: Future<Output = ()>>(
         &self,
         held: &HeldCall,
         stop: impl Fn() -> S,
     ) -> Waited {
-        let inner = &self.inner;
-        let mut turn = tokio::select! {
-            turn = held.turn.lock() => turn,
-            () = stop() => return Waited::Undecided(WaitsFor::Decision),
-        };
-        if let Some(answered) = turn.as_ref() {
-            return Waited::Answer(answered.result.clone());
-        }
-        let mut waits = WaitsFor::Decision;
-        let task = match inner.host.waits_for(&held.run_id).await {
-            Ok(Some(what)) => {
-                waits = what;
-                inner
-                    .host
-                    .wait_until(&held.run_id, inner.poll, stop())
-                    .await
+        let host = &self.inner.host;
+        let mut over_since: Option<Instant> = None;
+        loop {
+            match host.answer_of(&held.run_id).await {
+                Ok(Some(text)) => {
+                    if let Some(answer) = stored_answer(&text) {
+                        return Waited::Answer(answer);
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => return Waited::Answer(unreadable(held, &error)),
             }
-            // Decided while no one waited, or picked up after a host stopped.
-            Ok(None) => match inner.host.claim(&held.run_id).await {
+            let waits = match host.run_standing(&held.run_id).await {
+                Ok(Some(CallStanding::Open)) => Waits::Decision,
+                Ok(Some(CallStanding::OutcomeUnknown)) => Waits::Choice,
+                Ok(Some(CallStanding::Decided | CallStanding::Stopped)) => {
+                    match host.claim(&held.run_id).await {
+                        Ok(Some(task)) => {
+                            return Waited::Answer(self.resume_held(held, task).await);
+                        }
+                        // Another waiter claimed it a moment ago.
+                        Ok(None) => Waits::Running,
+                        Err(error) => return Waited::Answer(unreadable(held, &error)),
+                    }
+                }
+                Ok(Some(CallStanding::Running)) => Waits::Running,
+                // Over: its answer is kept right after, by whoever resumed
+                // it; over for longer without one, the call is a new one.
+                Ok(Some(CallStanding::Done)) => {
+                    let since = *over_since.get_or_insert_with(Instant::now);
+                    let let_go = matches!(host.key_of(&held.run_id).await, Ok(None));
+                    if let_go || since.elapsed() >= ANSWER_GRACE {
+                        return Waited::Gone;
+                    }
+                    Waits::Running
+                }
                 Ok(None) => return Waited::Gone,
-                claimed => claimed,
-            },
-            Err(error) => Err(error),
-        };
-        let task = match task {
-            Ok(Some(task)) => task,
-            Ok(None) => return Waited::Undecided(waits),
-            // Not kept: the same call asked again tries again.
-            Err(error) => {
-                return Waited::Answer(refusal(format!(
-                    "run `{}` could not be resumed: {error}",
-                    held.run_id
-                )));
+                Err(error) => return Waited::Answer(unreadable(held, &error)),
+            };
+            tokio::select! {
+                () = tokio::time::sleep(self.inner.poll) => {}
+                () = stop() => return Waited::Undecided(waits),
             }
-        };
-        let (result, over) = self.resume(&held.run_id, task).await;
-        // A run that waits again — for an operator's choice on a call whose
-        // outcome is unknown — answers the same call asked again once it is
-        // over, not before.
-        if over {
-            *turn = Some(Answered {
-                result: result.clone(),
-                at: Instant::now(),
-            });
         }
-        Waited::Answer(result)
+    }
+
+    /// Resumes a claimed held run and keeps its answer once the run is
+    /// over, for the same call asked again.
+    async fn resume_held(
+        &self,
+        held: &HeldCall,
+        task: toolgate_store::Resumable,
+    ) -> CallToolResult {
+        let (result, over) = self.resume(&held.run_id, task).await;
+        if over && let Some(key) = &held.key {
+            match serde_json::to_string(&result) {
+                Ok(text) => {
+                    if let Err(error) = self.inner.host.answered(key, &held.run_id, &text).await {
+                        tracing::warn!(run = %held.run_id, %error, "the answer of a held call could not be kept; asked again, the call is answered by its run's record");
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(run = %held.run_id, %error, "the answer of a held call cannot be written");
+                }
+            }
+        }
+        result
     }
 
     /// Resumes a claimed run of one call, on a fresh reading of the
@@ -248,18 +273,57 @@ impl Gateway {
     }
 }
 
+/// An answer kept in the store, read back; `None` when it does not read
+/// (the run's record then answers).
+fn stored_answer(text: &str) -> Option<CallToolResult> {
+    match serde_json::from_str(text) {
+        Ok(answer) => Some(answer),
+        Err(error) => {
+            tracing::warn!(%error, "a kept answer does not read back");
+            None
+        }
+    }
+}
+
+fn unreadable(held: &HeldCall, error: &toolgate_store::StoreError) -> CallToolResult {
+    refusal(format!(
+        "run `{}` cannot be followed: the store cannot be read ({error}); asked again, the same call waits on it again",
+        held.run_id
+    ))
+}
+
+/// The answer to a held call whose run was not over within the wait.
+fn undecided(held: &HeldCall, waits: Waits) -> CallToolResult {
+    match waits {
+        Waits::Decision => waits_for_approval(held),
+        Waits::Choice => waits_for_a_choice(held),
+        Waits::Running => is_running(held),
+    }
+}
+
 /// How a wait on a held call ended, for the client that asked.
 pub(crate) enum Joined {
     Answered(CallToolResult),
-    Gone(Asker),
+    Gone,
+}
+
+/// What a run not over within the wait waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waits {
+    /// A person's decision.
+    Decision,
+    /// An operator's choice on a call whose outcome is unknown.
+    Choice,
+    /// Nothing: its call runs now.
+    Running,
 }
 
 /// How a wait on a held call ended.
-pub(crate) enum Waited {
+enum Waited {
     /// The call's answer.
     Answer(CallToolResult),
-    /// Not decided in time: it still waits for this.
-    Undecided(WaitsFor),
-    /// The run no longer waits and was not resumed here.
+    /// Not over in time: it still waits for this.
+    Undecided(Waits),
+    /// The run is over and no answer is kept for it.
     Gone,
 }

@@ -13,10 +13,15 @@
 //! a denial answers with its reason as an error result. Past the wait, the
 //! client is answered with an error that names the run (never the digest a
 //! decision carries: the model reads it); the run stays, visible and
-//! decidable, and the same call asked again — same tool, same arguments by
-//! [`toolgate::suspend::arguments_digest`], same client — waits on it or is
-//! answered by it: an approved call runs once, a call that ran answers its
-//! kept result ([`GatewayBuilder::remember`]), never runs twice.
+//! decidable, and the same call asked again — same gateway name, requester,
+//! tool, arguments by [`toolgate::suspend::arguments_digest`] and client
+//! name — waits on it or is answered by it, whichever gateway process of
+//! the name it is asked of: the held call is registered in the store under
+//! that key ([`toolgate_store::CallHost::hold`]), in one statement, so calls
+//! asked at once join one run. An approved call runs once, a call that ran
+//! answers its kept result ([`GatewayBuilder::remember`]), never runs twice;
+//! a decided call never asked again expires
+//! ([`GatewayBuilder::expire_unasked`]).
 //!
 //! A forwarded call costs one hop and the scan: the operator's revision is
 //! read at most once per [`GatewayBuilder::follow`], not per call. A run
@@ -37,11 +42,10 @@
 //! # Ok(()) }
 //! ```
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, ProgressToken, Tool};
@@ -56,6 +60,7 @@ use toolgate_mcp::{Deadlines, McpProvider};
 use toolgate_store::{CallHost, Store, StoreError};
 
 mod answers;
+mod elicit;
 mod follow;
 mod handler;
 mod held;
@@ -76,6 +81,11 @@ pub const DEFAULT_FOLLOW: Duration = Duration::from_millis(100);
 /// How long a held call's answer is kept for the same call asked again, by
 /// default: 10 minutes. See [`GatewayBuilder::remember`].
 pub const DEFAULT_REMEMBER: Duration = Duration::from_mins(10);
+
+/// How long a decided run of one call waits for its call to be asked again
+/// before it expires, by default: 24 hours. See
+/// [`GatewayBuilder::expire_unasked`].
+pub const DEFAULT_EXPIRE_UNASKED: Duration = Duration::from_hours(24);
 
 /// How often a held call tells a client that asked for progress that it
 /// still waits.
@@ -111,6 +121,7 @@ pub struct GatewayBuilder {
     changes: Duration,
     follow: Duration,
     remember: Duration,
+    expire_unasked: Duration,
     lease: Option<Duration>,
     four_eyes: bool,
     approvals: u32,
@@ -199,6 +210,16 @@ impl GatewayBuilder {
         self
     }
 
+    /// How long a decided run waits for its call to be asked again: a
+    /// client that never comes back leaves a run decided and never run;
+    /// past this after its decision it is closed as expired, and shown so.
+    /// Default: [`DEFAULT_EXPIRE_UNASKED`].
+    #[must_use]
+    pub fn expire_unasked(mut self, after: Duration) -> Self {
+        self.expire_unasked = after;
+        self
+    }
+
     /// How long a run this gateway resumes stays its own without a sign of
     /// life ([`CallHost::with_lease`]): a gateway of the same name picks up
     /// a run whose gateway stopped mid-call once it ran out. Default: the
@@ -252,9 +273,9 @@ impl GatewayBuilder {
                 poll: self.poll,
                 changes: self.changes,
                 remember: self.remember,
+                expire_unasked: self.expire_unasked,
                 four_eyes: self.four_eyes,
                 approvals: self.approvals,
-                held: std::sync::Mutex::default(),
                 left: tokio::sync::watch::Sender::new(false),
             }),
         })
@@ -280,40 +301,48 @@ struct Inner {
     changes: Duration,
     /// How long a held call's answer is kept for the same call again.
     remember: Duration,
+    /// How long a decided run waits for its call to be asked again.
+    expire_unasked: Duration,
     four_eyes: bool,
     approvals: u32,
-    /// Calls held for a decision, from the moment their run is saved, by
-    /// what makes a call the same call: the same call asked again — while
-    /// it is held, or after it was answered "waits for approval" — waits on
-    /// (or is answered by) its run rather than starting another.
-    held: std::sync::Mutex<HashMap<SameCall, Arc<HeldCall>>>,
     /// Set when the client went away ([`Gateway::client_left`]).
     left: tokio::sync::watch::Sender<bool>,
 }
 
-/// What makes a retry the same call: the client, the tool and the
-/// arguments' digest ([`toolgate::suspend::arguments_digest`]).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct SameCall {
-    client: Option<DeclaredClient>,
-    tool: String,
-    arguments: String,
+/// What makes a retry the same call, for every gateway process of a name:
+/// the gateway's name, the requester (its user), the tool's local name, the
+/// arguments' digest ([`toolgate::suspend::arguments_digest`]) and the name
+/// the client declared — not its version, which changes when the client
+/// updates itself. The held call's key in the store is the digest of these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SameCall<'a> {
+    gateway: &'a str,
+    requester: &'a str,
+    tool: &'a str,
+    arguments: &'a Value,
+    client: Option<&'a str>,
 }
 
-/// A held call: its run and — once the run was resumed — its answer.
-#[derive(Debug)]
+impl SameCall<'_> {
+    /// The key the store holds the call under.
+    fn key(&self) -> String {
+        toolgate::suspend::arguments_digest(&serde_json::json!([
+            "toolgate/held-call",
+            self.gateway,
+            self.requester,
+            self.tool,
+            toolgate::suspend::arguments_digest(self.arguments),
+            self.client,
+        ]))
+    }
+}
+
+/// A held call: its run, and the key its answer is kept under (none for a
+/// run picked up from a stopped gateway that was never held under one).
+#[derive(Debug, Clone)]
 struct HeldCall {
     run_id: String,
-    /// Whoever holds it waits for the decision and resumes the run: one at a
-    /// time, so a run is resumed once however many times its call is asked.
-    /// The answer is kept in it once given.
-    turn: tokio::sync::Mutex<Option<Answered>>,
-}
-
-#[derive(Debug, Clone)]
-struct Answered {
-    result: CallToolResult,
-    at: Instant,
+    key: Option<String>,
 }
 
 /// What the client that asked a call can be told while it is held, and how
@@ -323,6 +352,9 @@ struct Asker {
     cancelled: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Where to send progress, when the client asked for it.
     progress: Option<(ProgressToken, rmcp::Peer<RoleServer>)>,
+    /// The client, to ask its own user to decide a held call
+    /// (elicitation), when it can show forms.
+    forms: Option<rmcp::Peer<RoleServer>>,
 }
 
 impl Asker {
@@ -331,6 +363,7 @@ impl Asker {
         Self {
             cancelled: Box::pin(std::future::pending()),
             progress: None,
+            forms: None,
         }
     }
 }
@@ -348,6 +381,7 @@ impl Gateway {
             changes: Duration::from_secs(1),
             follow: DEFAULT_FOLLOW,
             remember: DEFAULT_REMEMBER,
+            expire_unasked: DEFAULT_EXPIRE_UNASKED,
             lease: None,
             four_eyes: false,
             approvals: 1,
@@ -448,22 +482,19 @@ impl Gateway {
                 toolgate::visible::visible(wire_name)
             ));
         };
+        let arguments_seen = arguments.clone();
         let same = SameCall {
-            client: client.clone(),
-            tool: local.to_owned(),
-            arguments: toolgate::suspend::arguments_digest(&arguments),
+            gateway: self.inner.host.name(),
+            requester: &self.inner.user,
+            tool: local,
+            arguments: &arguments_seen,
+            client: client.as_ref().map(|c| c.name.as_str()),
         };
-        // The same call again, held or answered: its run, not a new one.
-        let earlier = self.held().get(&same).cloned();
-        if let Some(held) = earlier {
-            match self.join(&held, asker).await {
-                Joined::Answered(answer) => return answer,
-                Joined::Gone(asker) => {
-                    self.forget(&same, &held);
-                    return Box::pin(self.asked(wire_name, arguments, client, asker)).await;
-                }
-            }
-        }
+        // The same call asked before — by this process or another gateway
+        // of the name — is found when its run is registered: holding it
+        // joins the live run its key names, and saves nothing. A call the
+        // gate lets run reads nothing more of the store.
+        let key = same.key();
         let call = ToolCall {
             id: format!("call_{}", uuid::Uuid::new_v4().simple()),
             name: local.to_owned(),
@@ -483,8 +514,17 @@ impl Gateway {
         match agent.call(request).await {
             Ok(Outcome::Finished { state, .. }) => answer(&state),
             Ok(Outcome::AwaitingApproval(run)) => {
-                self.hold(same, SuspendedRun::AwaitingApproval(run), asker)
+                match self
+                    .hold(key, SuspendedRun::AwaitingApproval(run), asker)
                     .await
+                {
+                    Joined::Answered(answer) => answer,
+                    // Saved a moment ago and over already: ended by someone
+                    // else (denied and closed, say).
+                    Joined::Gone => refusal(
+                        "the call's run ended before its call was answered; `toolgate runs list` tells how".to_owned(),
+                    ),
+                }
             }
             Ok(Outcome::WaitingForInput(run)) => {
                 match self
@@ -505,21 +545,6 @@ impl Gateway {
                 refusal("the call's run reached its cap of turns without an answer".to_owned())
             }
             Err(error) => refusal(run_error(&error)),
-        }
-    }
-
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<SameCall, Arc<HeldCall>>> {
-        self.inner
-            .held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Forgets a held call, if it is still the one held under `same`.
-    fn forget(&self, same: &SameCall, held: &Arc<HeldCall>) {
-        let mut calls = self.held();
-        if calls.get(same).is_some_and(|now| Arc::ptr_eq(now, held)) {
-            calls.remove(same);
         }
     }
 }

@@ -20,7 +20,12 @@
 //! ([`RetryPolicy`]); 401, 403 and 404 are errors that say which of the
 //! key, the model or the URL is wrong ([`ProviderError`]). The key
 //! ([`ApiKey`]) is read from the environment or a file and never printed.
-//! Answers are read up to a bound (8 MiB by default).
+//! Answers are read up to a bound (8 MiB by default), whole or — with
+//! `.stream(true)` — as server-sent events assembled into the same
+//! response, bounded by an idle and an overall limit and never sent again
+//! once the answer began. Every request the clients build is one the
+//! provider's API takes: the rules, and where each is enforced, are in the
+//! crate's README.
 //!
 //! HTTPS goes through rustls with its default crypto provider, and the
 //! operating system's trust store.

@@ -99,7 +99,10 @@ pub use flag::StoredFlag;
 #[doc(hidden)]
 pub use flag::approval_from_stored;
 pub use host::choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
-pub use host::{CallHost, Ended, Host, Resumable, Resumed, SetAside, WaitsFor};
+pub use host::{
+    ANSWER_GRACE, CallHost, CallStanding, Ended, HeldCall, Holding, Host, Resumable, Resumed,
+    SetAside, WaitsFor,
+};
 /// Not public API: the rule for a host's name, for tests (`test-util`);
 /// [`Host::new`] applies it.
 #[cfg(feature = "test-util")]

@@ -264,6 +264,41 @@ pub(crate) async fn conclude(
     Ok(concluded == 1)
 }
 
+/// Decided → done, for the decided runs of a host of runs of one call
+/// (`owner`) that no client claimed since before `decided_before`: their
+/// call was never asked again. The run ids closed.
+pub(crate) async fn expire_unclaimed(
+    tx: &mut Tx,
+    owner: &str,
+    decided_before: i64,
+    why: &str,
+    now: i64,
+) -> Result<Vec<String>, StoreError> {
+    let rows = Query::new(
+        "UPDATE suspended_run SET execution = 'done', outcome = $1, updated_at = $2
+         WHERE owner = $3 AND state = 'decided' AND execution = 'pending' AND decided_at < $4
+         RETURNING run_id",
+    )
+    .bind(why)
+    .bind(now)
+    .bind(owner)
+    .bind(decided_before)
+    .fetch_all(&mut *tx)
+    .await?;
+    rows.iter()
+        .map(|row| Ok(row.try_get::<String, _>("run_id")?))
+        .collect()
+}
+
+/// Where the newest suspension of a run stands, as a run of one call's
+/// host reads it.
+pub(crate) fn standing_of(state: &str, execution: &str) -> Option<(State, Execution)> {
+    Some((
+        State::from_stored(state)?,
+        Execution::from_stored(execution)?,
+    ))
+}
+
 /// Outcome unknown → waiting for its host again, once an operator's choice
 /// stands.
 pub(crate) async fn hand_back(tx: &mut Tx, suspension_id: i64, now: i64) -> Result<(), StoreError> {

@@ -175,7 +175,15 @@ pub(super) fn report_recorded(
             "approvals": {"have": recorded.approvals.0, "need": recorded.approvals.1},
         }));
     }
-    if recorded.is_complete() {
+    if recorded.is_complete() && toolgate_store::is_reserved_host_name(&recorded.owner) {
+        say!(
+            "recorded: {} by {} (name from {}); it runs when its client asks for the call again (gateway `{}`)",
+            record.summary(),
+            operator.name(),
+            operator.source().as_str(),
+            recorded.owner
+        );
+    } else if recorded.is_complete() {
         say!(
             "recorded: {} by {} (name from {}); host `{}` will resume it",
             record.summary(),

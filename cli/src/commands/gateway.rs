@@ -15,6 +15,7 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
         .wait(Duration::from_secs(args.wait))
         .follow(Duration::from_millis(args.follow_ms))
         .lease(Duration::from_millis(args.lease_ms))
+        .expire_unasked(Duration::from_secs(args.expire_unasked))
         .four_eyes(args.four_eyes)
         .approvals(args.approvals)
         .build()

@@ -260,13 +260,13 @@ fn run_json(
     states: &[String],
     unknown: &[toolgate_store::UnknownCall],
 ) -> Value {
-    let waiting = latest.state == "open";
     json!({
         "run": paused.run_id(), "status": paused.status().as_str(),
         "requested_by": paused.state().requested_by, "client": paused.state().client,
         "owner": latest.owner, "state": latest.state, "execution": latest.execution,
         "standing": latest.standing(), "outcome": latest.outcome,
-        "digest": waiting.then(|| paused.digest().as_str().to_owned()),
+        // The turn's digest, decided or not: what a decision was bound to.
+        "digest": paused.digest().as_str(),
         "expires_at": latest.expires_at,
         "approvals": {"have": latest.approvals.0, "need": latest.approvals.1},
         "pending": paused.pending(),

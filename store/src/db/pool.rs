@@ -124,6 +124,16 @@ pub(crate) enum On<'e> {
     Tx(&'e mut Tx),
 }
 
+impl On<'_> {
+    /// The same place, borrowed again: for a loop of queries on one `On`.
+    pub(crate) fn reborrow(&mut self) -> On<'_> {
+        match self {
+            On::Pool(pool) => On::Pool(pool),
+            On::Tx(tx) => On::Tx(tx),
+        }
+    }
+}
+
 impl<'e> From<&'e Pool> for On<'e> {
     fn from(pool: &'e Pool) -> Self {
         On::Pool(pool)

@@ -21,7 +21,7 @@ use toolgate::suspend::{Refusal, SuspendedRun, SuspendedStatus};
 
 use crate::{Store, StoreError};
 
-pub use calls::{CallHost, WaitsFor};
+pub use calls::{ANSWER_GRACE, CallHost, CallStanding, HeldCall, Holding, WaitsFor};
 
 mod calls;
 pub(crate) mod choose;

@@ -618,19 +618,37 @@ async fn check_elicited(
     ) {
         return Err(refused(why));
     }
+    if let Some(why) = elicitation_off(&mut *tx, run).await? {
+        return Err(ClaimError::ElicitationOff {
+            run_id: run_id.to_owned(),
+            why,
+        });
+    }
+    Ok(())
+}
+
+/// Why a run's calls cannot be answered through the requester's own client
+/// — a call to a server whose operator has not turned elicitation on, or a
+/// tool no server supplies (a builtin) — or `None` when every call can.
+/// Read fail-closed: only a stored 1 is on.
+async fn elicitation_off<'e>(
+    on: impl Into<crate::db::On<'e>>,
+    run: &SuspendedRun,
+) -> Result<Option<String>, StoreError> {
+    let mut on = on.into();
     for call in run.pending() {
         // The server's own tool: its catalogue row, under the local name the
         // server and its remote name make (a local tool may hold no `.`,
         // so none can pass for it).
-        let on: Option<i64> = Query::new(
+        let flag: Option<i64> = Query::new(
             "SELECT s.elicitation FROM mcp_tool t JOIN mcp_server s ON s.id = t.server_id
              WHERE t.local_name = $1 AND t.orphaned = 0
                AND t.local_name = t.server_id || '.' || t.remote_name",
         )
         .bind(&call.name)
-        .scalar_optional(&mut *tx)
+        .scalar_optional(on.reborrow())
         .await?;
-        let why = match on {
+        let why = match flag {
             Some(1) => continue,
             Some(_) => format!(
                 "call `{}` is to `{}`, whose server's operator has not turned elicitation on",
@@ -643,12 +661,40 @@ async fn check_elicited(
                 toolgate::visible::visible(&call.name)
             ),
         };
-        return Err(ClaimError::ElicitationOff {
-            run_id: run_id.to_owned(),
-            why,
-        });
+        return Ok(Some(why));
     }
-    Ok(())
+    Ok(None)
+}
+
+impl Store {
+    /// Why the requester's own client may not be asked to approve `run`
+    /// (elicitation) — the core's rule for such an answer
+    /// ([`toolgate::audit::elicited_answer_problem`]: never under four eyes
+    /// or toward several approvers), or a call whose server's operator has
+    /// not turned elicitation on — or `None` when it may. What
+    /// [`Store::decide`] checks again when the answer comes.
+    pub async fn elicitation_refused(
+        &self,
+        run: &SuspendedRun,
+    ) -> Result<Option<String>, StoreError> {
+        let state = run.state();
+        let requester = Operator::new(&state.requested_by, IdentitySource::Given)
+            .map_err(|e| StoreError::Unreadable {
+                what: "requester",
+                reason: e.to_string(),
+            })?
+            .via(identity::Channel::Elicitation);
+        if let Some(why) = toolgate::audit::elicited_answer_problem(
+            identity::Channel::Elicitation,
+            &requester,
+            &state.requested_by,
+            &state.options,
+            true,
+        ) {
+            return Ok(Some(why.to_owned()));
+        }
+        elicitation_off(&self.pool, run).await
+    }
 }
 
 /// A decision's (or a choice's) channel: `None` in rows, and schemas, from

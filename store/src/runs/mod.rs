@@ -144,6 +144,20 @@ pub struct OpenRun {
 }
 
 impl OpenRun {
+    /// What a decided run waits for before it runs: its host — or, for a
+    /// run of one call, its client asking for the call again, which any
+    /// gateway of the name then runs.
+    pub fn waits_for_host(&self) -> String {
+        if crate::names::is_reserved_host_name(&self.owner) {
+            format!(
+                "decided; waits for its client to ask for the call again (gateway `{}`)",
+                self.owner
+            )
+        } else {
+            format!("decided; host `{}` will resume it", self.owner)
+        }
+    }
+
     /// Where the run stands, in the words an operator reads.
     pub fn standing(&self) -> String {
         let now = u64::try_from(now_ms()).unwrap_or(0);
@@ -162,9 +176,7 @@ impl OpenRun {
                 self.approvals.0, self.approvals.1
             ),
             (Some(State::Open), _) => "awaiting approval".into(),
-            (Some(State::Decided), Some(Execution::Pending)) => {
-                format!("decided; host `{}` will resume it", self.owner)
-            }
+            (Some(State::Decided), Some(Execution::Pending)) => self.waits_for_host(),
             (Some(State::Decided), Some(Execution::Resuming)) if lease_ran_out => {
                 match &self.executing {
                     Some(call) => format!(
