@@ -264,7 +264,7 @@ fn a_real_client_pauses_is_saved_decided_from_the_cli_and_resumed() {
     );
     assert_eq!(
         rest.last().map(String::as_str),
-        Some("tokens: 720 in (0 cached), 40 out")
+        Some("tokens: 720 in (0 cached, 0 cache writes), 40 out (0 reasoning)")
     );
     assert_eq!(
         std::fs::read_to_string(path.join("notes.txt")).unwrap(),

@@ -165,14 +165,12 @@ impl ServerHandler for Gateway {
         // The offer follows the operator: when it changes (an import, an
         // approval changed, a tool accepted, a server disabled or removed),
         // the client is told to list it again.
-        // Runs whose gateway of this name stopped mid-call are picked up
-        // too.
+        self.maintain();
         let gateway = self.clone();
         tokio::spawn(async move {
             let mut last = None;
             let mut seen = gateway.fingerprint(&mut last).await;
             loop {
-                gateway.recover().await;
                 tokio::time::sleep(gateway.inner.changes).await;
                 let now = gateway.fingerprint(&mut last).await;
                 if now == seen {
@@ -201,6 +199,9 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // A client that never initialises (a stateless one) still has the
+        // runs a stopped gateway left picked up.
+        self.maintain();
         // As the client declared itself: in this request, or at initialize.
         let client = context
             .meta

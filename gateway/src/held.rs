@@ -70,6 +70,29 @@ impl Gateway {
         picked
     }
 
+    /// Starts, once per gateway, the work a served gateway does every few
+    /// seconds whatever its client does: [`Gateway::recover`] — runs a
+    /// stopped gateway of the name left, and decided runs never asked
+    /// again. Called when serving begins (at `initialize`, or at the first
+    /// call of a client that never initialises); calling it again does
+    /// nothing.
+    pub fn maintain(&self) {
+        if self
+            .inner
+            .maintaining
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return;
+        }
+        let gateway = self.clone();
+        tokio::spawn(async move {
+            loop {
+                gateway.recover().await;
+                tokio::time::sleep(gateway.inner.changes).await;
+            }
+        });
+    }
+
     /// Saves a paused call under its key and holds it for its decision, up
     /// to the wait — or, when the key already names a live run (the same
     /// call asked at the same moment, here or by another gateway), joins

@@ -274,6 +274,7 @@ impl GatewayBuilder {
                 changes: self.changes,
                 remember: self.remember,
                 expire_unasked: self.expire_unasked,
+                maintaining: std::sync::atomic::AtomicBool::new(false),
                 four_eyes: self.four_eyes,
                 approvals: self.approvals,
                 left: tokio::sync::watch::Sender::new(false),
@@ -303,6 +304,8 @@ struct Inner {
     remember: Duration,
     /// How long a decided run waits for its call to be asked again.
     expire_unasked: Duration,
+    /// Whether the recovery loop runs ([`Gateway::maintain`]).
+    maintaining: std::sync::atomic::AtomicBool,
     four_eyes: bool,
     approvals: u32,
     /// Set when the client went away ([`Gateway::client_left`]).

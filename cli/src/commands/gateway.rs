@@ -21,6 +21,9 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
         .build()
         .map_err(|e| Failure::Refused(e.to_string()))?;
     tracing::info!(user = %args.user, host = %args.name, "gateway serving over stdio");
+    // Runs a stopped gateway of the name left are picked up from the start,
+    // whether or not the client ever initialises.
+    gateway.maintain();
     // Every line the client sends is answered, one that does not read too
     // (rmcp's own stdio transport drops it unanswered).
     let input = UntilEnd {
