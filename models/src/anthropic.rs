@@ -140,7 +140,7 @@ impl Anthropic {
                 reason: "the transcript ends with the model's own answer, which the API would take as the start of its next one: there is nothing for it to answer".to_owned(),
             });
         }
-        self.common.check_sampling(1.0, None)?;
+        self.common.check_sampling(1.0, None, false)?;
         if self.common.temperature.is_some() && self.common.top_p.is_some() {
             return Err(ProviderError::Unsendable {
                 provider: PROVIDER,
@@ -331,7 +331,9 @@ impl Anthropic {
         }
         .filter(|t| !t.is_empty());
         match stop_reason {
-            Some("max_tokens") if calls.is_empty() => {
+            // Cut at the output limit: the last call may be incomplete, and a
+            // turn is only ever taken whole.
+            Some("max_tokens") => {
                 return Err(ProviderError::OutputLimit {
                     provider: PROVIDER,
                     limit: self.common.max_output_tokens,
@@ -496,7 +498,7 @@ fn unique_id<'a>(id: &'a str, sent: &std::collections::HashSet<Cow<'a, str>>) ->
     if !sent.contains(&safe) {
         return safe;
     }
-    (2_u32..)
+    (2..=u32::MAX)
         .map(|n| Cow::Owned(format!("{safe}_{n}")))
         .find(|candidate| !sent.contains(candidate))
         .unwrap_or(safe)
@@ -695,30 +697,43 @@ impl MessagesStream {
         })?;
         let block = ContentBlock::read(block).map_err(StreamFault::Malformed)?;
         let is_call = matches!(block, ContentBlock::ToolUse { .. });
-        if !matches!(&block, ContentBlock::Text(text) if text.is_empty()) {
-            self.started = true;
-        }
+        // A block opened — even an empty text one — is the answer begun: a
+        // retry from here could pay for it twice.
+        self.started = true;
         self.blocks.push(block);
         self.partial.push(is_call.then(String::new));
         Ok(())
     }
 
     /// A `content_block_delta`: text appended to a text block, a piece of
-    /// JSON to a call's; any other delta (a thinking block's) passed over.
+    /// JSON to an open call's; any other delta for a text block or a call —
+    /// or one for a call already closed — is not the protocol's; a delta of
+    /// another block (a thinking block's, refused whole) is passed over.
     fn grow(&mut self, index: usize, delta: Option<&Value>) -> Result<(), StreamFault> {
+        let kind = delta
+            .and_then(|d| d.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let piece = |field: &str| delta.and_then(|d| d.get(field)).and_then(Value::as_str);
+        let misplaced = || {
+            StreamFault::Malformed(format!(
+                "content block {index} is sent a `{kind}` delta it cannot take"
+            ))
+        };
         match (self.blocks.get_mut(index), self.partial.get_mut(index)) {
-            (Some(ContentBlock::Text(text)), _) => {
-                if let Some(more) = piece("text") {
-                    text.push_str(more);
-                    self.started |= !more.is_empty();
-                }
-            }
+            (Some(ContentBlock::Text(text)), _) => match (kind, piece("text")) {
+                ("text_delta", Some(more)) => text.push_str(more),
+                // Citations annotate the text; they add none.
+                ("citations_delta", _) => {}
+                _ => return Err(misplaced()),
+            },
             (Some(ContentBlock::ToolUse { .. }), Some(Some(partial))) => {
-                if let Some(more) = piece("partial_json") {
-                    partial.push_str(more);
+                match (kind, piece("partial_json")) {
+                    ("input_json_delta", Some(more)) => partial.push_str(more),
+                    _ => return Err(misplaced()),
                 }
             }
+            (Some(ContentBlock::ToolUse { .. }), _) => return Err(misplaced()),
             (Some(_), _) => {}
             (None, _) => {
                 return Err(StreamFault::Malformed(format!(
@@ -786,7 +801,22 @@ impl Assembler for MessagesStream {
                         .extend(usage.into_iter().filter(|(_, count)| !count.is_null()));
                 }
             }
-            "message_stop" => self.done = true,
+            "message_stop" => {
+                // A call still open has arguments that may be half sent: the
+                // answer is not whole, and no call is taken from it.
+                if self.partial.iter().any(Option::is_some) {
+                    return Err(StreamFault::Malformed(
+                        "the answer stops with a `tool_use` block never closed".to_owned(),
+                    ));
+                }
+                if self.stop_reason.is_none() {
+                    return Err(StreamFault::Malformed(
+                        "the answer stops without saying why (no `message_delta` with a `stop_reason`)"
+                            .to_owned(),
+                    ));
+                }
+                self.done = true;
+            }
             "error" => {
                 let error = value.get("error");
                 let field = |name: &str| {
@@ -814,9 +844,5 @@ impl Assembler for MessagesStream {
 
     fn ended(&self) -> bool {
         self.done
-    }
-
-    fn may_end_here(&self) -> bool {
-        self.stop_reason.is_some() && self.partial.iter().all(Option::is_none)
     }
 }

@@ -150,7 +150,7 @@ pub enum ProviderError {
         attempts: u32,
     },
     /// The connection failed or was cut, on every attempt.
-    #[error("the connection to {provider} at `{url}` failed or was cut ({attempts} attempt{}): {reason}", if *.attempts == 1 { "" } else { "s" })]
+    #[error("the connection to {provider} at `{url}` failed or was cut ({attempts} attempt{}): {reason}{}", if *.attempts == 1 { "" } else { "s" }, request(.request_id))]
     Connection {
         /// The provider.
         provider: &'static str,
@@ -160,6 +160,9 @@ pub enum ProviderError {
         attempts: u32,
         /// What failed last.
         reason: String,
+        /// The id the provider gave the request, when its answer was cut
+        /// after its headers.
+        request_id: Option<String>,
     },
     /// The answer was longer than the client reads.
     #[error(
@@ -261,7 +264,7 @@ pub enum ProviderError {
         reason: String,
     },
     /// The client could not be built (a bad URL, say).
-    #[error("the {provider} client cannot be set up: {reason}")]
+    #[error("the client for {provider} cannot be set up: {reason}")]
     Setup {
         /// The provider.
         provider: &'static str,
@@ -301,11 +304,9 @@ impl ProviderError {
             | Self::OutputLimit { request_id, .. }
             | Self::Declined { request_id, .. }
             | Self::Unsupported { request_id, .. }
-            | Self::Interrupted { request_id, .. } => request_id.as_deref(),
-            Self::Deadline { .. }
-            | Self::Connection { .. }
-            | Self::Unsendable { .. }
-            | Self::Setup { .. } => None,
+            | Self::Interrupted { request_id, .. }
+            | Self::Connection { request_id, .. } => request_id.as_deref(),
+            Self::Deadline { .. } | Self::Unsendable { .. } | Self::Setup { .. } => None,
         }
     }
 
@@ -334,11 +335,9 @@ impl ProviderError {
             | Self::OutputLimit { request_id, .. }
             | Self::Declined { request_id, .. }
             | Self::Unsupported { request_id, .. }
-            | Self::Interrupted { request_id, .. } => Some(request_id),
-            Self::Deadline { .. }
-            | Self::Connection { .. }
-            | Self::Unsendable { .. }
-            | Self::Setup { .. } => None,
+            | Self::Interrupted { request_id, .. }
+            | Self::Connection { request_id, .. } => Some(request_id),
+            Self::Deadline { .. } | Self::Unsendable { .. } | Self::Setup { .. } => None,
         }
     }
 }

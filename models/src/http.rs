@@ -140,7 +140,9 @@ enum Failed {
     },
     /// No answer within this limit.
     Deadline(Duration),
-    Connection(String),
+    /// The connection failed or was cut — after the answer's headers, with
+    /// the request id they carried.
+    Connection(String, Option<String>),
     /// A stream that stopped before any of the answer arrived.
     Unstarted {
         reason: String,
@@ -260,11 +262,17 @@ impl Exchange {
                 .await
                 .map_err(|_| Failed::Deadline(self.deadline))?;
         };
+        // The request id, once the headers came: an attempt cut by the
+        // overall limit still names it.
+        let seen_id = std::sync::OnceLock::new();
         let exchange = async {
             let response = tokio::time::timeout(self.idle_limit, request.send())
                 .await
                 .map_err(|_| Failed::Deadline(self.idle_limit))?
                 .map_err(|e| connection(&e))?;
+            if let Some(id) = request_id(response.headers(), post.key) {
+                let _ = seen_id.set(id);
+            }
             let streams = response
                 .headers()
                 .get(reqwest::header::CONTENT_TYPE)
@@ -291,7 +299,7 @@ impl Exchange {
                         "it took longer than the overall limit of {:.1} s (`overall_limit`)",
                         self.overall_limit.as_secs_f64()
                     ),
-                    request_id: None,
+                    request_id: seen_id.get().cloned(),
                 })
             })?
     }
@@ -336,7 +344,11 @@ impl Exchange {
             return Err(Failed::Final(self.too_large(id)));
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| connection(&e))? {
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| Failed::Connection(with_causes(&e), request_id.clone()))?
+        {
             if body.len() + chunk.len() > self.max_response_bytes {
                 return Err(Failed::Final(self.too_large(id)));
             }
@@ -566,11 +578,12 @@ impl Exchange {
                 deadline,
                 attempts,
             },
-            Failed::Connection(reason) => ProviderError::Connection {
+            Failed::Connection(reason, request_id) => ProviderError::Connection {
                 provider,
                 url: post.url.to_string(),
                 attempts,
                 reason,
+                request_id,
             },
             Failed::Unstarted { reason, request_id } => ProviderError::Interrupted {
                 provider,
@@ -614,7 +627,7 @@ fn describe(failed: &Failed) -> String {
     match failed {
         Failed::Status { status, .. } => format!("status {status}"),
         Failed::Deadline(_) => "past the deadline".to_owned(),
-        Failed::Connection(reason) | Failed::Unstarted { reason, .. } => reason.clone(),
+        Failed::Connection(reason, _) | Failed::Unstarted { reason, .. } => reason.clone(),
         Failed::Final(error) => error.to_string(),
     }
 }
@@ -622,7 +635,7 @@ fn describe(failed: &Failed) -> String {
 /// A transport failure in words, its causes included (reqwest's own
 /// message is only the outermost).
 fn connection(error: &reqwest::Error) -> Failed {
-    Failed::Connection(with_causes(error))
+    Failed::Connection(with_causes(error), None)
 }
 
 /// An error and each of its causes, joined by `: `.

@@ -99,7 +99,7 @@ impl ApiKey {
     /// so neither the key nor a piece of it long enough to matter is left,
     /// however the text was cut or wrapped.
     pub(crate) fn redact(&self, text: &str) -> String {
-        let text: String = text
+        let text: String = without_escapes(text)
             .chars()
             .filter(|c| !toolgate::visible::is_hidden(*c))
             .collect();
@@ -109,6 +109,8 @@ impl ApiKey {
             self.0.clone(),
             percent_encoded(&self.0, true),
             percent_encoded(&self.0, false),
+            every_byte_encoded(&self.0, true),
+            every_byte_encoded(&self.0, false),
         ] {
             let run = REDACTED_RUN.min(form.len());
             for start in 0..=form.len() - run {
@@ -141,6 +143,60 @@ pub(crate) const REDACTED_RUN: usize = 10;
 
 /// The key as a URL would carry it: every byte but letters, digits and
 /// `-._~` as `%XX`.
+/// Every byte of the key percent-encoded, as an encoder that encodes all
+/// of it writes it.
+fn every_byte_encoded(key: &str, upper: bool) -> String {
+    key.bytes()
+        .map(|b| {
+            if upper {
+                format!("%{b:02X}")
+            } else {
+                format!("%{b:02x}")
+            }
+        })
+        .collect()
+}
+
+/// Text with its terminal escape sequences removed whole — a control
+/// sequence (`ESC [` … a final byte) or an operating-system command
+/// (`ESC ]` … `BEL` or `ESC \`) — so that none slipped between the key's
+/// characters hides it once the escape character alone is dropped.
+fn without_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            Some('[') => {
+                chars.next();
+                // Parameters and intermediates, up to the final byte.
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                chars.next();
+                while let Some(c) = chars.next() {
+                    if c == '\u{7}' {
+                        break;
+                    }
+                    if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                        chars.next();
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 fn percent_encoded(key: &str, upper: bool) -> String {
     key.bytes()
         .map(|b| {
@@ -165,6 +221,22 @@ impl fmt::Debug for ApiKey {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn a_key_wholly_encoded_or_laced_with_escapes_is_removed() {
+        let key = ApiKey::new("sk-proj-abcdef123456").unwrap();
+        let upper = every_byte_encoded(key.expose(), true);
+        let lower = every_byte_encoded(key.expose(), false);
+        let laced: String = key
+            .expose()
+            .chars()
+            .flat_map(|c| [c, '\u{1b}', '[', '0', 'm'])
+            .collect();
+        for text in [upper, lower, laced] {
+            let shown = key.redact(&format!("key: {text}."));
+            assert_eq!(shown, "key: [redacted key].", "{text}");
+        }
+    }
 
     #[test]
     fn a_key_is_never_shown() {

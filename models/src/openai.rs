@@ -139,6 +139,12 @@ impl OpenAi {
                 reason: format!("`{url}` is not an http or https URL"),
             });
         }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(ProviderError::Setup {
+                provider: PROVIDER,
+                reason: "the URL holds a user name or password; give the key with `.key(…)`, which is never shown".to_owned(),
+            });
+        }
         Self::at(parsed, model.into())
     }
 
@@ -190,7 +196,7 @@ impl OpenAi {
     ) -> Result<Vec<u8>, ProviderError> {
         crate::shared::something_to_send(PROVIDER, transcript)?;
         crate::shared::check_settings(&self.common)?;
-        self.common.check_sampling(2.0, Some(MAX_STOPS))?;
+        self.common.check_sampling(2.0, Some(MAX_STOPS), true)?;
         let tool_choice = self.choice_for(tools)?;
         let limit = Some(self.common.max_output_tokens);
         let (max_tokens, max_completion_tokens) = match self.token_limit {
@@ -352,7 +358,9 @@ impl OpenAi {
             .map(|(index, call)| self.proposed(call, transcript_len, index))
             .collect();
         match choice.finish_reason.as_deref() {
-            Some("length") if calls.is_empty() => {
+            // Cut at the output limit: a call may be incomplete, and a turn
+            // is only ever taken whole.
+            Some("length") => {
                 return Err(ProviderError::OutputLimit {
                     provider: PROVIDER,
                     limit: self.common.max_output_tokens,
@@ -364,7 +372,8 @@ impl OpenAi {
                     "`finish_reason` says the model called tools, and the message holds no `tool_calls`: taking it as a final answer would end the run on nothing".to_owned(),
                 ));
             }
-            Some("content_filter") if calls.is_empty() && content.is_none() => {
+            // Stopped by the filter: what came is not the whole answer.
+            Some("content_filter") => {
                 return Err(ProviderError::Declined {
                     provider: PROVIDER,
                     reason: "its content filter stopped the answer".to_owned(),
@@ -766,6 +775,12 @@ impl Assembler for ChatStream {
             return Ok(());
         };
         if data.trim() == "[DONE]" {
+            if self.finish_reason.is_none() {
+                return Err(StreamFault::Malformed(
+                    "the stream ends without saying how the answer ended (no `finish_reason`)"
+                        .to_owned(),
+                ));
+            }
             self.done = true;
             return Ok(());
         }
@@ -839,16 +854,35 @@ impl Assembler for ChatStream {
                 }
                 let function = piece.function.unwrap_or_default();
                 // A name comes whole in the chunk that opens the call; a
-                // server that repeats it in every chunk is read alike.
-                if let Some(name) = function.name.filter(|n| !n.is_empty())
-                    && call.name != name
-                {
-                    call.name.push_str(&name);
+                // server that repeats it in every chunk is read alike; a
+                // later chunk that names another is not the protocol's.
+                if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+                    if call.name.is_empty() {
+                        call.name = name;
+                    } else if call.name != name {
+                        return Err(StreamFault::Malformed(format!(
+                            "call {index} is renamed by a later chunk"
+                        )));
+                    }
                 }
+                // Arguments come as text pieces, or — from some servers —
+                // whole as one object; never both, nor two objects.
                 match function.arguments {
-                    Some(Value::String(text)) => call.arguments.push_str(&text),
+                    Some(Value::String(text)) if text.is_empty() => {}
+                    Some(Value::String(text)) if call.object.is_none() => {
+                        call.arguments.push_str(&text);
+                    }
                     None | Some(Value::Null) => {}
-                    Some(value) => call.object = Some(value),
+                    Some(Value::Object(object))
+                        if call.object.is_none() && call.arguments.is_empty() =>
+                    {
+                        call.object = Some(Value::Object(object));
+                    }
+                    Some(_) => {
+                        return Err(StreamFault::Malformed(format!(
+                            "call {index}'s arguments come both as text and as an object, or as two objects"
+                        )));
+                    }
                 }
             }
         }

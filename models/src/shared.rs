@@ -104,11 +104,13 @@ impl Common {
 
     /// Refuses sampling settings the provider would refuse: a temperature
     /// outside `0..=max_temperature`, a `top_p` outside `0..=1`, a stop
-    /// sequence that is blank, more than `max_stops` of them.
+    /// sequence that is empty — or only whitespace, unless `blank_stops` —
+    /// more than `max_stops` of them.
     pub(crate) fn check_sampling(
         &self,
         max_temperature: f64,
         max_stops: Option<usize>,
+        blank_stops: bool,
     ) -> Result<(), ProviderError> {
         let provider = self.exchange.provider;
         let unsendable = |reason: String| ProviderError::Unsendable { provider, reason };
@@ -124,7 +126,13 @@ impl Common {
         {
             return Err(unsendable(format!("`top_p` is {p}, and it takes 0 to 1")));
         }
-        if self.stop.iter().any(|s| s.trim().is_empty()) {
+        // An empty stop sequence is no sequence; a blank one (`"\n"`) is
+        // common, and refused only by a protocol that refuses it.
+        if self
+            .stop
+            .iter()
+            .any(|s| s.is_empty() || (!blank_stops && s.trim().is_empty()))
+        {
             return Err(unsendable(
                 "a stop sequence is blank, and every one must hold a visible character".to_owned(),
             ));
@@ -155,17 +163,22 @@ impl Common {
         let setup = |reason: String| ProviderError::Setup { provider, reason };
         let name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| setup(format!("`{name}` is not an HTTP header name")))?;
+        let key_headers = ["authorization", "api-key", "x-api-key"];
         let reserved = [
-            "authorization",
-            "api-key",
-            "x-api-key",
             "content-type",
             "content-length",
             "host",
+            "accept",
+            "anthropic-version",
         ];
+        if key_headers.contains(&name.as_str()) {
+            return Err(setup(format!(
+                "`{name}` carries the key, which the client sets itself; give the key with `.key(…)`"
+            )));
+        }
         if reserved.contains(&name.as_str()) {
             return Err(setup(format!(
-                "`{name}` is set by the client itself; give the key with `.key(…)`"
+                "`{name}` is set by the client itself, as the protocol it speaks needs"
             )));
         }
         let value = HeaderValue::from_str(value)
@@ -247,6 +260,12 @@ pub(crate) fn endpoint(
         url::Url::parse(base).map_err(|e| setup(format!("`{base}` is not a URL: {e}")))?;
     if !matches!(base.scheme(), "http" | "https") {
         return Err(setup(format!("`{base}` is not an http or https URL")));
+    }
+    if !base.username().is_empty() || base.password().is_some() {
+        return Err(setup(
+            "the URL holds a user name or password; give the key with `.key(…)`, which is never shown"
+                .to_owned(),
+        ));
     }
     if base.query().is_some() {
         return Err(setup(format!(

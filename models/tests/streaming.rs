@@ -500,3 +500,94 @@ async fn what_the_client_owns_or_the_api_refuses_is_refused_before_sending() {
     }
     assert!(server.requests().is_empty(), "nothing was sent");
 }
+
+#[tokio::test]
+async fn a_stream_that_is_not_a_whole_turn_gives_no_call() {
+    let open_call = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"clock\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"folder\\\":\\\"/home\"}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":3}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    let text_into_call = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"clock\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n",
+    );
+    let object_then_text = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"clock\",\"arguments\":{}}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"a\\\":1}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let renamed = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"clock\",\"arguments\":\"\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"notes_write\",\"arguments\":\"{}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let only_done = "data: [DONE]\n\n";
+    let mut cut_by_length = chat_answer();
+    cut_by_length["choices"][0]["finish_reason"] = json!("length");
+    let mut filtered = chat_answer();
+    filtered["choices"][0]["finish_reason"] = json!("content_filter");
+    let mut max_tokens = messages_answer();
+    max_tokens["stop_reason"] = json!("max_tokens");
+    let script = json!([
+        {"status": 200, "raw": open_call},
+        {"status": 200, "raw": text_into_call},
+        {"status": 200, "raw": object_then_text},
+        {"status": 200, "raw": renamed},
+        {"status": 200, "raw": only_done},
+        step(&cut_by_length, json!({})),
+        step(&filtered, json!({})),
+        step(&max_tokens, json!({})),
+    ]);
+    let server = Server::start(script, &[]).await;
+    let anthropic = anthropic(&server).stream(true).retry(RetryPolicy::none());
+    let openai = openai(&server).stream(true).retry(RetryPolicy::none());
+    for expected in ["never closed", "cannot take"] {
+        let error = anthropic.complete(&prompt(), &specs()).await.unwrap_err();
+        assert!(
+            matches!(&error, ProviderError::Malformed { reason, .. } if reason.contains(expected)),
+            "{error}"
+        );
+    }
+    for expected in ["both as text and as an object", "renamed", "finish_reason"] {
+        let error = openai.complete(&prompt(), &specs()).await.unwrap_err();
+        assert!(
+            matches!(&error, ProviderError::Malformed { reason, .. } if reason.contains(expected)),
+            "{error}"
+        );
+    }
+    let error = openai.complete(&prompt(), &specs()).await.unwrap_err();
+    assert!(
+        matches!(error, ProviderError::OutputLimit { .. }),
+        "{error}"
+    );
+    let error = openai.complete(&prompt(), &specs()).await.unwrap_err();
+    assert!(matches!(error, ProviderError::Declined { .. }), "{error}");
+    let error = anthropic.complete(&prompt(), &specs()).await.unwrap_err();
+    assert!(
+        matches!(error, ProviderError::OutputLimit { .. }),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 8, "nothing was sent again");
+}
+
+#[tokio::test]
+async fn a_stream_past_the_overall_limit_names_its_request() {
+    let script = json!([{
+        "status": 200, "body": chat_answer(),
+        "stream": {"fragment": 1, "gap_ms": 40},
+        "headers": {"x-request-id": "req_slow"}
+    }]);
+    let server = Server::start(script, &[]).await;
+    let error = openai(&server)
+        .stream(true)
+        .overall_limit(Duration::from_millis(300))
+        .complete(&prompt(), &specs())
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("overall limit"), "{error}");
+    assert_eq!(error.request_id(), Some("req_slow"));
+}
