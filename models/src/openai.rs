@@ -217,11 +217,12 @@ impl OpenAi {
         }
         let written = String::from_utf8(written).map_err(unwritable)?;
         let mut spans = spans.into_iter();
+        let mut ids = Ids::default();
         let request = ChatRequest {
             model: &self.common.model,
             messages: transcript
                 .iter()
-                .map(|m| message(m, tools, &written, &mut spans))
+                .map(|m| message(m, tools, &written, &mut spans, &mut ids))
                 .collect(),
             tools: tools.iter().map(ChatTool::from).collect(),
             tool_choice,
@@ -477,7 +478,11 @@ fn message<'a>(
     tools: &'a [ToolSpec],
     written: &'a str,
     spans: &mut impl Iterator<Item = std::ops::Range<usize>>,
+    ids: &mut Ids<'a>,
 ) -> ChatMessage<'a> {
+    if let Message::Assistant { calls, .. } = message {
+        ids.turn(calls);
+    }
     match message {
         Message::System { content } => ChatMessage::System { content },
         Message::User { content } => ChatMessage::User { content },
@@ -489,7 +494,7 @@ fn message<'a>(
             tool_calls: calls
                 .iter()
                 .map(|call| ChatToolCall {
-                    id: fit_id(&call.id),
+                    id: ids.of(&call.id),
                     kind: "function",
                     function: FunctionCall {
                         name: past_call_name(tools, &call.name),
@@ -507,9 +512,42 @@ fn message<'a>(
             is_error,
             ..
         } => ChatMessage::Tool {
-            tool_call_id: fit_id(call_id),
+            tool_call_id: ids.of(call_id),
             content: tool_result_text(content, *is_error),
         },
+    }
+}
+
+/// The ids a request sends: each call's [`fit_id`], made the request's only
+/// one when an earlier call was sent under it (`_2`, `_3` … before fitting
+/// again), and each result sent under its call's.
+#[derive(Default)]
+struct Ids<'a> {
+    sent: std::collections::HashSet<Cow<'a, str>>,
+    /// The latest turn's calls: the id asked, the id sent.
+    turn: Vec<(&'a str, Cow<'a, str>)>,
+}
+
+impl<'a> Ids<'a> {
+    fn turn(&mut self, calls: &'a [toolgate::run::ToolCall]) {
+        self.turn.clear();
+        for call in calls {
+            let mut id = fit_id(&call.id);
+            let mut n = 2_u32;
+            while self.sent.contains(&id) && n < u32::MAX {
+                id = Cow::Owned(fit_id(&format!("{}_{n}", call.id)).into_owned());
+                n += 1;
+            }
+            self.sent.insert(id.clone());
+            self.turn.push((&call.id, id));
+        }
+    }
+
+    fn of(&self, asked: &'a str) -> Cow<'a, str> {
+        self.turn
+            .iter()
+            .find(|(id, _)| *id == asked)
+            .map_or_else(|| fit_id(asked), |(_, sent)| sent.clone())
     }
 }
 

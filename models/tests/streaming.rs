@@ -591,3 +591,91 @@ async fn a_stream_past_the_overall_limit_names_its_request() {
     assert!(error.to_string().contains("overall limit"), "{error}");
     assert_eq!(error.request_id(), Some("req_slow"));
 }
+
+#[tokio::test]
+async fn call_ids_are_sent_once_per_request_however_the_model_wrote_them() {
+    use toolgate::run::ToolCall;
+    let long = "x".repeat(41);
+    // What the 40-character form of `long` is: the first 23 characters, `_`
+    // and a hash — written here by a model that guessed it.
+    let chat = json!({"status": 200, "body": chat_answer()});
+    let server = Server::start(json!([chat, chat]), &[]).await;
+    let model = openai(&server);
+    let first = model.request_body(
+        &[
+            Message::User {
+                content: "q".into(),
+            },
+            Message::Assistant {
+                content: None,
+                calls: vec![ToolCall {
+                    id: long.clone(),
+                    name: "clock".into(),
+                    arguments: json!({}),
+                }],
+                usage: None,
+            },
+        ],
+        &specs(),
+    );
+    let sent: Value = serde_json::from_slice(&first.unwrap()).unwrap();
+    let fitted = sent["messages"][1]["tool_calls"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(fitted.chars().count(), 40);
+    let result = |id: &str| Message::Tool {
+        call_id: id.into(),
+        name: "clock".into(),
+        content: "now".into(),
+        is_error: false,
+        rich: None,
+    };
+    let transcript = vec![
+        Message::User {
+            content: "q".into(),
+        },
+        Message::Assistant {
+            content: None,
+            calls: vec![
+                ToolCall {
+                    id: long.clone(),
+                    name: "clock".into(),
+                    arguments: json!({}),
+                },
+                ToolCall {
+                    id: fitted.clone(),
+                    name: "clock".into(),
+                    arguments: json!({}),
+                },
+            ],
+            usage: None,
+        },
+        result(&long),
+        result(&fitted),
+        // A later turn reusing an id: sent under another.
+        Message::Assistant {
+            content: None,
+            calls: vec![ToolCall {
+                id: fitted.clone(),
+                name: "clock".into(),
+                arguments: json!({}),
+            }],
+            usage: None,
+        },
+        result(&fitted),
+    ];
+    model.complete(&transcript, &specs()).await.unwrap();
+    let body = &server.valid(0)["body"];
+    let ids: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert!(ids.iter().all(|id| id.chars().count() <= 40));
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), 3, "{ids:?}");
+}
