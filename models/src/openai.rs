@@ -807,6 +807,63 @@ struct DeltaCall {
     function: Option<RawFunction>,
 }
 
+impl ChatStream {
+    /// One piece of a call: it opens the call at its `index` (the next one)
+    /// or adds to it.
+    fn take_call(&mut self, position: usize, piece: DeltaCall) -> Result<(), StreamFault> {
+        self.started = true;
+        let index = piece.index.unwrap_or(position);
+        if index > self.calls.len() {
+            return Err(StreamFault::Malformed(format!(
+                "a chunk continues call {index}, and only {} were opened",
+                self.calls.len()
+            )));
+        }
+        if index == self.calls.len() {
+            self.calls.push(StreamedCall::default());
+        }
+        let Some(call) = self.calls.get_mut(index) else {
+            return Ok(());
+        };
+        if let Some(id) = piece.id.filter(|id| !id.is_empty())
+            && call.id.is_none()
+        {
+            call.id = Some(id);
+        }
+        let function = piece.function.unwrap_or_default();
+        // A name comes whole in the chunk that opens the call; a
+        // server that repeats it in every chunk is read alike; a
+        // later chunk that names another is not the protocol's.
+        if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+            if call.name.is_empty() {
+                call.name = name;
+            } else if call.name != name {
+                return Err(StreamFault::Malformed(format!(
+                    "call {index} is renamed by a later chunk"
+                )));
+            }
+        }
+        // Arguments come as text pieces, or — from some servers —
+        // whole as one object; never both, nor two objects.
+        match function.arguments {
+            Some(Value::String(text)) if text.is_empty() => {}
+            Some(Value::String(text)) if call.object.is_none() => {
+                call.arguments.push_str(&text);
+            }
+            None | Some(Value::Null) => {}
+            Some(Value::Object(object)) if call.object.is_none() && call.arguments.is_empty() => {
+                call.object = Some(Value::Object(object));
+            }
+            Some(_) => {
+                return Err(StreamFault::Malformed(format!(
+                    "call {index}'s arguments come both as text and as an object, or as two objects"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Assembler for ChatStream {
     fn event(&mut self, event: sse_stream::Sse) -> Result<(), StreamFault> {
         let Some(data) = event.data else {
@@ -871,57 +928,7 @@ impl Assembler for ChatStream {
                 self.started = true;
             }
             for (position, piece) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
-                self.started = true;
-                let index = piece.index.unwrap_or(position);
-                if index > self.calls.len() {
-                    return Err(StreamFault::Malformed(format!(
-                        "a chunk continues call {index}, and only {} were opened",
-                        self.calls.len()
-                    )));
-                }
-                if index == self.calls.len() {
-                    self.calls.push(StreamedCall::default());
-                }
-                let Some(call) = self.calls.get_mut(index) else {
-                    continue;
-                };
-                if let Some(id) = piece.id.filter(|id| !id.is_empty())
-                    && call.id.is_none()
-                {
-                    call.id = Some(id);
-                }
-                let function = piece.function.unwrap_or_default();
-                // A name comes whole in the chunk that opens the call; a
-                // server that repeats it in every chunk is read alike; a
-                // later chunk that names another is not the protocol's.
-                if let Some(name) = function.name.filter(|n| !n.is_empty()) {
-                    if call.name.is_empty() {
-                        call.name = name;
-                    } else if call.name != name {
-                        return Err(StreamFault::Malformed(format!(
-                            "call {index} is renamed by a later chunk"
-                        )));
-                    }
-                }
-                // Arguments come as text pieces, or — from some servers —
-                // whole as one object; never both, nor two objects.
-                match function.arguments {
-                    Some(Value::String(text)) if text.is_empty() => {}
-                    Some(Value::String(text)) if call.object.is_none() => {
-                        call.arguments.push_str(&text);
-                    }
-                    None | Some(Value::Null) => {}
-                    Some(Value::Object(object))
-                        if call.object.is_none() && call.arguments.is_empty() =>
-                    {
-                        call.object = Some(Value::Object(object));
-                    }
-                    Some(_) => {
-                        return Err(StreamFault::Malformed(format!(
-                            "call {index}'s arguments come both as text and as an object, or as two objects"
-                        )));
-                    }
-                }
+                self.take_call(position, piece)?;
             }
         }
         Ok(())
