@@ -298,3 +298,38 @@ async fn a_decided_run_never_asked_again_expires_and_the_call_is_new() {
     assert_eq!(lines(&ledger), 0);
     second.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_while_its_approved_call_runs_never_cuts_it_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    // Each write takes 3 seconds upstream; the session waits 1.
+    registered(dir, &ledger, "3");
+    let first = session(dir, &["--wait", "1"]).await;
+    write(first.peer(), "finish me").await;
+    first.cancel().await.unwrap();
+    let (run, digest) = the_run(dir).await;
+    approve(dir, &run, &digest);
+    let second = session(dir, &["--wait", "1"]).await;
+    let said = text(&write(second.peer(), "finish me").await);
+    assert!(said.contains("is running its call now"), "{said}");
+    // The client leaves while the call runs: its gateway finishes the call
+    // before it closes, and keeps the answer.
+    second.cancel().await.unwrap();
+    let mut ran = false;
+    for _ in 0..100 {
+        if lines(&ledger) == 1 {
+            ran = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ran, "the approved call ran to its end");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let third = session(dir, &["--wait", "5"]).await;
+    let answered = write(third.peer(), "finish me").await;
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1, "ran once");
+    third.cancel().await.unwrap();
+}

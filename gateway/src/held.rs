@@ -149,9 +149,12 @@ impl Gateway {
         // under way — and a decision taken later is applied when the same
         // call is asked again.
         let (client_left, left) = tokio::sync::watch::channel(false);
-        let waiting = {
+        // Set once the waiter claimed the run: its call runs now.
+        let resuming = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut waiting = {
             let gateway = self.clone();
             let held = held.clone();
+            let resuming = std::sync::Arc::clone(&resuming);
             tokio::spawn(async move {
                 let stop = || {
                     let mut left = left.clone();
@@ -162,31 +165,39 @@ impl Gateway {
                         }
                     }
                 };
-                gateway.wait_and_resume(&held, stop).await
+                gateway.wait_and_resume(&held, stop, &resuming).await
             })
         };
-        let progress = progress(held, asker.progress.take());
-        // A waiter that is not back shortly after the deadline is inside a
-        // resume — the call runs now — which goes on in its task, and keeps
-        // its answer for the call asked again.
-        let resuming = tokio::time::sleep_until(deadline + RESUME_MARGIN);
-        tokio::select! {
-            () = resuming => Joined::Answered(is_running(held)),
-            waited = waiting => match waited {
-                Ok(Waited::Answer(answer)) => Joined::Answered(answer),
-                Ok(Waited::Undecided(waits)) => Joined::Answered(undecided(held, waits)),
-                Ok(Waited::Gone) => Joined::Gone,
-                Err(error) => Joined::Answered(refusal(format!(
-                    "the wait for run `{}` ended: {error}",
-                    held.run_id
-                ))),
-            },
-            () = &mut asker.cancelled => {
-                tracing::info!(run = %held.run_id, "the client cancelled a held call, or went away; its run stays");
-                let _ = client_left.send(true);
-                Joined::Answered(waits_for_approval(held))
+        let mut progress = std::pin::pin!(progress(held, asker.progress.take()));
+        // Past the deadline, a waiter that claimed the run is resuming it —
+        // the call runs now, and its resume goes on in its task and keeps the
+        // answer — and is answered so; any other comes back from a fresh
+        // reading of the run, and is answered by it.
+        let mut look = std::pin::pin!(tokio::time::sleep_until(deadline + RESUME_MARGIN));
+        loop {
+            tokio::select! {
+                () = &mut look => {
+                    if resuming.load(std::sync::atomic::Ordering::Acquire) {
+                        return Joined::Answered(is_running(held));
+                    }
+                    look.set(tokio::time::sleep(RESUME_MARGIN));
+                }
+                waited = &mut waiting => return match waited {
+                    Ok(Waited::Answer(answer)) => Joined::Answered(answer),
+                    Ok(Waited::Undecided(waits)) => Joined::Answered(undecided(held, waits)),
+                    Ok(Waited::Gone) => Joined::Gone,
+                    Err(error) => Joined::Answered(refusal(format!(
+                        "the wait for run `{}` ended: {error}",
+                        held.run_id
+                    ))),
+                },
+                () = &mut asker.cancelled => {
+                    tracing::info!(run = %held.run_id, "the client cancelled a held call, or went away; its run stays");
+                    let _ = client_left.send(true);
+                    return Joined::Answered(waits_for_approval(held));
+                }
+                () = &mut progress => return Joined::Answered(waits_for_approval(held)),
             }
-            () = progress => Joined::Answered(waits_for_approval(held)),
         }
     }
 
@@ -194,13 +205,19 @@ impl Gateway {
     /// it, or — once it is decided — the run claimed, resumed and its
     /// answer kept. Whoever claims it resumes it; every other waiter, in
     /// this process or another, reads the answer it keeps.
+    ///
+    /// When `stop` resolves, the run is read once more before the answer:
+    /// what the client is told is what the run was doing then, never what
+    /// it was doing a poll before.
     async fn wait_and_resume<S: Future<Output = ()>>(
         &self,
         held: &HeldCall,
         stop: impl Fn() -> S,
+        resuming: &std::sync::atomic::AtomicBool,
     ) -> Waited {
         let host = &self.inner.host;
         let mut over_since: Option<Instant> = None;
+        let mut stopping = false;
         loop {
             match host.answer_of(&held.run_id).await {
                 Ok(Some(text)) => {
@@ -217,6 +234,7 @@ impl Gateway {
                 Ok(Some(CallStanding::Decided | CallStanding::Stopped)) => {
                     match host.claim(&held.run_id).await {
                         Ok(Some(task)) => {
+                            resuming.store(true, std::sync::atomic::Ordering::Release);
                             return Waited::Answer(self.resume_held(held, task).await);
                         }
                         // Another waiter claimed it a moment ago.
@@ -238,9 +256,12 @@ impl Gateway {
                 Ok(None) => return Waited::Gone,
                 Err(error) => return Waited::Answer(unreadable(held, &error)),
             };
+            if stopping {
+                return Waited::Undecided(waits);
+            }
             tokio::select! {
                 () = tokio::time::sleep(self.inner.poll) => {}
-                () = stop() => return Waited::Undecided(waits),
+                () = stop() => stopping = true,
             }
         }
     }
@@ -252,6 +273,8 @@ impl Gateway {
         held: &HeldCall,
         task: toolgate_store::Resumable,
     ) -> CallToolResult {
+        // Counted while it runs: a gateway that closes waits for it.
+        let _resuming = Resuming::start(&self.inner.resuming);
         let (result, over) = self.resume(&held.run_id, task).await;
         if over && let Some(key) = &held.key {
             match serde_json::to_string(&result) {
@@ -349,4 +372,20 @@ enum Waited {
     Undecided(Waits),
     /// The run is over and no answer is kept for it.
     Gone,
+}
+
+/// A resume under way, counted in the gateway's `resuming` until dropped.
+struct Resuming<'a>(&'a tokio::sync::watch::Sender<usize>);
+
+impl<'a> Resuming<'a> {
+    fn start(count: &'a tokio::sync::watch::Sender<usize>) -> Self {
+        count.send_modify(|n| *n += 1);
+        Self(count)
+    }
+}
+
+impl Drop for Resuming<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }

@@ -87,6 +87,9 @@ pub const DEFAULT_REMEMBER: Duration = Duration::from_mins(10);
 /// [`GatewayBuilder::expire_unasked`].
 pub const DEFAULT_EXPIRE_UNASKED: Duration = Duration::from_hours(24);
 
+/// How long [`Gateway::close`] waits for the resumes under way to end.
+pub const CLOSE_WITHIN: Duration = Duration::from_mins(10);
+
 /// How often a held call tells a client that asked for progress that it
 /// still waits.
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -275,6 +278,7 @@ impl GatewayBuilder {
                 remember: self.remember,
                 expire_unasked: self.expire_unasked,
                 maintaining: std::sync::atomic::AtomicBool::new(false),
+                resuming: tokio::sync::watch::Sender::new(0),
                 four_eyes: self.four_eyes,
                 approvals: self.approvals,
                 left: tokio::sync::watch::Sender::new(false),
@@ -306,6 +310,8 @@ struct Inner {
     expire_unasked: Duration,
     /// Whether the recovery loop runs ([`Gateway::maintain`]).
     maintaining: std::sync::atomic::AtomicBool,
+    /// How many resumes are under way in this process.
+    resuming: tokio::sync::watch::Sender<usize>,
     four_eyes: bool,
     approvals: u32,
     /// Set when the client went away ([`Gateway::client_left`]).
@@ -406,8 +412,15 @@ impl Gateway {
         self.inner.left.send_replace(true);
     }
 
-    /// Closes the connections to upstream servers.
+    /// Closes the connections to upstream servers — once the resumes under
+    /// way ended (a client that went away never cuts its approved call
+    /// short), or after [`CLOSE_WITHIN`] at most.
     pub async fn close(&self) {
+        let mut resuming = self.inner.resuming.subscribe();
+        let ended = tokio::time::timeout(CLOSE_WITHIN, resuming.wait_for(|n| *n == 0)).await;
+        if ended.is_err() {
+            tracing::warn!("resumes still under way are cut short: the gateway closes");
+        }
         self.inner.provider.close().await;
     }
 
@@ -488,7 +501,8 @@ impl Gateway {
         let arguments_seen = arguments.clone();
         let same = SameCall {
             gateway: self.inner.host.name(),
-            requester: &self.inner.user,
+            // As the run records it: a name is kept trimmed.
+            requester: self.inner.user.trim(),
             tool: local,
             arguments: &arguments_seen,
             client: client.as_ref().map(|c| c.name.as_str()),

@@ -352,6 +352,13 @@ fn judge(line: &[u8]) -> Heard {
     };
     match error.classify() {
         serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            // A client's reply to one of ours (an elicitation form's) that
+            // does not read is not answered: an error under its id would
+            // read as the answer to the client's own request of that id.
+            if is_reply(line) {
+                tracing::warn!(bytes = line.len(), %error, "a reply that is not JSON is not answered");
+                return Heard::Nothing;
+            }
             let id = recover_id(line);
             tracing::warn!(
                 bytes = line.len(),
@@ -492,6 +499,46 @@ fn recover_id(line: &[u8]) -> Option<String> {
         at = skip_space(line, value_end(line, at)?);
         if line.get(at) != Some(&b',') {
             return None;
+        }
+        at += 1;
+    }
+}
+
+/// Whether the top-level object `line` holds reads, as far as one pass
+/// over its top-level members gets, as a reply: a `result` or an `error`
+/// member and no `method` one.
+fn is_reply(line: &[u8]) -> bool {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let mut at = skip_space(line, 0);
+    if line.get(at) != Some(&b'{') {
+        return false;
+    }
+    at += 1;
+    let mut reply = false;
+    loop {
+        at = skip_space(line, at);
+        if line.get(at) != Some(&b'"') {
+            return reply;
+        }
+        let Some(key_end) = string_end(line, at) else {
+            return reply;
+        };
+        match line.get(at..key_end) {
+            Some(b"\"method\"") => return false,
+            Some(b"\"result\"" | b"\"error\"") => reply = true,
+            _ => {}
+        }
+        at = skip_space(line, key_end);
+        if line.get(at) != Some(&b':') {
+            return reply;
+        }
+        at = skip_space(line, at + 1);
+        let Some(end) = value_end(line, at) else {
+            return reply;
+        };
+        at = skip_space(line, end);
+        if line.get(at) != Some(&b',') {
+            return reply;
         }
         at += 1;
     }
@@ -715,6 +762,18 @@ mod tests {
             through(br#"{"jsonrpc":"2.0","id":3,"method""#.to_vec(), 100).await;
         assert!(messages.is_empty());
         assert_eq!(answers[0]["id"], 3);
+    }
+
+    #[test]
+    fn a_reply_that_does_not_read_is_not_answered() {
+        let reply = br#"{"jsonrpc":"2.0","id":0,"result":{"action":"accept","content":{"reason":"\ud800"}}}"#;
+        assert!(is_reply(reply));
+        assert!(matches!(judge(reply), Heard::Nothing));
+        let cut = br#"{"jsonrpc":"2.0","id":3,"error":{"code":1"#;
+        assert!(matches!(judge(cut), Heard::Nothing));
+        let request = br#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"\ud800"#;
+        assert!(!is_reply(request));
+        assert!(matches!(judge(request), Heard::Answer(_)));
     }
 
     #[test]

@@ -176,11 +176,17 @@ pub(super) fn report_recorded(
         }));
     }
     if recorded.is_complete() && toolgate_store::is_reserved_host_name(&recorded.owner) {
+        let next = if record.verdict == toolgate::audit::DecisionKind::Denied {
+            "its client is answered with the denial when it asks for the call again"
+        } else {
+            "it runs when its client asks for the call again"
+        };
         say!(
-            "recorded: {} by {} (name from {}); it runs when its client asks for the call again (gateway `{}`)",
+            "recorded: {} by {} (name from {}); {} (gateway `{}`)",
             record.summary(),
             operator.name(),
             operator.source().as_str(),
+            next,
             recorded.owner
         );
     } else if recorded.is_complete() {
