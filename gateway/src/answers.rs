@@ -42,9 +42,11 @@ pub(crate) fn answer(state: &RunState) -> CallToolResult {
         Some((content, false, None)) => {
             CallToolResult::success(vec![ContentBlock::text(content.clone())])
         }
-        Some((content, true, _)) => {
-            CallToolResult::error(vec![ContentBlock::text(content.clone())])
-        }
+        // An error result — a failed call, a denial with a person's reason —
+        // reaches the model with its hidden characters shown, not acted on.
+        Some((content, true, _)) => CallToolResult::error(vec![ContentBlock::text(
+            toolgate::visible::visible(content).into_owned(),
+        )]),
         None => refusal("the call has no result".to_owned()),
     }
 }
