@@ -12,20 +12,19 @@
 )]
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::ServiceExt as _;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationCapability, ErrorData,
+    CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, ErrorData,
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService};
 use serde_json::{Value, json};
 
 mod common;
-use common::{TOOLGATE, database_env, toolgate};
+use common::gateway::{call, json_of, lines, notes, text};
+use common::toolgate;
 
 /// This suite again, on PostgreSQL.
 #[test]
@@ -33,30 +32,9 @@ fn on_postgres() {
     common::backend::rerun_on_postgres();
 }
 
-fn json_of(dir: &Path, args: &[&str]) -> Value {
-    serde_json::from_str(&toolgate(dir, &[&["--json"][..], args].concat())).expect("JSON")
-}
-
+/// The notes server, its elicitation turned `on` or `off` by its operator.
 fn registered(dir: &Path, ledger: &Path, elicitation: &str) {
-    let ledger = ledger.to_str().expect("a UTF-8 path");
-    toolgate(
-        dir,
-        &[
-            "server",
-            "add",
-            "notes",
-            "--name",
-            "Notes",
-            "--data-class",
-            "editor_content",
-            "--",
-            TOOLGATE,
-            "mcp-test-server",
-            "--ledger",
-            ledger,
-        ],
-    );
-    toolgate(dir, &["import", "notes"]);
+    notes(dir, ledger, &[]);
     toolgate(dir, &["server", "elicitation", "notes", elicitation]);
 }
 
@@ -108,51 +86,19 @@ impl rmcp::ClientHandler for Forms {
 }
 
 async fn session(dir: &Path, args: &[&str], forms: Forms) -> RunningService<RoleClient, Forms> {
-    let mut command = tokio::process::Command::new(TOOLGATE);
-    command
-        .arg("--data-dir")
-        .arg(dir)
-        .args(["gateway", "--user", "alice"])
-        .args(args)
-        .env_remove("TOOLGATE_DATABASE_URL")
-        .envs(database_env(dir))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true);
-    let mut child = command.spawn().expect("the gateway starts");
-    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
-    tokio::spawn(async move {
-        let _ = child.wait().await;
-    });
-    forms
-        .serve((stdout, stdin))
-        .await
-        .expect("the client connects")
+    common::gateway::session(dir, args, forms).await
 }
 
 async fn write(client: &RunningService<RoleClient, Forms>, text: &str) -> CallToolResult {
-    let Value::Object(arguments) = json!({"text": text}) else {
-        unreachable!("an object");
-    };
-    client
-        .call_tool(
-            CallToolRequestParams::new("notes__write_note".to_owned()).with_arguments(arguments),
-        )
-        .await
-        .expect("the call is answered")
+    call(client.peer(), "notes__write_note", json!({"text": text})).await
 }
 
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<String>()
-}
-
-fn lines(ledger: &Path) -> usize {
-    std::fs::read_to_string(ledger).map_or(0, |t| t.lines().count())
+fn write_in_background(
+    client: &RunningService<RoleClient, Forms>,
+    text: &'static str,
+) -> tokio::task::JoinHandle<CallToolResult> {
+    let peer = client.peer().clone();
+    tokio::spawn(async move { call(&peer, "notes__write_note", json!({"text": text})).await })
 }
 
 /// The decisions recorded on the one run: who, through which channel, what.
@@ -235,20 +181,7 @@ async fn a_declined_or_cancelled_form_decides_nothing_and_an_operator_decides() 
         registered(dir, &ledger, "on");
         let forms = Forms::answering(action.clone(), None);
         let client = session(dir, &["--wait", "20"], forms.clone()).await;
-        let held = {
-            let peer = client.peer().clone();
-            tokio::spawn(async move {
-                let Value::Object(arguments) = json!({"text": "later"}) else {
-                    unreachable!("an object");
-                };
-                peer.call_tool(
-                    CallToolRequestParams::new("notes__write_note".to_owned())
-                        .with_arguments(arguments),
-                )
-                .await
-                .expect("answered")
-            })
-        };
+        let held = write_in_background(&client, "later");
         let mut run = None;
         for _ in 0..100 {
             if forms.shown().len() == 1
@@ -318,20 +251,7 @@ async fn an_operator_who_decides_first_wins_over_the_form() {
     );
     forms.delay = Duration::from_secs(3);
     let client = session(dir, &["--wait", "20"], forms.clone()).await;
-    let held = {
-        let peer = client.peer().clone();
-        tokio::spawn(async move {
-            let Value::Object(arguments) = json!({"text": "raced"}) else {
-                unreachable!("an object");
-            };
-            peer.call_tool(
-                CallToolRequestParams::new("notes__write_note".to_owned())
-                    .with_arguments(arguments),
-            )
-            .await
-            .expect("answered")
-        })
-    };
+    let held = write_in_background(&client, "raced");
     let mut run = None;
     for _ in 0..100 {
         if let Some(id) = json_of(dir, &["runs", "list"])[0]["run"].as_str() {

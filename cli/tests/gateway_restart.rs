@@ -13,16 +13,15 @@
 )]
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::ServiceExt as _;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::CallToolResult;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use serde_json::{Value, json};
 
 mod common;
-use common::{TOOLGATE, database_env, toolgate};
+use common::gateway::{call, json_of, lines, notes, text};
+use common::toolgate;
 
 /// This suite again, on PostgreSQL.
 #[test]
@@ -30,80 +29,18 @@ fn on_postgres() {
     common::backend::rerun_on_postgres();
 }
 
-fn json_of(dir: &Path, args: &[&str]) -> Value {
-    serde_json::from_str(&toolgate(dir, &[&["--json"][..], args].concat())).expect("JSON")
-}
-
-/// A data directory with the notes server registered and imported, its
-/// writes recorded in `ledger`, each write taking `delay` seconds.
+/// The notes server, each write taking `delay` seconds.
 fn registered(dir: &Path, ledger: &Path, delay: &str) {
-    let ledger = ledger.to_str().expect("a UTF-8 path");
-    let delay = format!("write_note={delay}");
-    toolgate(
-        dir,
-        &[
-            "server",
-            "add",
-            "notes",
-            "--name",
-            "Notes",
-            "--data-class",
-            "editor_content",
-            "--",
-            TOOLGATE,
-            "mcp-test-server",
-            "--ledger",
-            ledger,
-            "--delay",
-            &delay,
-        ],
-    );
-    toolgate(dir, &["import", "notes"]);
+    notes(dir, ledger, &["--delay", &format!("write_note={delay}")]);
 }
 
-/// A `toolgate gateway --user alice ARGS…` process over `dir`, and an MCP
-/// client connected to it: a session of a client.
+/// A session of a client: a gateway process and the client.
 async fn session(dir: &Path, args: &[&str]) -> RunningService<RoleClient, ()> {
-    let mut command = tokio::process::Command::new(TOOLGATE);
-    command
-        .arg("--data-dir")
-        .arg(dir)
-        .args(["gateway", "--user", "alice"])
-        .args(args)
-        .env_remove("TOOLGATE_DATABASE_URL")
-        .envs(database_env(dir))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true);
-    let mut child = command.spawn().expect("the gateway starts");
-    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
-    tokio::spawn(async move {
-        let _ = child.wait().await;
-    });
-    ().serve((stdout, stdin))
-        .await
-        .expect("the client connects")
+    common::gateway::session(dir, args, ()).await
 }
 
 async fn write(client: &Peer<RoleClient>, text: &str) -> CallToolResult {
-    let Value::Object(arguments) = json!({"text": text}) else {
-        unreachable!("an object");
-    };
-    client
-        .call_tool(
-            CallToolRequestParams::new("notes__write_note".to_owned()).with_arguments(arguments),
-        )
-        .await
-        .expect("the call is answered")
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<String>()
+    call(client, "notes__write_note", json!({"text": text})).await
 }
 
 fn runs(dir: &Path) -> Vec<Value> {
@@ -126,10 +63,6 @@ async fn the_run(dir: &Path) -> (String, String) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("not one run: {:?}", runs(dir));
-}
-
-fn lines(ledger: &Path) -> usize {
-    std::fs::read_to_string(ledger).map_or(0, |t| t.lines().count())
 }
 
 fn approve(dir: &Path, run: &str, digest: &str) -> String {

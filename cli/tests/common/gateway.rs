@@ -1,0 +1,106 @@
+//! What the tests that drive `toolgate gateway` with a real MCP client
+//! share: the notes server registered, a gateway process and its client,
+//! a call, what it answered, and the upstream's ledger of writes that ran.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{Peer, RoleClient, RunningService};
+use serde_json::Value;
+
+use super::{TOOLGATE, database_env, toolgate};
+
+/// `toolgate --json ARGS` over `dir`, read.
+pub(crate) fn json_of(dir: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&toolgate(dir, &[&["--json"][..], args].concat())).expect("JSON")
+}
+
+/// The notes test server registered and imported over `dir`, started with
+/// `--ledger LEDGER` and `extra`: every write that ran is a line of the
+/// ledger.
+pub(crate) fn notes(dir: &Path, ledger: &Path, extra: &[&str]) {
+    let ledger = ledger.to_str().expect("a UTF-8 path");
+    let mut args = vec![
+        "server",
+        "add",
+        "notes",
+        "--name",
+        "Notes",
+        "--data-class",
+        "editor_content",
+        "--",
+        TOOLGATE,
+        "mcp-test-server",
+        "--ledger",
+        ledger,
+    ];
+    args.extend_from_slice(extra);
+    toolgate(dir, &args);
+    toolgate(dir, &["import", "notes"]);
+}
+
+/// A `toolgate gateway --user alice ARGS…` process over `dir`, and an MCP
+/// client connected to it whose requests from the server `handler`
+/// answers: a session of a client. The process ends with the test's
+/// runtime.
+pub(crate) async fn session<H: rmcp::ClientHandler>(
+    dir: &Path,
+    args: &[&str],
+    handler: H,
+) -> RunningService<RoleClient, H> {
+    let mut command = tokio::process::Command::new(TOOLGATE);
+    command
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["gateway", "--user", "alice"])
+        .args(args)
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .envs(database_env(dir))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = command.spawn().expect("the gateway starts");
+    let (stdin, stdout) = (
+        child.stdin.take().expect("stdin is piped"),
+        child.stdout.take().expect("stdout is piped"),
+    );
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+    handler
+        .serve((stdout, stdin))
+        .await
+        .expect("the client connects")
+}
+
+/// `tool` called with `arguments` (an object) through `client`.
+pub(crate) async fn call(
+    client: &Peer<RoleClient>,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("the arguments of a call are an object");
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .expect("the call is answered")
+}
+
+/// The text of a call's answer.
+pub(crate) fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<String>()
+}
+
+/// How many writes ran upstream.
+pub(crate) fn lines(ledger: &Path) -> usize {
+    std::fs::read_to_string(ledger).map_or(0, |t| t.lines().count())
+}
