@@ -32,6 +32,13 @@
 //! whole line at a time: a write cut short (its future dropped) leaves its
 //! bytes queued, and the next write sends them first, so two lines never
 //! interleave.
+//!
+//! This process's own standard input and output are best handed over as
+//! [`handles`] give them: tokio's `stdin()` and `stdout()` run every read
+//! and every write on a thread of its blocking pool, a hand-off between
+//! threads each way for every message; [`handles`] drives a pipe or a
+//! socket — what an MCP client starts a server with — on the runtime's
+//! reactor instead.
 
 use std::io;
 use std::sync::Arc;
@@ -55,9 +62,150 @@ const MAX_ID_LENGTH: usize = 1024;
 /// (after a large answer) is let go.
 const KEPT_BUFFER: usize = 1024 * 1024;
 
-/// The standard input and output of this process as a [`StdioTransport`].
-pub fn stdio() -> StdioTransport<tokio::io::Stdin, tokio::io::Stdout> {
-    StdioTransport::new(tokio::io::stdin(), tokio::io::stdout())
+/// The standard input and output of this process as a [`StdioTransport`],
+/// as [`handles`] give them.
+///
+/// # Panics
+///
+/// Outside a tokio runtime with IO enabled.
+pub fn stdio() -> StdioTransport<Input, Output> {
+    let (input, output) = handles();
+    StdioTransport::new(input, output)
+}
+
+/// This process's standard input and output, each driven by the runtime's
+/// reactor when it is a pipe or a Unix socket — a client that starts the
+/// gateway gives it one or the other (Python's SDK pipes, Node's sockets) —
+/// else tokio's own handles, which read and write on its blocking pool.
+///
+/// A pipe is opened again through `/proc/self/fd` (Linux), so the
+/// non-blocking mode is this handle's alone, not the process's descriptor's.
+/// A socket's mode cannot be kept apart: it is set on the descriptor's
+/// shared description, so standard output must be written through
+/// [`Output`] alone (as the gateway does: its logs go to stderr).
+///
+/// # Panics
+///
+/// Outside a tokio runtime with IO enabled.
+pub fn handles() -> (Input, Output) {
+    (Input::new(), Output::new())
+}
+
+/// This process's standard input, from [`handles`].
+#[derive(Debug)]
+pub struct Input(InputKind);
+
+#[derive(Debug)]
+enum InputKind {
+    Pipe(tokio::net::unix::pipe::Receiver),
+    Socket(tokio::net::UnixStream),
+    Blocking(tokio::io::Stdin),
+}
+
+/// This process's standard output, from [`handles`].
+#[derive(Debug)]
+pub struct Output(OutputKind);
+
+#[derive(Debug)]
+enum OutputKind {
+    Pipe(tokio::net::unix::pipe::Sender),
+    Socket(tokio::net::UnixStream),
+    Blocking(tokio::io::Stdout),
+}
+
+impl Input {
+    fn new() -> Self {
+        use std::os::fd::AsFd as _;
+        let options = tokio::net::unix::pipe::OpenOptions::new();
+        if let Ok(pipe) = options.open_receiver("/proc/self/fd/0") {
+            return Self(InputKind::Pipe(pipe));
+        }
+        match socket(io::stdin().as_fd()) {
+            Some(socket) => Self(InputKind::Socket(socket)),
+            None => Self(InputKind::Blocking(tokio::io::stdin())),
+        }
+    }
+}
+
+impl Output {
+    fn new() -> Self {
+        use std::os::fd::AsFd as _;
+        let options = tokio::net::unix::pipe::OpenOptions::new();
+        if let Ok(pipe) = options.open_sender("/proc/self/fd/1") {
+            return Self(OutputKind::Pipe(pipe));
+        }
+        match socket(io::stdout().as_fd()) {
+            Some(socket) => Self(OutputKind::Socket(socket)),
+            None => Self(OutputKind::Blocking(tokio::io::stdout())),
+        }
+    }
+}
+
+/// A Unix socket on the runtime's reactor, over a copy of `fd`, when `fd`
+/// is a socket.
+fn socket(fd: std::os::fd::BorrowedFd<'_>) -> Option<tokio::net::UnixStream> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    if !file.metadata().ok()?.file_type().is_socket() {
+        return None;
+    }
+    let socket = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
+    socket.set_nonblocking(true).ok()?;
+    tokio::net::UnixStream::from_std(socket).ok()
+}
+
+impl AsyncRead for Input {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        use std::pin::Pin;
+        match &mut self.get_mut().0 {
+            InputKind::Pipe(read) => Pin::new(read).poll_read(cx, buf),
+            InputKind::Socket(read) => Pin::new(read).poll_read(cx, buf),
+            InputKind::Blocking(read) => Pin::new(read).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Output {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        use std::pin::Pin;
+        match &mut self.get_mut().0 {
+            OutputKind::Pipe(write) => Pin::new(write).poll_write(cx, buf),
+            OutputKind::Socket(write) => Pin::new(write).poll_write(cx, buf),
+            OutputKind::Blocking(write) => Pin::new(write).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        use std::pin::Pin;
+        match &mut self.get_mut().0 {
+            OutputKind::Pipe(write) => Pin::new(write).poll_flush(cx),
+            OutputKind::Socket(write) => Pin::new(write).poll_flush(cx),
+            OutputKind::Blocking(write) => Pin::new(write).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        use std::pin::Pin;
+        match &mut self.get_mut().0 {
+            OutputKind::Pipe(write) => Pin::new(write).poll_shutdown(cx),
+            OutputKind::Socket(write) => Pin::new(write).poll_shutdown(cx),
+            OutputKind::Blocking(write) => Pin::new(write).poll_shutdown(cx),
+        }
+    }
 }
 
 /// An MCP server's transport over a byte stream of lines — a process's
@@ -774,6 +922,65 @@ mod tests {
         let request = br#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"\ud800"#;
         assert!(!is_reply(request));
         assert!(matches!(judge(request), Heard::Answer(_)));
+    }
+
+    /// A socket — how Node starts a child's standard streams — is driven
+    /// on the reactor: a line written at one end is read at the other, and
+    /// an answer comes back, both ways through the copies.
+    #[tokio::test]
+    async fn a_socket_is_read_and_written_on_the_reactor() {
+        use std::io::{BufRead as _, Write as _};
+        use std::os::fd::AsFd as _;
+        let (client, server) = std::os::unix::net::UnixStream::pair().unwrap();
+        let read = socket(server.as_fd()).unwrap();
+        let write = socket(server.as_fd()).unwrap();
+        let mut transport = StdioTransport::new(
+            Input(InputKind::Socket(read)),
+            Output(OutputKind::Socket(write)),
+        );
+        let mut client_write = client.try_clone().unwrap();
+        let reader = std::thread::spawn(move || {
+            client_write
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\nnot json\n")
+                .unwrap();
+            let mut line = String::new();
+            io::BufReader::new(client).read_line(&mut line).unwrap();
+            line
+        });
+        assert!(matches!(
+            transport.receive().await,
+            Some(ClientJsonRpcMessage::Request(_))
+        ));
+        // The line that is not JSON is answered; the client, answered,
+        // closes its end.
+        assert!(transport.receive().await.is_none());
+        let answer: Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+        assert_eq!(answer["error"]["code"], -32700);
+    }
+
+    #[test]
+    fn what_is_not_a_socket_is_left_to_the_other_handles() {
+        use std::os::fd::AsFd as _;
+        let (read, _write) = io::pipe().unwrap();
+        assert!(socket(read.as_fd()).is_none());
+    }
+
+    /// A pipe opened again through `/proc/self/fd` is one the reactor
+    /// drives, and the descriptor it came from keeps blocking.
+    #[tokio::test]
+    async fn a_pipe_is_opened_again_through_proc() {
+        use std::io::Write as _;
+        use std::os::fd::AsRawFd as _;
+        let (read, mut write) = io::pipe().unwrap();
+        let mut receiver = tokio::net::unix::pipe::OpenOptions::new()
+            .open_receiver(format!("/proc/self/fd/{}", read.as_raw_fd()))
+            .unwrap();
+        write.write_all(b"line\n").unwrap();
+        let mut got = [0u8; 5];
+        tokio::io::AsyncReadExt::read_exact(&mut receiver, &mut got)
+            .await
+            .unwrap();
+        assert_eq!(&got, b"line\n");
     }
 
     #[test]
