@@ -1,34 +1,33 @@
 //! A call forwarded through the gateway against the same call made directly
-//! to the upstream server, side by side in one run: the notes test server —
-//! served from this very executable, over stdio — its approval turned off,
-//! so `read_note` is a call the gate lets run. The gateway is served in this
-//! process over an in-memory pipe, its client beside it; the upstream is a
-//! child process either way. Then 8 calls at once through the gateway
-//! against one.
+//! to the upstream server, side by side in one run, each made by an rmcp
+//! client over a real stdio pipe to a child process — as an MCP client
+//! launches a server: `toolgate mcp-test-server` directly, and `toolgate
+//! gateway` in front of the same server, whose approval the operator turned
+//! off (`server set-approval notes off --digest …`), so `read_note` is a
+//! call the gate lets run and is forwarded at once. The `toolgate` run is
+//! the release binary, built first by `cargo build --release -p
+//! toolgate-cli` (nothing to do when it is fresh).
+//!
+//! Beside them, the gateway served in this process over an in-memory pipe
+//! in front of the same upstream: the gateway's own work, without its
+//! stdio hop or the command around it. Then 8 calls at once against one,
+//! of the no-op `read_note` and of `slow`, which waits 20 ms upstream.
 
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::OnceLock;
 
 use divan::Bencher;
 use rmcp::ServiceExt as _;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
-use serde_json::json;
-use toolgate::OperatorDeclaration;
-use toolgate_store::{DataClass, Location, NewServer, Store, Transport};
-
-/// The flag this executable serves the test server under.
-const SERVE: &str = "--serve-notes";
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use toolgate_store::{Location, Store};
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() == Some(SERVE) {
-        let runtime = runtime();
-        if let Err(error) = runtime.block_on(toolgate_mcp_test_server::run(args)) {
-            eprintln!("{error}");
-            std::process::exit(2);
-        }
-        return;
-    }
+    // Built before the table is printed.
+    toolgate();
     divan::main();
 }
 
@@ -43,13 +42,6 @@ fn runtime() -> tokio::runtime::Runtime {
     }
 }
 
-struct World {
-    runtime: tokio::runtime::Runtime,
-    direct: RunningService<RoleClient, ()>,
-    through: RunningService<RoleClient, ()>,
-    _dir: tempfile::TempDir,
-}
-
 fn ok<T, E: std::fmt::Display>(result: Result<T, E>) -> T {
     match result {
         Ok(value) => value,
@@ -57,86 +49,196 @@ fn ok<T, E: std::fmt::Display>(result: Result<T, E>) -> T {
     }
 }
 
+/// The release `toolgate`, built now by the cargo that runs this bench:
+/// nothing to do when it is fresh, and the bench stops, saying why, when it
+/// cannot be built.
+fn toolgate() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(build)
+}
+
+fn build() -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    eprintln!("building the release `toolgate` (cargo build --release -p toolgate-cli)…");
+    let built = ok(std::process::Command::new(cargo)
+        .arg("build")
+        .arg("--release")
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .args(["-p", "toolgate-cli", "--bin", "toolgate"])
+        .arg("--message-format=json-render-diagnostics")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output());
+    assert!(
+        built.status.success(),
+        "the gateway bench runs the release `toolgate`, which did not build: run `cargo build --release -p toolgate-cli` and read why"
+    );
+    String::from_utf8_lossy(&built.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| {
+            message["reason"] == "compiler-artifact" && message["target"]["name"] == "toolgate"
+        })
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo built no `toolgate` executable"))
+}
+
+/// `toolgate --data-dir DIR ARGS…`, which must succeed; its standard output.
+fn run(toolgate: &Path, dir: &Path, args: &[&str]) -> String {
+    let output = ok(std::process::Command::new(toolgate)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .env("NO_COLOR", "1")
+        .output());
+    assert!(
+        output.status.success(),
+        "toolgate {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// An rmcp client of `command`, started as a child process and spoken to
+/// over its standard input and output; its stderr is this process's.
+async fn client(command: tokio::process::Command) -> RunningService<RoleClient, ()> {
+    let (transport, _) = ok(TokioChildProcess::builder(command)
+        .stderr(Stdio::inherit())
+        .spawn());
+    ok(().serve(transport).await)
+}
+
+/// A `toolgate` command for a child process, in the environment a user's
+/// client gives it: the default logging, the store of `--data-dir`.
+fn command(toolgate: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(toolgate);
+    command
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .env_remove("TOOLGATE_LOG");
+    command
+}
+
+struct World {
+    runtime: tokio::runtime::Runtime,
+    /// `toolgate mcp-test-server`, over its stdio.
+    direct: RunningService<RoleClient, ()>,
+    /// `toolgate gateway`, over its stdio, in front of the same server.
+    through: RunningService<RoleClient, ()>,
+    /// The gateway served in this process, over an in-memory pipe.
+    in_process: RunningService<RoleClient, ()>,
+    _dir: tempfile::TempDir,
+}
+
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
     WORLD.get_or_init(|| {
-        let runtime = runtime();
+        let toolgate = toolgate();
         let dir = ok(tempfile::tempdir());
-        let exe = ok(std::env::current_exe()).to_string_lossy().into_owned();
-        let (direct, through) = runtime.block_on(async {
-            let store = ok(Store::open(&Location::Sqlite(dir.path().join("toolgate.db"))).await);
-            ok(store
-                .add_server(NewServer {
-                    id: "notes".into(),
-                    name: "Notes".into(),
-                    transport: Transport::Stdio {
-                        command: vec![exe.clone(), SERVE.into()],
-                    },
-                    data_class: Some(DataClass::EditorContent),
-                })
-                .await);
-            ok(toolgate_mcp::import(
-                &store,
+        let data = dir.path();
+        let exe = toolgate.to_string_lossy().into_owned();
+        // As an operator sets it up: the server added and imported, shown,
+        // and its approval turned off with the digest shown.
+        run(
+            toolgate,
+            data,
+            &[
+                "server",
+                "add",
                 "notes",
-                toolgate_mcp::Deadlines::default(),
-                &mut |_| (),
-            )
-            .await);
-            let digest = ok(store.acceptance("notes", &[]).await).digest;
-            ok(store
-                .set_approval("notes", OperatorDeclaration::NoApproval, Some(&digest))
-                .await);
+                "--name",
+                "Notes",
+                "--data-class",
+                "editor_content",
+                "--",
+                &exe,
+                "mcp-test-server",
+            ],
+        );
+        run(toolgate, data, &["import", "notes"]);
+        let shown: Value = ok(serde_json::from_str(&run(
+            toolgate,
+            data,
+            &["--json", "server", "show", "notes"],
+        )));
+        let Some(digest) = shown["digest"].as_str() else {
+            panic!("`server show` gives no digest: {shown}");
+        };
+        run(
+            toolgate,
+            data,
+            &["server", "set-approval", "notes", "off", "--digest", digest],
+        );
 
-            // Directly: the upstream, a child process, over its stdio.
-            let mut child = ok(tokio::process::Command::new(&exe)
-                .arg(SERVE)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .kill_on_drop(true)
-                .spawn());
-            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                panic!("the upstream's pipes");
-            };
-            std::mem::forget(child);
-            let direct = ok(().serve((stdout, stdin)).await);
+        let runtime = runtime();
+        let (direct, through, in_process) = runtime.block_on(async {
+            let mut upstream = command(toolgate);
+            upstream.arg("mcp-test-server");
+            let direct = client(upstream).await;
 
-            // Through the gateway, served here over an in-memory pipe.
-            let gateway = ok(toolgate_gateway::Gateway::builder(store).build());
+            let mut gateway = command(toolgate);
+            gateway
+                .arg("--data-dir")
+                .arg(data)
+                .args(["gateway", "--user", "bench"]);
+            let through = client(gateway).await;
+
+            let store = ok(Store::open(&Location::Sqlite(data.join("toolgate.db"))).await);
+            let gateway = ok(toolgate_gateway::Gateway::builder(store)
+                .user("bench")
+                .host("gateway.in-process")
+                .build());
             let (server_end, client_end) = tokio::io::duplex(1 << 20);
-            let (server_read, server_write) = tokio::io::split(server_end);
             tokio::spawn(async move {
-                if let Ok(running) = gateway.serve((server_read, server_write)).await {
+                if let Ok(running) = gateway.serve(tokio::io::split(server_end)).await {
                     let _ = running.waiting().await;
                 }
             });
-            let (client_read, client_write) = tokio::io::split(client_end);
-            let through = ok(().serve((client_read, client_write)).await);
-            (direct, through)
+            let in_process = ok(().serve(tokio::io::split(client_end)).await);
+            (direct, through, in_process)
         });
-        // The gateway forwards the call and hands back the upstream's answer.
-        let (by_hand, forwarded) = runtime.block_on(async {
+        // Each gateway forwards the call and hands back the upstream's
+        // answer: the note, as the server gives it directly.
+        let (by_hand, forwarded, in_process_answer) = runtime.block_on(async {
             (
                 ok(direct.call_tool(read_note("read_note")).await),
                 ok(through.call_tool(read_note("notes__read_note")).await),
+                ok(in_process.call_tool(read_note("notes__read_note")).await),
             )
         });
-        ran(&by_hand);
+        assert_eq!(text(&by_hand), "note 0: buy milk", "{by_hand:?}");
+        assert_eq!(by_hand.content, forwarded.content, "the same answer");
         assert_eq!(
-            by_hand.content, forwarded.content,
-            "the same answer either way"
+            by_hand.content, in_process_answer.content,
+            "the same answer"
         );
+        for answered in [&by_hand, &forwarded, &in_process_answer] {
+            ran(answered);
+        }
         World {
             runtime,
             direct,
             through,
+            in_process,
             _dir: dir,
         }
     })
 }
 
+/// The text of an answer.
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
+        .collect()
+}
+
 /// The answer of a call that ran: no error result (a call refused, held or
-/// unknown answers with one), and the note's text.
-fn ran(result: &rmcp::model::CallToolResult) -> usize {
+/// unknown answers with one), and content.
+fn ran(result: &CallToolResult) -> usize {
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert!(!result.content.is_empty(), "{result:?}");
     result.content.len()
@@ -144,13 +246,13 @@ fn ran(result: &rmcp::model::CallToolResult) -> usize {
 
 fn read_note(name: &str) -> CallToolRequestParams {
     let mut arguments = serde_json::Map::new();
-    arguments.insert("id".into(), json!(1));
+    arguments.insert("id".into(), json!(0));
     CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
 }
 
-/// One `read_note`, straight to the upstream.
-#[divan::bench(sample_count = 200)]
-fn direct(bencher: Bencher) {
+/// One `read_note`, straight to the upstream over its stdio: the baseline.
+#[divan::bench(sample_count = 400)]
+fn read_note_direct(bencher: Bencher) {
     let world = world();
     bencher.bench_local(|| {
         ran(&ok(world
@@ -159,10 +261,11 @@ fn direct(bencher: Bencher) {
     });
 }
 
-/// The same call through the gateway: resolved by its wire name, scanned,
-/// forwarded over the gateway's own connection.
-#[divan::bench(sample_count = 200)]
-fn through_the_gateway(bencher: Bencher) {
+/// The same call through `toolgate gateway` over its stdio: read, resolved
+/// by its wire name, scanned, forwarded over the gateway's own connection,
+/// answered.
+#[divan::bench(sample_count = 400)]
+fn read_note_through_the_gateway(bencher: Bencher) {
     let world = world();
     bencher.bench_local(|| {
         ran(&ok(world.runtime.block_on(
@@ -171,33 +274,46 @@ fn through_the_gateway(bencher: Bencher) {
     });
 }
 
-/// `N` calls at once through the gateway, all answered.
-#[divan::bench(consts = [1, 8], sample_count = 100)]
-fn at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
+/// The same call through the gateway served in this process over an
+/// in-memory pipe: the gateway's own work, without its stdio hop.
+#[divan::bench(sample_count = 400)]
+fn read_note_through_the_gateway_in_process(bencher: Bencher) {
     let world = world();
     bencher.bench_local(|| {
-        world.runtime.block_on(async {
-            let calls = (0..N).map(|_| world.through.call_tool(read_note("notes__read_note")));
-            for answered in futures_util::future::join_all(calls).await {
-                ran(&ok(answered));
-            }
-        });
+        ran(&ok(world.runtime.block_on(
+            world.in_process.call_tool(read_note("notes__read_note")),
+        )))
+    });
+}
+
+/// `N` calls at once, all answered.
+fn at_once(
+    world: &World,
+    client: &RunningService<RoleClient, ()>,
+    n: usize,
+    call: impl Fn() -> CallToolRequestParams,
+) {
+    world.runtime.block_on(async {
+        let calls = (0..n).map(|_| client.call_tool(call()));
+        for answered in futures_util::future::join_all(calls).await {
+            ran(&ok(answered));
+        }
     });
 }
 
 /// `N` calls at once straight to the upstream: what the upstream and this
 /// machine allow, beside the gateway's figure.
 #[divan::bench(consts = [1, 8], sample_count = 100)]
-fn at_once_direct<const N: usize>(bencher: Bencher) {
+fn read_notes_at_once_direct<const N: usize>(bencher: Bencher) {
     let world = world();
-    bencher.bench_local(|| {
-        world.runtime.block_on(async {
-            let calls = (0..N).map(|_| world.direct.call_tool(read_note("read_note")));
-            for answered in futures_util::future::join_all(calls).await {
-                ran(&ok(answered));
-            }
-        });
-    });
+    bencher.bench_local(|| at_once(world, &world.direct, N, || read_note("read_note")));
+}
+
+/// `N` calls at once through `toolgate gateway`.
+#[divan::bench(consts = [1, 8], sample_count = 100)]
+fn read_notes_at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
+    let world = world();
+    bencher.bench_local(|| at_once(world, &world.through, N, || read_note("notes__read_note")));
 }
 
 fn slow(name: &str) -> CallToolRequestParams {
@@ -206,32 +322,18 @@ fn slow(name: &str) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
 }
 
-/// `N` calls at once of a tool that takes 20 ms upstream, through the
-/// gateway: concurrent calls that queued behind one another on the one
-/// upstream connection would take `N` times as long as one.
-#[divan::bench(consts = [1, 8], sample_count = 40)]
-fn slow_at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
-    let world = world();
-    bencher.bench_local(|| {
-        world.runtime.block_on(async {
-            let calls = (0..N).map(|_| world.through.call_tool(slow("notes__slow")));
-            for answered in futures_util::future::join_all(calls).await {
-                ran(&ok(answered));
-            }
-        });
-    });
-}
-
-/// The same, straight to the upstream.
+/// `N` calls at once of a tool that takes 20 ms upstream, straight to it.
 #[divan::bench(consts = [1, 8], sample_count = 40)]
 fn slow_at_once_direct<const N: usize>(bencher: Bencher) {
     let world = world();
-    bencher.bench_local(|| {
-        world.runtime.block_on(async {
-            let calls = (0..N).map(|_| world.direct.call_tool(slow("slow")));
-            for answered in futures_util::future::join_all(calls).await {
-                ran(&ok(answered));
-            }
-        });
-    });
+    bencher.bench_local(|| at_once(world, &world.direct, N, || slow("slow")));
+}
+
+/// The same through `toolgate gateway`: concurrent calls that queued behind
+/// one another on its one upstream connection would take `N` times as long
+/// as one.
+#[divan::bench(consts = [1, 8], sample_count = 40)]
+fn slow_at_once_through_the_gateway<const N: usize>(bencher: Bencher) {
+    let world = world();
+    bencher.bench_local(|| at_once(world, &world.through, N, || slow("notes__slow")));
 }
