@@ -26,11 +26,14 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
     gateway.maintain();
     // Every line the client sends is answered, one that does not read too
     // (rmcp's own stdio transport drops it unanswered).
+    // Standard input and output on the runtime's reactor, not a blocking
+    // thread handed every message (`stdio::handles`).
+    let (input, output) = toolgate_gateway::stdio::handles();
     let input = UntilEnd {
-        inner: tokio::io::stdin(),
+        inner: input,
         gateway: Some(gateway.clone()),
     };
-    let transport = toolgate_gateway::stdio::StdioTransport::new(input, tokio::io::stdout());
+    let transport = toolgate_gateway::stdio::StdioTransport::new(input, output);
     let running = gateway
         .clone()
         .serve(transport)
