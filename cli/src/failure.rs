@@ -46,6 +46,7 @@ impl From<StoreError> for Failure {
             | StoreError::NotUnknown(_)
             | StoreError::CatalogueChanged { .. }
             | StoreError::ReviewRequired { .. }
+            | StoreError::ToolReviewRequired { .. }
             | StoreError::CatalogueOverBounds { .. } => Failure::Refused(error.to_string()),
             other => Failure::Error(other.to_string()),
         }
@@ -76,6 +77,7 @@ impl From<ClaimError> for Failure {
             | ClaimError::StaleChoice { .. }
             | ClaimError::NoReason { .. }
             | ClaimError::AlreadyChose { .. }
+            | ClaimError::NotFromNowOn { .. }
             | ClaimError::DoesNotFit { .. } => Failure::Refused(error.to_string()),
             ClaimError::Store(error) => error.into(),
             other => Failure::Error(other.to_string()),

@@ -79,6 +79,10 @@ pub(crate) enum Command {
     },
     /// Every tool the host sees, with its gate and why.
     Tools,
+    /// One imported tool's own declaration, which overrides its server's
+    /// flag for that tool alone.
+    #[command(subcommand)]
+    Tool(ToolCommand),
     /// Suspended runs: list, show, approve, deny, input.
     #[command(subcommand)]
     Runs(RunsCommand),
@@ -104,6 +108,47 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ToolCommand {
+    /// Declare what one tool needs: `inherit` (its server's flag decides,
+    /// the default), `on` (every call waits for approval), `off` (calls run
+    /// unattended) or `block` (never offered). Blocked beats everything;
+    /// then the tool's own `on` or `off`; then the server's flag.
+    /// `off` makes the tool run unattended: without `--digest` it shows the
+    /// definition it would judge and its digest, and changes nothing; with
+    /// the digest shown, it pins exactly that definition (one changed since
+    /// is refused, and one that changes later is quarantined until
+    /// accepted).
+    SetApproval {
+        /// The tool, as `toolgate tools` and `server show` name it:
+        /// `SERVER.TOOL`.
+        tool: String,
+        /// `inherit`, `on`, `off` or `block`.
+        setting: ToolSetting,
+        /// The digest of the definition you reviewed, for `off` (shown
+        /// without it).
+        #[arg(long)]
+        digest: Option<String>,
+        /// Who declares. Without it: `TOOLGATE_OPERATOR`, else the
+        /// operating system's user. The declaration records which.
+        #[arg(long = "as")]
+        operator: Option<String>,
+    },
+}
+
+/// A tool's declaration, as the console takes it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ToolSetting {
+    /// Its server's flag decides.
+    Inherit,
+    /// Approval required.
+    On,
+    /// No approval, for the definition reviewed.
+    Off,
+    /// Never offered.
+    Block,
 }
 
 #[derive(Subcommand, Debug)]
@@ -319,6 +364,13 @@ pub(crate) struct ApproveArgs {
     /// repeat for more.
     #[arg(long = "edit", value_name = "ID=JSON")]
     pub(crate) edits: Vec<String>,
+    /// And from now on: also declare this tool (`SERVER.TOOL`, a tool the
+    /// approved calls name) "no approval", bound to its definition as it
+    /// is now — its calls to come run unattended until its definition
+    /// changes. Refused on a run under four eyes or needing several
+    /// approvers.
+    #[arg(long = "allow-tool", value_name = "SERVER.TOOL")]
+    pub(crate) allow_tool: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -419,6 +471,11 @@ pub(crate) struct GatewayArgs {
     /// `--four-eyes`, none of them `--user`.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub(crate) approvals: u32,
+    /// How long, in seconds, a client of MCP's stateless protocol
+    /// (2026-07-28) has to answer the form it is sent for a held call: the
+    /// request state it hands back expires then (5 minutes by default).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) answer_within: u64,
 }
 
 /// `toolgate inbox`.

@@ -194,6 +194,25 @@ pub trait DecisionLog: Send + Sync {
     fn record<'a>(&'a self, record: &'a DecisionRecord) -> BoxFuture<'a, Result<(), LogError>>;
 }
 
+/// Why an approval on a run under `options` cannot also declare its tool
+/// "no approval" from now on, if it cannot — the one rule of "and from now
+/// on": refused on a run under four eyes or needing several approvers. One
+/// approver must not switch off, for every call to come, a gate that needs
+/// two people.
+pub fn standing_declaration_problem(options: &RunOptions) -> Option<&'static str> {
+    if options.four_eyes {
+        Some(
+            "the run requires four eyes: one approver must not switch off, for every call to come, a gate that needs two people; approve the call alone, and declare the tool with `toolgate tool set-approval` if it should run unattended",
+        )
+    } else if options.approvals_required > 1 {
+        Some(
+            "the run needs several approvers: one of them must not switch off, for every call to come, a gate that needs several people; approve the call alone, and declare the tool with `toolgate tool set-approval` if it should run unattended",
+        )
+    } else {
+        None
+    }
+}
+
 /// Why an answer through `channel` by `decider` — an approval when
 /// `approves` — cannot be recorded on a run that `requested_by` started
 /// under `options`, if it cannot: the one rule of answers through the

@@ -154,6 +154,21 @@ pub enum OperatorDeclaration {
     NoApproval,
 }
 
+/// Where an operator's declaration for a remote tool was made: for its
+/// whole server (the server's flag), or for the tool alone (a per-tool
+/// declaration, which overrides the server's flag for that tool). It
+/// changes nothing the gate decides — the declaration is the same two
+/// answers either way — only what an operator is told the cause is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeclarationScope {
+    /// The declaration is the server's, for all its tools.
+    #[default]
+    Server,
+    /// The declaration is the tool's own.
+    Tool,
+}
+
 /// Why a remote tool of a server whose approval the operator turned off
 /// still requires approval: the tool is not one the operator judged (tool
 /// pinning). An operator's "no approval" covers the tools as they were when

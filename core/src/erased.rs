@@ -67,6 +67,12 @@ pub trait DynTool: Send + Sync + 'static {
     fn quarantine(&self) -> Option<crate::effect::Quarantine> {
         None
     }
+    /// Whether a remote tool's operator declaration is its server's or its
+    /// own (see
+    /// [`RemoteApproval::declaration_scope`](crate::RemoteApproval::declaration_scope)).
+    fn declaration_scope(&self) -> crate::effect::DeclarationScope {
+        crate::effect::DeclarationScope::Server
+    }
     /// The input schema, when a call waits for a user's typed input.
     fn input_schema(&self) -> Option<&Schema> {
         None
@@ -86,6 +92,7 @@ struct Inner {
     name: Box<str>,
     server: Option<Box<str>>,
     facts: Facts,
+    scope: crate::effect::DeclarationScope,
     judgement: Result<Ruling, Rule>,
     input_schema: Option<Schema>,
     hand_erased: bool,
@@ -102,6 +109,7 @@ impl ErasedTool {
     /// Erases a typed tool; its facts are read off its types.
     pub fn new<T: Execute>(tool: T) -> Self {
         let facts = gate::facts(&tool);
+        let scope = gate::declaration_scope(&tool);
         let input_schema = gate::input_schema(&tool);
         let server = gate::server(&tool).map(Box::from);
         let name = Box::from(tool.name());
@@ -113,6 +121,7 @@ impl ErasedTool {
             name,
             server,
             facts,
+            scope,
             input_schema,
             false,
         )
@@ -133,6 +142,7 @@ impl ErasedTool {
         };
         let name = Box::from(tool.name());
         let server = tool.server().map(Box::from);
+        let scope = tool.declaration_scope();
         Self::assemble(
             Box::new(HandErased {
                 tool,
@@ -142,6 +152,7 @@ impl ErasedTool {
             name,
             server,
             facts,
+            scope,
             input_schema,
             true,
         )
@@ -152,6 +163,7 @@ impl ErasedTool {
         name: Box<str>,
         server: Option<Box<str>>,
         facts: Facts,
+        scope: crate::effect::DeclarationScope,
         input_schema: Option<Schema>,
         hand_erased: bool,
     ) -> Self {
@@ -162,6 +174,7 @@ impl ErasedTool {
                 server,
                 judgement: gate::judge(&facts),
                 facts,
+                scope,
                 input_schema,
                 hand_erased,
             }),
@@ -201,6 +214,13 @@ impl ErasedTool {
     /// The facts the gate was decided from.
     pub fn facts(&self) -> Facts {
         self.inner.facts
+    }
+
+    /// Whether a remote tool's operator declaration is its server's or its
+    /// own: what an operator is told the cause is; the gate does not read
+    /// it.
+    pub fn declaration_scope(&self) -> crate::effect::DeclarationScope {
+        self.inner.scope
     }
 
     /// The rule's answer: the decision, or the rule the facts break.

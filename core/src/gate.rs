@@ -44,7 +44,9 @@ use std::fmt;
 use schemars::Schema;
 use serde::{Deserialize, Serialize};
 
-pub use crate::effect::{Effect, EffectMarker, Facts, OperatorDeclaration, Origin, Quarantine};
+pub use crate::effect::{
+    DeclarationScope, Effect, EffectMarker, Facts, OperatorDeclaration, Origin, Quarantine,
+};
 use crate::effect::{IdempotentWrite, Local, NonIdempotentWrite, ReadOnly, Remote};
 use crate::sealed::Sealed;
 use crate::tool::{RemoteApproval, RemoteTool, RequiresApproval, RequiresInput, Tool};
@@ -315,6 +317,10 @@ pub(crate) fn input_schema<T: Tool>(tool: &T) -> Option<Schema> {
     <T::Gate as GateRule<T>>::input_schema(tool)
 }
 
+pub(crate) fn declaration_scope<T: Tool>(tool: &T) -> DeclarationScope {
+    <T::Gate as GateRule<T>>::declaration_scope(tool)
+}
+
 pub(crate) fn server<T: Tool>(tool: &T) -> Option<&str> {
     <T::Origin as OriginRule<T>>::server(tool)
 }
@@ -448,6 +454,10 @@ impl<T: RemoteApproval> GateRule<T> for ApprovalByOperator {
             ..base::<T>()
         }
     }
+
+    fn declaration_scope(tool: &T) -> DeclarationScope {
+        tool.declaration_scope()
+    }
 }
 
 impl<T> GateRule<T> for WaitsForInput
@@ -559,7 +569,7 @@ impl IsLocal for Local {}
 mod seal {
     use schemars::Schema;
 
-    use crate::effect::{Facts, Origin};
+    use crate::effect::{DeclarationScope, Facts, Origin};
 
     /// What a gate reports about a tool: its facts, and its input schema.
     #[diagnostic::on_unimplemented(
@@ -579,6 +589,12 @@ mod seal {
         fn input_schema(tool: &T) -> Option<Schema> {
             let _ = tool;
             None
+        }
+        /// Where an operator's declaration was made, for the one gate an
+        /// operator declares.
+        fn declaration_scope(tool: &T) -> DeclarationScope {
+            let _ = tool;
+            DeclarationScope::Server
         }
     }
 

@@ -163,7 +163,8 @@ pub mod wire;
 // The root holds what a tool author writes and a host's two entry points;
 // everything else is grouped in the modules above by who uses it.
 pub use effect::{
-    IdempotentWrite, Local, NonIdempotentWrite, OperatorDeclaration, ReadOnly, Remote,
+    DeclarationScope, IdempotentWrite, Local, NonIdempotentWrite, OperatorDeclaration, ReadOnly,
+    Remote,
 };
 pub use registry::Registry;
 pub use run::Agent;

@@ -152,6 +152,13 @@ pub trait RemoteApproval: RemoteTool<Gate: OperatorGate> {
     fn quarantine(&self) -> Option<crate::effect::Quarantine> {
         None
     }
+
+    /// Whether [`operator_declaration`](RemoteApproval::operator_declaration)
+    /// is the server's (the default) or the tool's own: told to operators
+    /// as the cause, never read by the gate.
+    fn declaration_scope(&self) -> crate::effect::DeclarationScope {
+        crate::effect::DeclarationScope::Server
+    }
 }
 
 /// The explicit approval marker: every call waits for a human's approval.

@@ -37,6 +37,9 @@ pub enum SkipReason {
     /// A stored local name is not the one its server and remote name map to
     /// (edited by hand).
     NameMismatch(String),
+    /// Its operator blocked it (`toolgate tool set-approval … block`): it
+    /// is never offered.
+    Blocked,
 }
 
 impl fmt::Display for SkipReason {
@@ -70,6 +73,7 @@ impl fmt::Display for SkipReason {
                 f,
                 "the stored name is not `{expected}`, the name its server and remote name map to"
             ),
+            SkipReason::Blocked => f.write_str("blocked by its operator: never offered"),
         }
     }
 }

@@ -7,7 +7,7 @@ use toolgate::{
     erased::{BoxFuture, ErasedTool},
     registry::{ProviderError, Revision, ToolProvider},
 };
-use toolgate_store::{Store, StoreError};
+use toolgate_store::{Store, StoreError, ToolGate};
 
 use crate::client::{Connection, Deadlines};
 use crate::names::{SkipReason, check_local_name};
@@ -50,12 +50,13 @@ impl McpProvider {
 
     /// Builds the tools: for each usable server (enabled, with a known data
     /// class — checked again here), each live catalogue row whose schema is a
-    /// JSON object and whose name still maps. Rows that do not are returned
-    /// with the reason.
+    /// JSON object, whose name still maps and which its operator did not
+    /// block. Rows that do not are returned with the reason.
     pub async fn build_tools(&self) -> Result<(Vec<McpTool>, Vec<SkippedRow>), StoreError> {
         let servers = self.store.usable_servers().await?;
         let mut tools = Vec::new();
         let mut skipped = Vec::new();
+        let mut blocked = Vec::new();
         let usable: HashMap<&str, (&toolgate_store::ServerRecord, Arc<Connection>)> = servers
             .iter()
             .filter(|s| s.is_usable())
@@ -80,12 +81,24 @@ impl McpProvider {
                 skipped.push(skip(SkipReason::SchemaNotAnObject));
                 return;
             }
-            // A tool the operator has not accepted as it is now — new, or
-            // changed since — requires approval even on a server whose
-            // approval is off (tool pinning).
-            // The quarantine is a fact the gate judges, beside the server's
-            // declaration: its cause reads true everywhere.
-            let quarantine = row.quarantine(server.approval);
+            // The operator's declarations, the server's and the tool's own,
+            // put together by the one rule (`LiveTool::gate`): a blocked
+            // tool is not offered at all; a tool under "no approval" that
+            // is not the definition an operator accepted — new, or changed
+            // since — requires approval all the same (tool pinning). The
+            // quarantine is a fact the gate judges, beside the declaration:
+            // its cause reads true everywhere.
+            let (approval, scope, quarantine) = match row.gate(server.approval) {
+                ToolGate::Blocked => {
+                    blocked.push(skip(SkipReason::Blocked));
+                    return;
+                }
+                ToolGate::Offered {
+                    approval,
+                    scope,
+                    quarantine,
+                } => (approval, scope, quarantine),
+            };
             if let Some(why) = quarantine {
                 tracing::info!(server = %server.id, tool = %row.local_name, reason = why.as_str(), "quarantined");
             }
@@ -95,16 +108,21 @@ impl McpProvider {
                     row.remote_name,
                     row.description,
                     row.input_schema,
-                    server.approval,
+                    approval,
                     Arc::clone(connection),
                 )
-                .with_quarantine(quarantine),
+                .with_quarantine(quarantine)
+                .declared_for(scope),
             );
         })
         .await?;
         for row in &skipped {
             tracing::warn!(server = %row.server, tool = %row.local_name, reason = %row.reason, "stored tool skipped");
         }
+        for row in &blocked {
+            tracing::debug!(server = %row.server, tool = %row.local_name, "blocked by its operator: not offered");
+        }
+        skipped.extend(blocked);
         Ok((tools, skipped))
     }
 

@@ -6,8 +6,8 @@ use schemars::Schema;
 use serde_json::{Map, Value};
 use toolgate::gate::{ApprovalByOperator, Quarantine};
 use toolgate::{
-    Execute, NonIdempotentWrite, OperatorDeclaration, Remote, RemoteApproval, RemoteTool, Tool,
-    ToolOutput,
+    DeclarationScope, Execute, NonIdempotentWrite, OperatorDeclaration, Remote, RemoteApproval,
+    RemoteTool, Tool, ToolOutput,
 };
 
 use crate::client::Connection;
@@ -27,6 +27,7 @@ pub struct McpTool {
     description: OnceLock<String>,
     input_schema: String,
     declaration: OperatorDeclaration,
+    scope: DeclarationScope,
     quarantine: Option<Quarantine>,
     connection: Arc<Connection>,
 }
@@ -91,6 +92,7 @@ impl McpTool {
             description: OnceLock::new(),
             input_schema,
             declaration,
+            scope: DeclarationScope::Server,
             quarantine: None,
             connection,
         }
@@ -101,6 +103,13 @@ impl McpTool {
     #[must_use]
     pub fn with_quarantine(self, quarantine: Option<Quarantine>) -> Self {
         Self { quarantine, ..self }
+    }
+
+    /// The tool, its declaration said to be `scope`'s: the server's (the
+    /// default), or the tool's own.
+    #[must_use]
+    pub fn declared_for(self, scope: DeclarationScope) -> Self {
+        Self { scope, ..self }
     }
 
     /// The server's name for the tool.
@@ -144,6 +153,10 @@ impl RemoteApproval for McpTool {
 
     fn quarantine(&self) -> Option<Quarantine> {
         self.quarantine
+    }
+
+    fn declaration_scope(&self) -> DeclarationScope {
+        self.scope
     }
 }
 

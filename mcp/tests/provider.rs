@@ -333,12 +333,7 @@ async fn a_pinned_row_changed_by_hand_is_quarantined_everywhere() {
     let catalogue = store.catalogue("srv").await.expect("the catalogue reads");
     let quarantined: Vec<(&str, Option<toolgate_store::Quarantine>)> = catalogue
         .iter()
-        .map(|row| {
-            (
-                row.local_name.as_str(),
-                row.quarantine(OperatorDeclaration::NoApproval),
-            )
-        })
+        .map(|row| (row.local_name.as_str(), quarantine_under_no_approval(row)))
         .collect();
     assert_eq!(
         quarantined,
@@ -409,7 +404,7 @@ async fn a_pin_that_is_not_the_rules_definition_does_not_pass() {
     let quarantined: Vec<(&str, Option<toolgate_store::Quarantine>)> = catalogue
         .iter()
         .map(|row| {
-            let why = row.quarantine(OperatorDeclaration::NoApproval);
+            let why = quarantine_under_no_approval(row);
             assert_eq!(
                 why.is_none(),
                 row.pinned_definition.as_deref() == Some(row.definition().as_str()),
@@ -502,4 +497,11 @@ async fn reviewed(store: &Store, server: &str) -> String {
         .await
         .expect("the server's tools are shown")
         .digest
+}
+
+/// Whether a row is quarantined under "no approval": its gate's quarantine.
+fn quarantine_under_no_approval(
+    row: &toolgate_store::CatalogueRow,
+) -> Option<toolgate_store::Quarantine> {
+    row.gate(OperatorDeclaration::NoApproval).quarantine()
 }

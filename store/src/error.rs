@@ -133,6 +133,17 @@ pub enum StoreError {
         /// The server.
         server: String,
     },
+    /// Declaring a tool "no approval" makes its calls run unattended: it
+    /// carries the digest of the definition the operator was shown.
+    #[error(
+        "declaring no approval for tool `{tool}` of server `{server}` makes its calls run unattended, so it needs the digest of the definition you reviewed"
+    )]
+    ToolReviewRequired {
+        /// The server.
+        server: String,
+        /// The tool's local name, with hidden characters made visible.
+        tool: String,
+    },
     /// The server has no live tool of that name.
     #[error("server `{server}` has no tool `{tool}`")]
     NoSuchTool {

@@ -1,13 +1,18 @@
-//! The reading of the operator's `requires_approval` flag.
+//! The reading of the operator's declarations: a server's
+//! `requires_approval` flag, and each tool's own declaration beside it.
 //!
-//! One pure, total function — [`approval_from_stored`] — turns whatever the
-//! store holds (or its absence, or a failed read) into the decision. Only
-//! what the typed write path stores for "off" means "no approval": the
+//! One pure, total function each — [`approval_from_stored`] for the flag,
+//! [`tool_declaration_from_stored`] for a tool — turns whatever the store
+//! holds (or its absence, or a failed read) into the declaration, and one
+//! more, [`effective_approval`], combines the two. Only what the typed
+//! write path stores for "off" means "no approval": for the flag, the
 //! integer 0 in SQLite, the label `not_required` of the `toolgate_approval`
-//! type in PostgreSQL. Everything else, including anything a future schema
-//! might write, reads as "approval required".
+//! type in PostgreSQL; for a tool, the text `not_required` in SQLite, the
+//! label `not_required` of the `toolgate_tool_approval` type in PostgreSQL.
+//! Everything else, including anything a future schema might write, reads
+//! as "approval required" — never as "blocked", never as "inherit".
 
-use toolgate::OperatorDeclaration;
+use toolgate::{DeclarationScope, OperatorDeclaration};
 
 use crate::db::{Arg, Backend, Row, Val};
 
@@ -95,6 +100,124 @@ pub(crate) fn stored_for(
     }
 }
 
+/// PostgreSQL's type for a tool's declaration.
+const TOOL_APPROVAL_TYPE: &str = "toolgate_tool_approval";
+
+/// An operator's declaration for one imported tool (SPEC §14): never
+/// derived from anything its server says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ToolDeclaration {
+    /// The server's flag decides: what every tool reads until an operator
+    /// declares otherwise.
+    Inherit,
+    /// Every call of the tool waits for approval, whatever the server's
+    /// flag says.
+    ApprovalRequired,
+    /// The tool's calls run unattended, whatever the server's flag says —
+    /// for the definition the operator reviewed: a tool changed since is
+    /// quarantined until accepted.
+    NoApproval,
+    /// The tool is not offered at all: absent from every model request and
+    /// every `tools/list`, and a call naming it is refused as not offered.
+    Blocked,
+}
+
+impl ToolDeclaration {
+    /// The label the store keeps for it.
+    pub const fn label(self) -> &'static str {
+        match self {
+            ToolDeclaration::Inherit => "inherit",
+            ToolDeclaration::ApprovalRequired => "required",
+            ToolDeclaration::NoApproval => NOT_REQUIRED,
+            ToolDeclaration::Blocked => "blocked",
+        }
+    }
+
+    /// The word the console takes and shows for it: `inherit`, `on`,
+    /// `off`, `block`.
+    pub const fn word(self) -> &'static str {
+        match self {
+            ToolDeclaration::Inherit => "inherit",
+            ToolDeclaration::ApprovalRequired => "on",
+            ToolDeclaration::NoApproval => "off",
+            ToolDeclaration::Blocked => "block",
+        }
+    }
+
+    /// Whether the declaration lowers what a tool needs below what it
+    /// needs now — only "no approval" can: it is taken with the digest of
+    /// the definition reviewed, the others need none.
+    pub const fn lowers(self) -> bool {
+        matches!(self, ToolDeclaration::NoApproval)
+    }
+}
+
+/// A tool's declaration, from the value its backend stored. Total and
+/// pure: each state is read only from its own label as the typed write
+/// path stores it — text in SQLite, a label of `toolgate_tool_approval` in
+/// PostgreSQL, compared exactly — and anything else (another spelling,
+/// another type, NULL, a missing column, a failed read) reads as
+/// [`ToolDeclaration::ApprovalRequired`]: the stricter state, never
+/// "blocked" (which would hide the fault) and never "inherit" (which could
+/// lower it).
+pub fn tool_declaration_from_stored(backend: Backend, stored: &StoredFlag) -> ToolDeclaration {
+    let label = match (backend, stored) {
+        (Backend::Sqlite, StoredFlag::Text(text)) => text.as_str(),
+        (Backend::Postgres, StoredFlag::Label { ty, label }) if ty == TOOL_APPROVAL_TYPE => {
+            label.as_str()
+        }
+        _ => return ToolDeclaration::ApprovalRequired,
+    };
+    match label {
+        "inherit" => ToolDeclaration::Inherit,
+        NOT_REQUIRED => ToolDeclaration::NoApproval,
+        "blocked" => ToolDeclaration::Blocked,
+        _ => ToolDeclaration::ApprovalRequired,
+    }
+}
+
+/// What a tool needs, from its server's flag and its own declaration — the
+/// one rule of precedence: "blocked" beats everything, then the tool's own
+/// "approval required" or "no approval", then the server's flag. `None`
+/// for a blocked tool; otherwise the declaration the gate reads, and whose
+/// it is.
+pub fn effective_approval(
+    server: OperatorDeclaration,
+    tool: ToolDeclaration,
+) -> Option<(OperatorDeclaration, DeclarationScope)> {
+    match tool {
+        ToolDeclaration::Blocked => None,
+        ToolDeclaration::ApprovalRequired => Some((
+            OperatorDeclaration::ApprovalRequired,
+            DeclarationScope::Tool,
+        )),
+        ToolDeclaration::NoApproval => {
+            Some((OperatorDeclaration::NoApproval, DeclarationScope::Tool))
+        }
+        ToolDeclaration::Inherit => Some((server, DeclarationScope::Server)),
+    }
+}
+
+/// What the typed write path stores for a tool's declaration on a backend,
+/// and the SQL expression that writes it from `$1`.
+pub(crate) fn stored_for_tool(
+    backend: Backend,
+    declaration: ToolDeclaration,
+) -> (Arg, &'static str) {
+    let label = Arg::Text(Some(declaration.label().to_owned()));
+    match backend {
+        Backend::Sqlite => (label, "$1"),
+        Backend::Postgres => (label, "CAST($1 AS toolgate_tool_approval)"),
+    }
+}
+
+/// A tool row's declaration, as stored and as read.
+pub(crate) fn tool_declaration_of(row: &Row, column: &str) -> (StoredFlag, ToolDeclaration) {
+    let stored = stored_value(row.value(column));
+    let declaration = tool_declaration_from_stored(row.backend(), &stored);
+    (stored, declaration)
+}
+
 /// The decision of a row's stored flag: [`approval_from_stored`] for the
 /// backend the row came from.
 pub(crate) fn approval_of(row: &Row) -> (StoredFlag, OperatorDeclaration) {
@@ -106,7 +229,13 @@ pub(crate) fn approval_of(row: &Row) -> (StoredFlag, OperatorDeclaration) {
 /// Reads the raw `requires_approval` column of a row, keeping its storage
 /// class: a text `'0'` stays text.
 fn read_stored_flag(row: &Row) -> StoredFlag {
-    match row.value("requires_approval") {
+    stored_value(row.value("requires_approval"))
+}
+
+/// A column's raw value as read, keeping its storage class; `None`, a
+/// column the row does not have.
+fn stored_value(value: Option<&Val>) -> StoredFlag {
+    match value {
         None => StoredFlag::Missing,
         Some(Val::Null) => StoredFlag::Null,
         Some(Val::Int(v)) => StoredFlag::Integer(*v),

@@ -88,16 +88,17 @@ use open::{migration_lock, open_postgres, open_sqlite, run_migrations};
 pub use operators::{NewSession, OperatorRecord, Session, SignInLink};
 
 pub use catalogue::{
-    Acceptance, Accepted, CatalogueBounds, CatalogueChange, CatalogueRow, CatalogueStage,
-    ImportedTool, LiveTool, Quarantine,
+    Acceptance, Accepted, CatalogueBounds, CatalogueChange, CatalogueRow, CatalogueStage, Declared,
+    ImportedTool, LiveTool, Quarantine, ToolGate,
 };
 pub use class::{DataClass, UnknownDataClass};
-pub use flag::StoredFlag;
-/// Not public API: the one reading of a stored operator flag, for the
-/// store's tests of odd stored values (`test-util`).
+pub use flag::{StoredFlag, ToolDeclaration, effective_approval};
+/// Not public API: the one reading of a stored operator flag, and of a
+/// tool's declaration, for the store's tests of odd stored values
+/// (`test-util`).
 #[cfg(feature = "test-util")]
 #[doc(hidden)]
-pub use flag::approval_from_stored;
+pub use flag::{approval_from_stored, tool_declaration_from_stored};
 pub use host::choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
 pub use host::{
     ANSWER_GRACE, CallHost, CallStanding, Ended, HeldCall, Holding, Host, Resumable, Resumed,
@@ -110,7 +111,8 @@ pub use host::{
 pub use names::host_name_problem;
 pub use names::is_reserved_host_name;
 pub use runs::{
-    Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory, StoredDecision,
+    AllowedFromNowOn, Answer, CallRow, ClaimError, LoadError, OpenRun, Recorded, RunHistory,
+    StoredDecision,
 };
 pub use servers::{ImportState, NewServer, ServerRecord, Transport, server_id_problem};
 /// Not public API: the one-pass reading of a stored schema's top-level
@@ -250,6 +252,14 @@ impl Store {
     /// (four eyes, requester, arguments) and recompute its plain checksum.
     pub fn is_authenticated(&self) -> bool {
         self.key.is_some()
+    }
+
+    /// The key that seals the request state a gateway hands a client of
+    /// MCP's stateless protocol to answer with
+    /// ([`IntegrityKey::request_state_key`]), when this handle has an
+    /// integrity key; `None` without one.
+    pub fn request_state_key(&self) -> Option<[u8; 32]> {
+        self.key.as_ref().map(IntegrityKey::request_state_key)
     }
 
     /// The operator revision: a number every change to a server or a

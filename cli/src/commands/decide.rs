@@ -32,6 +32,53 @@ pub(super) async fn command(
     report_recorded(out, &recorded, &operator)
 }
 
+/// `runs approve --allow-tool`: the approval, and the tool declared "no
+/// approval" from now on.
+pub(super) async fn from_now_on(
+    store: &Store,
+    out: Out,
+    args: DecideArgs,
+    answer: Answer,
+    tool: &str,
+) -> Result<(), Failure> {
+    let operator = operator_identity(args.operator.as_deref())?;
+    let digest = args.digest.map(TurnDigest::from_text);
+    let allowed = store
+        .decide_and_allow_tool(&args.run, digest.as_ref(), &operator, answer, tool)
+        .await?;
+    if out.json {
+        let mut value = recorded_json(&allowed.recorded, &operator);
+        value["allowed_tool"] = match &allowed.declared {
+            Ok(row) => json!({
+                "tool": row.local_name,
+                "server": allowed.server,
+                "declaration": row.declaration.word(),
+                "digest": row.declared.as_ref().and_then(|d| d.digest.clone()),
+            }),
+            Err(error) => json!({"tool": tool, "error": error.to_string()}),
+        };
+        return out.json(&value);
+    }
+    report_recorded(out, &allowed.recorded, &operator)?;
+    match &allowed.declared {
+        Ok(row) => say!(
+            "and from now on: tool `{}` runs unattended (declared by {} through the console, for its definition {})",
+            row.local_name,
+            operator.name(),
+            row.declared
+                .as_ref()
+                .and_then(|d| d.digest.clone())
+                .unwrap_or_default()
+        ),
+        Err(error) => say!(
+            "the approval stands, but tool `{}` was not declared: {}",
+            visible(tool),
+            error.to_string()
+        ),
+    }
+    Ok(())
+}
+
 /// `runs approve`: every call, or call by call.
 pub(super) fn approval(args: &ApproveArgs) -> Result<Answer, Failure> {
     if args.calls.is_empty() && args.denials.is_empty() && args.edits.is_empty() {
@@ -160,6 +207,18 @@ pub(super) fn json_argument(text: &str) -> Result<Value, Failure> {
     serde_json::from_str(&text).map_err(|e| Failure::Refused(format!("{source} is not JSON: {e}")))
 }
 
+/// A recorded decision, as `--json` reports it.
+fn recorded_json(recorded: &Recorded, operator: &Operator) -> Value {
+    let record = &recorded.record;
+    json!({
+        "run": record.run_id, "recorded": record.verdict.as_str(), "summary": record.summary(),
+        "by": record.decided_by, "named_by": operator.source().as_str(),
+        "channel": operator.channel().as_str(),
+        "owner": recorded.owner, "complete": recorded.is_complete(),
+        "approvals": {"have": recorded.approvals.0, "need": recorded.approvals.1},
+    })
+}
+
 pub(super) fn report_recorded(
     out: Out,
     recorded: &Recorded,
@@ -167,13 +226,7 @@ pub(super) fn report_recorded(
 ) -> Result<(), Failure> {
     let record = &recorded.record;
     if out.json {
-        return out.json(&json!({
-            "run": record.run_id, "recorded": record.verdict.as_str(), "summary": record.summary(),
-            "by": record.decided_by, "named_by": operator.source().as_str(),
-            "channel": operator.channel().as_str(),
-            "owner": recorded.owner, "complete": recorded.is_complete(),
-            "approvals": {"have": recorded.approvals.0, "need": recorded.approvals.1},
-        }));
+        return out.json(&recorded_json(recorded, operator));
     }
     if recorded.is_complete() && toolgate_store::is_reserved_host_name(&recorded.owner) {
         let next = if record.verdict == toolgate::audit::DecisionKind::Denied {

@@ -6,6 +6,7 @@
 //! the commands use `?`.
 
 mod decide;
+mod declare;
 mod demo;
 mod form;
 mod gateway;
@@ -85,6 +86,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                 .map(drop)
         }
         Command::Tools => tools::tools(&store, &workspace, out).await,
+        Command::Tool(command) => declare::tool(&store, out, command).await,
         Command::Runs(command) => runs::runs(&store, &workspace, out, command).await,
         Command::Demo(args) => demo::demo(&store, &workspace, out, args).await,
         Command::Host(args) => host::host(&store, &workspace, out, args).await,

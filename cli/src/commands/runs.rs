@@ -29,7 +29,10 @@ pub(super) async fn runs(
         }
         RunsCommand::Approve(args) => {
             let answer = decide::approval(&args)?;
-            decide::command(store, out, args.decide, answer).await
+            match args.allow_tool {
+                Some(tool) => decide::from_now_on(store, out, args.decide, answer, &tool).await,
+                None => decide::command(store, out, args.decide, answer).await,
+            }
         }
         RunsCommand::Deny(args) => {
             let answer = decide::denial(store, &args).await?;

@@ -379,11 +379,18 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
         value["catalogue"] = rows
             .iter()
             .map(|r| {
-                json!({
+                let mut row = json!({
                     "local_name": r.local_name, "remote_name": r.remote_name,
                     "description": r.description, "orphaned": r.orphaned,
                     "annotations": r.annotations.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
-                })
+                    "gate": super::declare::gate_words(r.gate(s.approval)),
+                });
+                if let (Value::Object(row), Value::Object(declaration)) =
+                    (&mut row, super::declare::declaration_json(r))
+                {
+                    row.extend(declaration);
+                }
+                row
             })
             .collect();
         return out.json(&value);
@@ -437,15 +444,23 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
         "TOOL",
         "REMOTE NAME",
         "STATE",
+        "DECLARED",
+        "GATE",
         "DESCRIPTION (as the server wrote it)",
         "SERVER'S CLAIMS (not used for the decision)",
     ]);
     for r in &rows {
         let claims = r.annotations.as_deref().map(stored_json);
+        let declared = match &r.declared {
+            Some(by) => format!("{} (by {}, {})", r.declaration.word(), by.by, by.channel),
+            None => r.declaration.word().to_owned(),
+        };
         catalogue.row([
             Col::from(&r.local_name),
             Col::from(&r.remote_name),
             Col::from(if r.orphaned { "orphaned" } else { "live" }),
+            Col::from(declared),
+            Col::from(super::declare::gate_words(r.gate(s.approval))),
             Col::from(&r.description),
             claims.as_ref().map_or(Col::from("-"), Col::from),
         ]);
@@ -459,6 +474,10 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
     say!(
         "  turning approval off (`server set-approval {} off --digest …`) or accepting every tool (`server accept {} --digest …`) acts on exactly these definitions",
         id,
+        id
+    );
+    say!(
+        "  one tool's own declaration overrides the server's flag for it alone: `toolgate tool set-approval {}.TOOL inherit|on|off|block`",
         id
     );
     Ok(())

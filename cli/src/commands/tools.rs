@@ -29,6 +29,10 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
                     "effect": e.effect.as_str(),
                     "gate": e.ruling.pause.as_str(),
                     "cause": e.cause_text(),
+                    "declared_for": e.server.as_ref().map(|_| match e.declared_for {
+                        toolgate::DeclarationScope::Server => "server",
+                        toolgate::DeclarationScope::Tool => "tool",
+                    }),
                     "server_claims": claims(&e.name).and_then(|c| serde_json::from_str::<Value>(&c).ok()),
                 })
             })
@@ -102,8 +106,8 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
     Ok(())
 }
 
-/// The live tools a server whose approval is off holds in quarantine, and
-/// why.
+/// The live tools held in quarantine — under "no approval", the server's
+/// or their own, not the definition an operator accepted — and why.
 fn quarantined<'a>(
     rows: &'a [toolgate_store::CatalogueRow],
     servers: &[toolgate_store::ServerRecord],
@@ -111,7 +115,7 @@ fn quarantined<'a>(
     rows.iter()
         .filter_map(|row| {
             let server = servers.iter().find(|s| s.id == row.server_id)?;
-            row.quarantine(server.approval).map(|why| (row, why))
+            row.gate(server.approval).quarantine().map(|why| (row, why))
         })
         .collect()
 }

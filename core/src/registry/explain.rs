@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::ToolSource;
 use crate::effect::{Effect, Origin};
-use crate::gate::{Cause, OperatorDeclaration, Ruling};
+use crate::gate::{Cause, DeclarationScope, OperatorDeclaration, Ruling};
 
 /// One tool's gate and its cause, for an operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +19,9 @@ pub struct Explanation {
     pub effect: Effect,
     /// The server a remote tool lives behind.
     pub server: Option<String>,
+    /// Whether a remote tool's operator declaration is its server's or its
+    /// own.
+    pub declared_for: DeclarationScope,
     /// Its gate.
     pub ruling: Ruling,
     /// How it reached the registry.
@@ -32,18 +35,22 @@ impl Explanation {
     /// The cause in words: "local tool declares non_idempotent_write".
     pub fn cause_text(&self) -> String {
         let server = self.server.as_deref().unwrap_or("?");
+        let of = match self.declared_for {
+            DeclarationScope::Server => format!("server `{server}`"),
+            DeclarationScope::Tool => format!("this tool of server `{server}`"),
+        };
         let mut text = match self.ruling.cause {
             Cause::LocalReadOnly => "local tool declares read_only".to_owned(),
             Cause::Marker => format!("{} tool carries the explicit approval marker", self.origin),
             Cause::DeclaredWrite(effect) => format!("local tool declares {effect}"),
             Cause::Operator(OperatorDeclaration::ApprovalRequired) => {
-                format!("operator declared approval required for server `{server}`")
+                format!("operator declared approval required for {of}")
             }
             Cause::Operator(OperatorDeclaration::NoApproval) => {
-                format!("operator declared no approval for server `{server}`")
+                format!("operator declared no approval for {of}")
             }
             Cause::Quarantined(why) => format!(
-                "quarantined: operator declared no approval for server `{server}`, but the tool is {}; it requires approval until an operator accepts it",
+                "quarantined: operator declared no approval for {of}, but the tool is {}; it requires approval until an operator accepts it",
                 match why {
                     crate::effect::Quarantine::New => "new since they judged its tools",
                     crate::effect::Quarantine::Changed => "changed since they accepted it",

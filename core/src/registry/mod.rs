@@ -340,6 +340,7 @@ impl Catalogue {
             origin: tool.origin(),
             effect: tool.effect(),
             server: tool.server().map(str::to_owned),
+            declared_for: tool.declaration_scope(),
             ruling: tool.ruling(),
             source: source.clone(),
             hand_erased: tool.is_hand_erased(),

@@ -3,10 +3,12 @@
 use serde_json::Value;
 
 use crate::db::{Query, Row};
+use crate::flag::{StoredFlag, ToolDeclaration, effective_approval, tool_declaration_of};
 use crate::{Store, StoreError, now_ms};
 
 mod accept;
 mod bounds;
+mod declare;
 mod stage;
 
 pub(crate) use accept::pin_in;
@@ -31,7 +33,7 @@ pub struct ImportedTool {
 }
 
 /// One stored catalogue row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CatalogueRow {
     /// The server.
     pub server_id: String,
@@ -59,6 +61,62 @@ pub struct CatalogueRow {
     /// columns ([`CatalogueRow::definition`]), so a row changed by hand after
     /// its import is judged as it is now.
     pub stored_definition: Option<String>,
+    /// The operator's declaration for the tool, read fail-closed
+    /// ([`crate::ToolDeclaration`]).
+    pub declaration: ToolDeclaration,
+    /// The declaration's value as stored, before any reading.
+    pub stored_declaration: StoredFlag,
+    /// Who declared it, when an operator did.
+    pub declared: Option<Declared>,
+}
+
+/// Who made a tool's declaration, through which channel, when, and — for
+/// "no approval" — the digest of the definition they reviewed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    /// The operator's name.
+    pub by: String,
+    /// Where the name came from ([`toolgate::identity::IdentitySource`]'s
+    /// word).
+    pub source: String,
+    /// The channel the act came through ([`toolgate::identity::Channel`]'s
+    /// word).
+    pub channel: String,
+    /// The digest of the definition reviewed, for "no approval".
+    pub digest: Option<String>,
+    /// When, in milliseconds since the epoch.
+    pub at: i64,
+}
+
+/// A tool's gate as its operators declared it: blocked, or offered with
+/// the declaration the gate reads, whose it is, and whether the tool is
+/// quarantined. The one place a server's flag, a tool's declaration and
+/// pinning are put together: the provider builds tools from it, and every
+/// listing says what it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolGate {
+    /// Never offered.
+    Blocked,
+    /// Offered.
+    Offered {
+        /// The declaration the gate reads.
+        approval: toolgate::OperatorDeclaration,
+        /// Whether it is the server's or the tool's own.
+        scope: toolgate::DeclarationScope,
+        /// Whether the tool is held in quarantine: under "no approval", not
+        /// the definition an operator accepted.
+        quarantine: Option<Quarantine>,
+    },
+}
+
+impl ToolGate {
+    /// Why the tool is held in quarantine, when it is.
+    pub fn quarantine(self) -> Option<Quarantine> {
+        match self {
+            ToolGate::Offered { quarantine, .. } => quarantine,
+            ToolGate::Blocked => None,
+        }
+    }
 }
 
 pub use toolgate::gate::Quarantine;
@@ -134,11 +192,12 @@ impl CatalogueRow {
         )
     }
 
-    /// Whether the tool is quarantined on a server whose approval is
-    /// `approval`: only a server whose approval is off quarantines.
-    pub fn quarantine(&self, approval: toolgate::OperatorDeclaration) -> Option<Quarantine> {
-        quarantine(
-            approval,
+    /// The tool's gate on a server whose flag reads `server`
+    /// ([`ToolGate`]).
+    pub fn gate(&self, server: toolgate::OperatorDeclaration) -> ToolGate {
+        gate(
+            server,
+            self.declaration,
             self.pinned_definition.as_deref(),
             &self.remote_name,
             &self.description,
@@ -148,7 +207,28 @@ impl CatalogueRow {
     }
 
     fn from_row(row: &Row) -> Result<Self, sqlx::Error> {
+        let (stored_declaration, declaration) = tool_declaration_of(row, "approval");
+        let declared = match row.try_get::<Option<String>, _>("approval_declared_by") {
+            Ok(Some(by)) => Some(Declared {
+                by,
+                source: row
+                    .try_get::<Option<String>, _>("approval_declared_source")?
+                    .unwrap_or_default(),
+                channel: row
+                    .try_get::<Option<String>, _>("approval_declared_channel")?
+                    .unwrap_or_default(),
+                digest: row.try_get("approval_declared_digest")?,
+                at: row
+                    .try_get::<Option<i64>, _>("approval_declared_at")?
+                    .unwrap_or_default(),
+            }),
+            // Not declared, or a schema older than declarations.
+            Ok(None) | Err(_) => None,
+        };
         Ok(Self {
+            declaration,
+            stored_declaration,
+            declared,
             server_id: row.try_get("server_id")?,
             remote_name: row.try_get("remote_name")?,
             local_name: row.try_get("local_name")?,
@@ -184,16 +264,19 @@ pub struct LiveTool {
     /// The definition an operator accepted, as canonical JSON; `None` when
     /// none was.
     pub pinned_definition: Option<String>,
+    /// The operator's declaration for the tool, read fail-closed.
+    pub declaration: ToolDeclaration,
 }
 
 impl LiveTool {
-    /// Whether the tool is quarantined on a server whose approval is
-    /// `approval` — the same rule as [`CatalogueRow::quarantine`]. Only a
-    /// server whose approval is off quarantines, so only there is the
-    /// definition rebuilt and compared.
-    pub fn quarantine(&self, approval: toolgate::OperatorDeclaration) -> Option<Quarantine> {
-        quarantine(
-            approval,
+    /// The tool's gate on a server whose flag reads `server` — the same
+    /// rule as [`CatalogueRow::gate`]. Only a tool whose declaration reads
+    /// "no approval" can be quarantined, so only then is the definition
+    /// rebuilt and compared.
+    pub fn gate(&self, server: toolgate::OperatorDeclaration) -> ToolGate {
+        gate(
+            server,
+            self.declaration,
             self.pinned_definition.as_deref(),
             &self.remote_name,
             &self.description,
@@ -203,7 +286,36 @@ impl LiveTool {
     }
 }
 
-/// The one rule of pinning. On a server whose approval is off, a tool no
+/// The tool's gate: [`effective_approval`] of the server's flag and the
+/// tool's declaration, then pinning under the declaration that results.
+fn gate(
+    server: toolgate::OperatorDeclaration,
+    declaration: ToolDeclaration,
+    pinned: Option<&str>,
+    remote_name: &str,
+    description: &str,
+    input_schema: &str,
+    annotations: Option<&str>,
+) -> ToolGate {
+    match effective_approval(server, declaration) {
+        None => ToolGate::Blocked,
+        Some((approval, scope)) => ToolGate::Offered {
+            approval,
+            scope,
+            quarantine: quarantine(
+                approval,
+                pinned,
+                remote_name,
+                description,
+                input_schema,
+                annotations,
+            ),
+        },
+    }
+}
+
+/// The one rule of pinning. Under "no approval" — the server's or the
+/// tool's own — a tool no
 /// operator accepted is new, and a tool whose definition — rebuilt from its
 /// columns as they are now ([`tool_definition`]), never taken from a stored
 /// copy — is not the one pinned has changed; either is quarantined. On a
@@ -352,11 +464,13 @@ impl Store {
     pub async fn each_live_tool(&self, mut each: impl FnMut(LiveTool)) -> Result<(), StoreError> {
         Query::new(
             "SELECT server_id, remote_name, local_name, description, input_schema, annotations,
-                    pinned_definition
+                    pinned_definition, approval
              FROM mcp_tool WHERE orphaned = 0 ORDER BY server_id, local_name",
         )
         .fetch_each(&self.pool, |row| {
+            let (_, declaration) = tool_declaration_of(row, "approval");
             each(LiveTool {
+                declaration,
                 server_id: row.take(0)?,
                 remote_name: row.take(1)?,
                 local_name: row.take(2)?,

@@ -314,7 +314,7 @@ pub(super) async fn replace_in(
             let row = CatalogueRow::from_row(row)?;
             digest.add(&row.local_name, &row.definition());
             change.live += 1;
-            if let Some(why) = row.quarantine(approval) {
+            if let Some(why) = row.gate(approval).quarantine() {
                 change.quarantined.push((row.local_name, why));
             }
             Ok::<_, StoreError>(())

@@ -172,6 +172,17 @@ pub enum ClaimError {
         /// Why.
         error: CorruptState,
     },
+    /// An approval "and from now on" that cannot be given: nothing was
+    /// recorded.
+    #[error(
+        "nothing was recorded on run `{run_id}`: its tool cannot be declared \"no approval\" from now on: {why}"
+    )]
+    NotFromNowOn {
+        /// The run.
+        run_id: String,
+        /// Why.
+        why: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

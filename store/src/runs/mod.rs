@@ -17,6 +17,8 @@ use crate::{Store, StoreError, now_ms};
 mod decide;
 pub(crate) use decide::channel_of;
 mod error;
+mod standing;
+pub use standing::AllowedFromNowOn;
 
 pub use error::{ClaimError, LoadError};
 
