@@ -33,6 +33,9 @@ pub const MAC_PREFIX: &str = "hmac-sha256:";
 /// The shortest key accepted, in bytes.
 pub const MIN_KEY_BYTES: usize = 16;
 
+/// What [`IntegrityKey::request_state_key`] is derived from.
+pub const REQUEST_STATE_LABEL: &[u8] = b"toolgate/mrtr";
+
 /// A secret for authenticating stored documents and records.
 #[derive(Clone)]
 pub struct IntegrityKey {
@@ -94,6 +97,17 @@ impl IntegrityKey {
             text.push(char::from(HEX[usize::from(byte & 0xf)]));
         }
         text
+    }
+
+    /// The 32-byte key that seals a gateway's multi-round-trip request
+    /// state (MCP's `requestState`): HMAC-SHA-256 under this key of
+    /// [`REQUEST_STATE_LABEL`]. Derived, never the key itself, so that a
+    /// tag of a stored document and a sealed state can never stand for one
+    /// another.
+    pub fn request_state_key(&self) -> [u8; 32] {
+        let mut mac = self.mac();
+        mac.update(REQUEST_STATE_LABEL);
+        mac.finalize().into_bytes().into()
     }
 
     /// True when `tag` is the tag of `bytes` under this key, compared in
@@ -162,5 +176,21 @@ mod tests {
         assert!(!key.verify(b"document", &tag.to_uppercase()));
         assert!(!key.verify(b"document", &tag[..tag.len() - 2]));
         assert_eq!(format!("{key:?}"), "IntegrityKey(..)");
+    }
+
+    #[test]
+    fn the_request_state_key_is_the_mac_of_its_label() {
+        let Ok(key) = IntegrityKey::new(&[7; 32]) else {
+            panic!("a 32-byte key is accepted");
+        };
+        let Ok(other) = IntegrityKey::new(&[8; 32]) else {
+            panic!("a 32-byte key is accepted");
+        };
+        let derived = key.request_state_key();
+        // HMAC-SHA-256(key, "toolgate/mrtr"), as the tag of the label.
+        let tag = key.tag(REQUEST_STATE_LABEL);
+        assert_eq!(decode_hex(&tag[MAC_PREFIX.len()..]), Some(derived.to_vec()));
+        assert_ne!(derived, other.request_state_key());
+        assert_ne!(&derived[..], &[7; 32][..]);
     }
 }

@@ -13,35 +13,152 @@
 //! through the elicitation channel, by the same conditional update as an
 //! operator's decision: of the two, exactly one wins, and the other is
 //! refused as decided already.
+//!
+//! A client of the stateless protocol (2026-07-28), which takes no request
+//! from a server, is sent the same form in the answer to its call, and its
+//! answer is read and recorded here too (see `mrtr`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, EnumSchema};
-use toolgate::audit::CallVerdict;
+use rmcp::model::{
+    ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    EnumSchema,
+};
+use toolgate::audit::{CallVerdict, DecisionKind, DecisionRecord};
 use toolgate::identity::{Channel, IdentitySource, Operator};
-use toolgate::suspend::SuspendedRun;
-use toolgate_store::{Answer, ClaimError};
+use toolgate::suspend::{SuspendedRun, TurnDigest};
+use toolgate_store::{Answer, ClaimError, Recorded};
 
 use crate::Gateway;
 
 /// The most characters of the arguments a form shows.
 const SHOWN_ARGUMENTS: usize = 2000;
 
-/// Whether the client declared it shows forms: an `elicitation` capability
-/// with `form` — or, as protocols before 2025-11-25 declared it, with
-/// neither mode named.
-pub(crate) fn shows_forms(peer: &rmcp::Peer<RoleServer>) -> bool {
-    peer.peer_info().is_some_and(|info| {
-        info.capabilities
+/// Whether a client that declared `capabilities` shows forms: an
+/// `elicitation` capability with `form` — or, as protocols before
+/// 2025-11-25 declared it, with neither mode named.
+pub(crate) fn shows_forms(capabilities: Option<&ClientCapabilities>) -> bool {
+    capabilities.is_some_and(|capabilities| {
+        capabilities
             .elicitation
             .as_ref()
             .is_some_and(|modes| modes.form.is_some() || modes.url.is_none())
     })
 }
 
+/// What an answered form decides, when it decides: only an accepted form
+/// with "approve" or "deny" does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FormAnswer {
+    /// Run the call once.
+    Approve,
+    /// Do not run it; the model reads the reason (may be empty).
+    Deny {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl FormAnswer {
+    /// What `answered` decides; `None` for a declined or cancelled form, or
+    /// an accepted one that says neither.
+    pub(crate) fn of(answered: &ElicitResult) -> Option<Self> {
+        if answered.action != ElicitationAction::Accept {
+            return None;
+        }
+        let content = answered.content.as_ref()?;
+        match content
+            .get("decision")
+            .and_then(serde_json::Value::as_str)?
+        {
+            "approve" => Some(Self::Approve),
+            "deny" => Some(Self::Deny {
+                reason: content
+                    .get("reason")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The answer as the store records it for `run`: every pending call
+    /// denied with the reason, or the turn approved.
+    fn answer(&self, run: &SuspendedRun) -> Answer {
+        match self {
+            Self::Approve => Answer::Approve,
+            Self::Deny { reason } => Answer::Calls(
+                run.pending()
+                    .iter()
+                    .map(|call| {
+                        (
+                            call.id.clone(),
+                            CallVerdict::Deny {
+                                reason: reason.clone(),
+                            },
+                        )
+                    })
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+        }
+    }
+
+    /// True when `record` is this answer, standing: the requester's own,
+    /// through the elicitation channel, with the same verdict (and, for a
+    /// denial, the same reason on every call).
+    pub(crate) fn is_recorded_in(&self, record: &DecisionRecord) -> bool {
+        let by_the_requester = record.voided.is_none()
+            && record.channel == Some(Channel::Elicitation)
+            && toolgate::identity::same_person(&record.decided_by, &record.requested_by);
+        let verdict = match self {
+            Self::Approve => {
+                record.verdict == DecisionKind::Approved
+                    && record
+                        .calls
+                        .iter()
+                        .filter_map(|call| call.verdict.as_ref())
+                        .all(|verdict| *verdict == CallVerdict::Approve)
+            }
+            Self::Deny { reason } => record.verdict == DecisionKind::Denied
+                && record
+                    .calls
+                    .iter()
+                    .filter_map(|call| call.verdict.as_ref())
+                    .all(
+                        |verdict| matches!(verdict, CallVerdict::Deny { reason: r } if r == reason),
+                    ),
+        };
+        by_the_requester && verdict
+    }
+}
+
 impl Gateway {
+    /// Records `answer` on `run`, paused on the turn `digest`, as its
+    /// requester's own through the elicitation channel: the same
+    /// conditional update as an operator's decision, so that of the two
+    /// exactly one wins.
+    pub(crate) async fn record_form(
+        &self,
+        run: &SuspendedRun,
+        digest: &TurnDigest,
+        answer: &FormAnswer,
+    ) -> Result<Recorded, ClaimError> {
+        let requester = Operator::new(&run.state().requested_by, IdentitySource::Given)
+            .map_err(|error| ClaimError::Refused {
+                run_id: run.run_id().to_owned(),
+                reason: toolgate::suspend::Refusal::InvalidIdentity(error),
+            })?
+            .via(Channel::Elicitation);
+        self.inner
+            .host
+            .store()
+            .decide(run.run_id(), Some(digest), &requester, answer.answer(run))
+            .await
+    }
+
     /// Asks the client behind `peer` to decide the held run `run_id`, for
     /// at most `within`; records its answer when it accepted the form.
     pub(crate) async fn elicit(
@@ -81,53 +198,11 @@ impl Gateway {
                 return;
             }
         };
-        let verdict = match answered.action {
-            ElicitationAction::Accept => answered
-                .content
-                .as_ref()
-                .and_then(|content| content.get("decision"))
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned),
-            _ => None,
+        let Some(answer) = FormAnswer::of(&answered) else {
+            tracing::info!(run = %run_id, action = ?answered.action, "the client's form decided nothing; the run waits for an operator");
+            return;
         };
-        let reason = answered
-            .content
-            .as_ref()
-            .and_then(|content| content.get("reason"))
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let answer = match verdict.as_deref() {
-            Some("approve") => Answer::Approve,
-            Some("deny") => Answer::Calls(
-                run.pending()
-                    .iter()
-                    .map(|call| {
-                        (
-                            call.id.clone(),
-                            CallVerdict::Deny {
-                                reason: reason.clone(),
-                            },
-                        )
-                    })
-                    .collect::<BTreeMap<_, _>>(),
-            ),
-            _ => {
-                tracing::info!(run = %run_id, action = ?answered.action, "the client's form decided nothing; the run waits for an operator");
-                return;
-            }
-        };
-        let requester = match Operator::new(&run.state().requested_by, IdentitySource::Given) {
-            Ok(requester) => requester.via(Channel::Elicitation),
-            Err(error) => {
-                tracing::warn!(run = %run_id, %error, "the requester's name cannot decide");
-                return;
-            }
-        };
-        match store
-            .decide(&run_id, Some(&run.digest()), &requester, answer)
-            .await
-        {
+        match self.record_form(&run, &run.digest(), &answer).await {
             Ok(recorded) => {
                 tracing::info!(run = %run_id, verdict = %recorded.record.verdict.as_str(), "the client's own user decided the held call");
             }
@@ -144,7 +219,7 @@ impl Gateway {
 /// The form for a held run of one call: what it asks to run, escaped, and
 /// approve or deny. Never the digest or anything secret: the client's
 /// model may read it.
-fn form(run: &SuspendedRun, gateway: &str) -> Option<ElicitRequestParams> {
+pub(crate) fn form(run: &SuspendedRun, gateway: &str) -> Option<ElicitRequestParams> {
     let call = run.pending().first()?;
     let arguments = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
     let shown = toolgate::visible::visible(&arguments);

@@ -15,11 +15,11 @@
 use std::collections::HashMap;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorData,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, DiscoverResult,
+    ErrorData, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::Value;
 use toolgate::erased::ErasedTool;
@@ -147,6 +147,33 @@ fn call_params_problem(params: Option<&Value>) -> String {
     }
 }
 
+impl Gateway {
+    /// Tells the client, through `tell`, each time what it is shown or a
+    /// tool's gate changes ([`Gateway::fingerprint`]), read again every
+    /// [`GatewayBuilder::changes`](crate::GatewayBuilder::changes); returns
+    /// once `tell` fails: the client is gone.
+    async fn tell_changes<F, Told>(&self, tell: F)
+    where
+        F: Fn() -> Told,
+        Told: Future<Output = bool>,
+    {
+        let mut last = None;
+        let mut seen = self.fingerprint(&mut last).await;
+        loop {
+            tokio::time::sleep(self.inner.changes).await;
+            let now = self.fingerprint(&mut last).await;
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            tracing::info!("the offer changed; the client is told");
+            if !tell().await {
+                return;
+            }
+        }
+    }
+}
+
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::default();
@@ -168,22 +195,45 @@ impl ServerHandler for Gateway {
         self.maintain();
         let gateway = self.clone();
         tokio::spawn(async move {
-            let mut last = None;
-            let mut seen = gateway.fingerprint(&mut last).await;
-            loop {
-                tokio::time::sleep(gateway.inner.changes).await;
-                let now = gateway.fingerprint(&mut last).await;
-                if now == seen {
-                    continue;
-                }
-                seen = now;
-                tracing::info!("the offer changed; the client is told");
-                if context.peer.notify_tool_list_changed().await.is_err() {
-                    // The client is gone.
-                    break;
-                }
-            }
+            gateway
+                .tell_changes(|| async { context.peer.notify_tool_list_changed().await.is_ok() })
+                .await;
         });
+    }
+
+    /// A client of the stateless protocol (2026-07-28) begins here, or with
+    /// any request: it never initialises.
+    async fn discover(&self, _: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        self.maintain();
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    /// Of what a client of the stateless protocol may listen for, the
+    /// gateway tells one thing: that its tools changed.
+    fn accepted_subscription_filter(&self, _: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// A client of the stateless protocol (2026-07-28) listening is told
+    /// when the offer changes, as an initialised client is, until it stops
+    /// listening or goes away.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.maintain();
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let sink = context.sink().clone();
+        let mut left = self.inner.left.subscribe();
+        tokio::select! {
+            () = context.cancelled() => {}
+            _ = left.wait_for(|gone| *gone) => {}
+            () = self.tell_changes(|| async { sink.notify_tool_list_changed().await.is_ok() }) => {}
+        }
+        Ok(())
     }
 
     async fn list_tools(
@@ -191,6 +241,7 @@ impl ServerHandler for Gateway {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.maintain();
         Ok(ListToolsResult::with_all_items(self.tools().await))
     }
 
@@ -214,6 +265,12 @@ impl ServerHandler for Gateway {
             })
             .map(|info| DeclaredClient::new(&info.name, Some(&info.version)));
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // A client of the stateless protocol is sent no request of the
+        // gateway's own: its user is asked in the answer to the call.
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let forms = crate::elicit::shows_forms(context.client_capabilities().as_ref());
         let gone = {
             let peer = context.peer.clone();
             let poll = self.inner.poll;
@@ -237,12 +294,18 @@ impl ServerHandler for Gateway {
                 .meta
                 .get_progress_token()
                 .map(|token| (token, context.peer.clone())),
-            forms: crate::elicit::shows_forms(&context.peer).then(|| context.peer.clone()),
+            forms: (forms && !stateless).then(|| context.peer.clone()),
+            input: forms && stateless,
         };
-        Ok(self
-            .asked(&request.name, arguments, client, asker)
-            .await
-            .into())
+        if request.request_state.is_some() || request.input_responses.is_some() {
+            // Asked again with the answer to the form it was sent.
+            let returned = (request.request_state, request.input_responses);
+            return Ok(self
+                .answered(&request.name, &arguments, client.as_ref(), returned, asker)
+                .await
+                .into());
+        }
+        Ok(self.asked(&request.name, arguments, client, asker).await)
     }
 
     /// A request rmcp could not read as one it knows. A `tools/call` or

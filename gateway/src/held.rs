@@ -123,7 +123,14 @@ impl Gateway {
             }
         };
         // The client's own user may decide it, where the client can ask
-        // and the store allows it: asked while the call is held.
+        // and the store allows it: on the stateless protocol, in the answer
+        // to this call, which the client asks again with the form answered;
+        // else asked while the call is held.
+        if asker.input
+            && let Some(input) = self.input_required(&held).await
+        {
+            return Joined::Input(input);
+        }
         if let Some(peer) = asker.forms.clone() {
             let gateway = self.clone();
             let run_id = held.run_id.clone();
@@ -350,6 +357,9 @@ fn undecided(held: &HeldCall, waits: Waits) -> CallToolResult {
 /// How a wait on a held call ended, for the client that asked.
 pub(crate) enum Joined {
     Answered(CallToolResult),
+    /// Not waited on: the client's own user is asked to decide it, in the
+    /// answer to the call.
+    Input(rmcp::model::InputRequiredResult),
     Gone,
 }
 

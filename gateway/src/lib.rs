@@ -30,6 +30,15 @@
 //! beyond its text — images, resources, structured content — reaches the
 //! client as the tool gave it ([`toolgate::RichOutput`]).
 //!
+//! Where the operator allows it, the client's own user decides a held call
+//! in a form: sent as `elicitation/create` to a client of protocol
+//! 2025-11-25 or earlier, and to a client of the stateless protocol
+//! (2026-07-28) in an `input_required` answer whose request state is sealed
+//! under a key derived from the store's integrity key
+//! ([`GatewayBuilder::answer_within`]). A client of that protocol, which
+//! never initialises, listens for changes to the tools with
+//! `subscriptions/listen`.
+//!
 //! ```no_run
 //! # async fn serve(store: toolgate_store::Store) -> Result<(), Box<dyn std::error::Error>> {
 //! use rmcp::ServiceExt;
@@ -37,6 +46,9 @@
 //! let gateway = toolgate_gateway::Gateway::builder(store)
 //!     .user("alice")
 //!     .build()?;
+//! // Runs a stopped gateway left are picked up from now on, whether or not
+//! // the client ever initialises.
+//! gateway.maintain();
 //! // Every line the client sends is answered, one that does not read too.
 //! gateway.serve(toolgate_gateway::stdio::stdio()).await?.waiting().await?;
 //! # Ok(()) }
@@ -48,7 +60,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{CallToolResult, ProgressToken, Tool};
+use rmcp::model::{CallToolResponse, CallToolResult, ProgressToken, RequestStateCodec, Tool};
 use serde_json::Value;
 use toolgate::Execute;
 use toolgate::erased::ErasedTool;
@@ -64,6 +76,7 @@ mod elicit;
 mod follow;
 mod handler;
 mod held;
+mod mrtr;
 pub mod stdio;
 
 use answers::{answer, refusal, run_error};
@@ -86,6 +99,11 @@ pub const DEFAULT_REMEMBER: Duration = Duration::from_mins(10);
 /// before it expires, by default: 24 hours. See
 /// [`GatewayBuilder::expire_unasked`].
 pub const DEFAULT_EXPIRE_UNASKED: Duration = Duration::from_hours(24);
+
+/// How long a client of the stateless protocol (2026-07-28) has to answer
+/// the form it was sent for a held call, by default: 5 minutes. See
+/// [`GatewayBuilder::answer_within`].
+pub const DEFAULT_ANSWER_WITHIN: Duration = Duration::from_mins(5);
 
 /// How long [`Gateway::close`] waits for the resumes under way to end.
 pub const CLOSE_WITHIN: Duration = Duration::from_mins(10);
@@ -128,6 +146,7 @@ pub struct GatewayBuilder {
     lease: Option<Duration>,
     four_eyes: bool,
     approvals: u32,
+    answer_within: Duration,
 }
 
 impl GatewayBuilder {
@@ -250,6 +269,17 @@ impl GatewayBuilder {
         self
     }
 
+    /// How long a client of MCP's stateless protocol (2026-07-28) has to
+    /// answer the form it is sent for a held call: the request state it
+    /// hands back expires this long after it was sealed, and an answer that
+    /// comes later is refused, nothing recorded. Default:
+    /// [`DEFAULT_ANSWER_WITHIN`].
+    #[must_use]
+    pub fn answer_within(mut self, within: Duration) -> Self {
+        self.answer_within = within;
+        self
+    }
+
     /// The gateway, its registry booted.
     pub fn build(self) -> Result<Gateway, GatewayError> {
         toolgate::identity::Operator::new(&self.user, toolgate::identity::IdentitySource::Given)
@@ -257,6 +287,14 @@ impl GatewayBuilder {
                 name: toolgate::visible::visible(&self.user).into_owned(),
                 error,
             })?;
+        // A client's form answered through the request state it hands back
+        // (2026-07-28) is read only under a key of the store's own: without
+        // one, that form is never sent.
+        let states = self
+            .store
+            .request_state_key()
+            // 32 bytes: the codec's own minimum.
+            .map(|key| RequestStateCodec::new_unchecked(key.to_vec()));
         let provider = Arc::new(McpProvider::new(self.store.clone(), Deadlines::default()));
         let follow = Arc::new(Followed::new(Arc::clone(&provider), self.follow));
         let registry = self.registry.provider(Arc::clone(&follow)).build()?;
@@ -282,6 +320,8 @@ impl GatewayBuilder {
                 four_eyes: self.four_eyes,
                 approvals: self.approvals,
                 left: tokio::sync::watch::Sender::new(false),
+                states,
+                answer_within: self.answer_within,
             }),
         })
     }
@@ -316,6 +356,11 @@ struct Inner {
     approvals: u32,
     /// Set when the client went away ([`Gateway::client_left`]).
     left: tokio::sync::watch::Sender<bool>,
+    /// Seals and opens the request state of a form sent as an
+    /// `input_required` answer; none without the store's integrity key.
+    states: Option<RequestStateCodec>,
+    /// How long such a form may take to be answered.
+    answer_within: Duration,
 }
 
 /// What makes a retry the same call, for every gateway process of a name:
@@ -364,6 +409,9 @@ struct Asker {
     /// The client, to ask its own user to decide a held call
     /// (elicitation), when it can show forms.
     forms: Option<rmcp::Peer<RoleServer>>,
+    /// The client speaks the stateless protocol (2026-07-28) and shows
+    /// forms: its own user is asked in an `input_required` answer instead.
+    input: bool,
 }
 
 impl Asker {
@@ -373,6 +421,7 @@ impl Asker {
             cancelled: Box::pin(std::future::pending()),
             progress: None,
             forms: None,
+            input: false,
         }
     }
 }
@@ -394,6 +443,7 @@ impl Gateway {
             lease: None,
             four_eyes: false,
             approvals: 1,
+            answer_within: DEFAULT_ANSWER_WITHIN,
         }
     }
 
@@ -479,8 +529,41 @@ impl Gateway {
         arguments: Value,
         client: Option<DeclaredClient>,
     ) -> CallToolResult {
-        self.asked(wire_name, arguments, client, Asker::patient())
+        match self
+            .asked(wire_name, arguments, client, Asker::patient())
             .await
+        {
+            CallToolResponse::Complete(answer) => answer,
+            // A patient asker is never sent a form.
+            _ => refusal("the call was answered with a request for input".to_owned()),
+        }
+    }
+
+    /// The tool offered under `wire_name` — by wire name alone: what the
+    /// client was shown — its local name, and the key of the call of it
+    /// with `arguments` from `client` ([`SameCall`]); else the refusal.
+    async fn same_call(
+        &self,
+        wire_name: &str,
+        arguments: &Value,
+        client: Option<&DeclaredClient>,
+    ) -> Result<(String, String), CallToolResult> {
+        let catalogue = self.inner.registry.catalogue().await;
+        let Some(local) = catalogue.by_wire(wire_name).map(ErasedTool::name) else {
+            return Err(refusal(format!(
+                "no tool `{}` is offered by this gateway",
+                toolgate::visible::visible(wire_name)
+            )));
+        };
+        let same = SameCall {
+            gateway: self.inner.host.name(),
+            // As the run records it: a name is kept trimmed.
+            requester: self.inner.user.trim(),
+            tool: local,
+            arguments,
+            client: client.map(|c| c.name.as_str()),
+        };
+        Ok((local.to_owned(), same.key()))
     }
 
     async fn asked(
@@ -489,32 +572,18 @@ impl Gateway {
         arguments: Value,
         client: Option<DeclaredClient>,
         asker: Asker,
-    ) -> CallToolResult {
-        let catalogue = self.inner.registry.catalogue().await;
-        // By wire name alone: what the client was shown.
-        let Some(local) = catalogue.by_wire(wire_name).map(ErasedTool::name) else {
-            return refusal(format!(
-                "no tool `{}` is offered by this gateway",
-                toolgate::visible::visible(wire_name)
-            ));
-        };
-        let arguments_seen = arguments.clone();
-        let same = SameCall {
-            gateway: self.inner.host.name(),
-            // As the run records it: a name is kept trimmed.
-            requester: self.inner.user.trim(),
-            tool: local,
-            arguments: &arguments_seen,
-            client: client.as_ref().map(|c| c.name.as_str()),
-        };
+    ) -> CallToolResponse {
         // The same call asked before — by this process or another gateway
         // of the name — is found when its run is registered: holding it
         // joins the live run its key names, and saves nothing. A call the
         // gate lets run reads nothing more of the store.
-        let key = same.key();
+        let (local, key) = match self.same_call(wire_name, &arguments, client.as_ref()).await {
+            Ok(found) => found,
+            Err(refused) => return refused.into(),
+        };
         let call = ToolCall {
             id: format!("call_{}", uuid::Uuid::new_v4().simple()),
-            name: local.to_owned(),
+            name: local,
             arguments,
         };
         let context = match &client {
@@ -528,7 +597,7 @@ impl Gateway {
         request.options.four_eyes = self.inner.four_eyes;
         request.options.approvals_required = self.inner.approvals;
         let agent = toolgate::Agent::new(&self.inner.registry, &NoModel, &NoDecisions);
-        match agent.call(request).await {
+        let answered = match agent.call(request).await {
             Ok(Outcome::Finished { state, .. }) => answer(&state),
             Ok(Outcome::AwaitingApproval(run)) => {
                 match self
@@ -536,6 +605,7 @@ impl Gateway {
                     .await
                 {
                     Joined::Answered(answer) => answer,
+                    Joined::Input(input) => return input.into(),
                     // Saved a moment ago and over already: ended by someone
                     // else (denied and closed, say).
                     Joined::Gone => refusal(
@@ -562,7 +632,8 @@ impl Gateway {
                 refusal("the call's run reached its cap of turns without an answer".to_owned())
             }
             Err(error) => refusal(run_error(&error)),
-        }
+        };
+        answered.into()
     }
 }
 

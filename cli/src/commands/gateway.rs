@@ -18,6 +18,7 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
         .expire_unasked(Duration::from_secs(args.expire_unasked))
         .four_eyes(args.four_eyes)
         .approvals(args.approvals)
+        .answer_within(Duration::from_secs(args.answer_within))
         .build()
         .map_err(|e| Failure::Refused(e.to_string()))?;
     tracing::info!(user = %args.user, host = %args.name, "gateway serving over stdio");

@@ -41,15 +41,14 @@ pub(crate) fn notes(dir: &Path, ledger: &Path, extra: &[&str]) {
     toolgate(dir, &["import", "notes"]);
 }
 
-/// A `toolgate gateway --user alice ARGS…` process over `dir`, and an MCP
-/// client connected to it whose requests from the server `handler`
-/// answers: a session of a client. The process ends with the test's
-/// runtime.
-pub(crate) async fn session<H: rmcp::ClientHandler>(
+/// A `toolgate gateway --user alice ARGS…` process over `dir`, with `envs`
+/// set beside the store's: its standard output and input, what a client
+/// connects over. The process ends with the test's runtime.
+pub(crate) fn process(
     dir: &Path,
     args: &[&str],
-    handler: H,
-) -> RunningService<RoleClient, H> {
+    envs: &[(&str, &str)],
+) -> (tokio::process::ChildStdout, tokio::process::ChildStdin) {
     let mut command = tokio::process::Command::new(TOOLGATE);
     command
         .arg("--data-dir")
@@ -58,6 +57,7 @@ pub(crate) async fn session<H: rmcp::ClientHandler>(
         .args(args)
         .env_remove("TOOLGATE_DATABASE_URL")
         .envs(database_env(dir))
+        .envs(envs.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -70,8 +70,20 @@ pub(crate) async fn session<H: rmcp::ClientHandler>(
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
+    (stdout, stdin)
+}
+
+/// A `toolgate gateway --user alice ARGS…` process over `dir`, and an MCP
+/// client connected to it whose requests from the server `handler`
+/// answers: a session of a client. The process ends with the test's
+/// runtime.
+pub(crate) async fn session<H: rmcp::ClientHandler>(
+    dir: &Path,
+    args: &[&str],
+    handler: H,
+) -> RunningService<RoleClient, H> {
     handler
-        .serve((stdout, stdin))
+        .serve(process(dir, args, &[]))
         .await
         .expect("the client connects")
 }
