@@ -1779,7 +1779,7 @@ fn approval_off_and_accept_are_bound_to_what_was_shown() {
     assert_eq!(stale.status.code(), Some(3), "{}", stderr(&stale));
     assert!(
         stderr(&stale).contains(
-            "the tools of server `notes` changed since they were shown: nothing was accepted"
+            "they changed since they were shown, or the digest is another's: nothing was accepted"
         ),
         "{}",
         stderr(&stale)

@@ -48,13 +48,7 @@ async fn listed(client: &Peer<RoleClient>) -> Vec<String> {
 /// for `off`, as an operator does.
 fn declare(dir: &Path, tool: &str, setting: &str) {
     if setting == "off" {
-        let shown = command(dir)
-            .args(["--json", "tool", "set-approval", tool, "off", "--as", "olga"])
-            .output()
-            .expect("toolgate runs");
-        assert_eq!(shown.status.code(), Some(3), "refused without the digest");
-        let shown: Value = serde_json::from_slice(&shown.stdout).expect("JSON");
-        let digest = shown["digest"].as_str().expect("the digest is shown");
+        let digest = shown_digest(dir, &["tool", "set-approval", tool, "off", "--as", "olga"]);
         toolgate(
             dir,
             &[
@@ -63,14 +57,37 @@ fn declare(dir: &Path, tool: &str, setting: &str) {
                 tool,
                 "off",
                 "--digest",
-                digest,
+                &digest,
                 "--as",
                 "olga",
             ],
         );
     } else {
-        toolgate(dir, &["tool", "set-approval", tool, setting, "--as", "olga"]);
+        toolgate(
+            dir,
+            &["tool", "set-approval", tool, setting, "--as", "olga"],
+        );
     }
+}
+
+/// The digest an act that lowers a gate shows when it is given none —
+/// refused, with nothing changed.
+fn shown_digest(dir: &Path, args: &[&str]) -> String {
+    let shown = command(dir)
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("toolgate runs");
+    assert_eq!(
+        shown.status.code(),
+        Some(3),
+        "{args:?}: refused without the digest"
+    );
+    let shown: Value = serde_json::from_slice(&shown.stdout).expect("JSON");
+    shown["digest"]
+        .as_str()
+        .expect("the digest is shown")
+        .to_owned()
 }
 
 /// The tool's row in `tools --json`.
@@ -129,7 +146,11 @@ async fn the_precedence_table_as_a_client_meets_it() {
             }
             (true, true) => {
                 assert_ne!(answer.is_error, Some(true), "{said}");
-                assert_eq!(after, before + 1, "server {flag}, tool {declaration}: {said}");
+                assert_eq!(
+                    after,
+                    before + 1,
+                    "server {flag}, tool {declaration}: {said}"
+                );
             }
             (true, false) => {
                 assert!(said.contains("waits for approval"), "{said}");
@@ -143,7 +164,11 @@ async fn the_precedence_table_as_a_client_meets_it() {
             Some(row) => {
                 let expected_gate = if runs { "runs" } else { "approval" };
                 assert_eq!(row["gate"], expected_gate, "{row}");
-                let expected_scope = if declaration == "inherit" { "server" } else { "tool" };
+                let expected_scope = if declaration == "inherit" {
+                    "server"
+                } else {
+                    "tool"
+                };
                 assert_eq!(row["declared_for"], expected_scope, "{row}");
             }
         }
@@ -196,13 +221,7 @@ async fn a_definition_changed_after_no_approval_is_held_again() {
     client.cancel().await.expect("the session ends");
 
     // Accepted as it is now: the declaration covers it again.
-    let shown = command(dir)
-        .args(["--json", "server", "accept", "notes", "notes.write_note"])
-        .output()
-        .expect("toolgate runs");
-    assert_eq!(shown.status.code(), Some(3), "shown, nothing accepted");
-    let shown: Value = serde_json::from_slice(&shown.stdout).expect("JSON");
-    let digest = shown["digest"].as_str().expect("the digest is shown");
+    let digest = shown_digest(dir, &["server", "accept", "notes", "notes.write_note"]);
     toolgate(
         dir,
         &[
@@ -211,7 +230,7 @@ async fn a_definition_changed_after_no_approval_is_held_again() {
             "notes",
             "notes.write_note",
             "--digest",
-            digest,
+            &digest,
         ],
     );
     assert_eq!(gate(dir), Some(json!("runs")));
@@ -256,10 +275,17 @@ async fn an_approval_and_from_now_on() {
     assert_eq!(shown["digest"], json!(digest), "still waits: {shown}");
     let row = json_of(dir, &["server", "show", "notes"])["catalogue"]
         .as_array()
-        .and_then(|rows| rows.iter().find(|r| r["local_name"] == "notes.write_note").cloned())
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| r["local_name"] == "notes.write_note")
+                .cloned()
+        })
         .expect("the tool is listed");
     assert_eq!(row["declaration"], "inherit", "{row}");
-    toolgate(dir, &["runs", "deny", &run, "--digest", &digest, "--as", "bob"]);
+    toolgate(
+        dir,
+        &["runs", "deny", &run, "--digest", &digest, "--as", "bob"],
+    );
 
     // Without four eyes: approved, and from now on.
     let client = session(dir, &["--wait", "1"], ()).await;
@@ -284,7 +310,9 @@ async fn an_approval_and_from_now_on() {
     .expect("JSON");
     assert_eq!(approved["recorded"], "approved", "{approved}");
     assert_eq!(approved["allowed_tool"]["declaration"], "off", "{approved}");
-    let pinned = approved["allowed_tool"]["digest"].as_str().expect("a digest");
+    let pinned = approved["allowed_tool"]["digest"]
+        .as_str()
+        .expect("a digest");
     assert!(pinned.starts_with("sha256:"), "{approved}");
 
     // The same call asked again runs, once; a new call runs at once.
@@ -298,7 +326,11 @@ async fn an_approval_and_from_now_on() {
 
     let row = json_of(dir, &["server", "show", "notes"])["catalogue"]
         .as_array()
-        .and_then(|rows| rows.iter().find(|r| r["local_name"] == "notes.write_note").cloned())
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| r["local_name"] == "notes.write_note")
+                .cloned()
+        })
         .expect("the tool is listed");
     assert_eq!(row["declaration"], "off", "{row}");
     assert_eq!(row["declared"]["by"], "bob", "{row}");
@@ -331,4 +363,62 @@ async fn the_waiting_run(dir: &Path) -> (String, String) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("not one waiting run: {}", json_of(dir, &["runs", "list"]));
+}
+
+/// "And from now on" never lowers the gate of a definition nobody
+/// reviewed: the server changes the tool while its call waits, and the
+/// approval with `--allow-tool` is refused, with nothing recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_now_on_is_refused_for_a_tool_changed_since_the_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let client = session(dir, &["--wait", "1"], ()).await;
+    let held = write(client.peer(), "before the change").await;
+    assert!(text(&held).contains("waits for approval"), "{held:?}");
+    client.cancel().await.expect("the session ends");
+    let (run, digest) = the_waiting_run(dir).await;
+
+    common::set_transport(
+        dir,
+        "notes",
+        &[
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "--describe",
+            "write_note=Appends a note, and mails every note to everyone.",
+        ],
+    );
+    toolgate(dir, &["import", "notes"]);
+    let refused = command(dir)
+        .args([
+            "runs",
+            "approve",
+            &run,
+            "--digest",
+            &digest,
+            "--as",
+            "bob",
+            "--allow-tool",
+            "notes.write_note",
+        ])
+        .output()
+        .expect("toolgate runs");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(3), "{said}");
+    assert!(said.contains("nothing was recorded"), "{said}");
+    assert!(said.contains("the turn's reviewer was shown"), "{said}");
+    let (still, _) = the_waiting_run(dir).await;
+    assert_eq!(still, run, "the run still waits");
+    let row = json_of(dir, &["server", "show", "notes"])["catalogue"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| r["local_name"] == "notes.write_note")
+                .cloned()
+        })
+        .expect("the tool is listed");
+    assert_eq!(row["declaration"], "inherit", "{row}");
+    assert_eq!(lines(&ledger), 0);
 }

@@ -118,7 +118,7 @@ pub enum StoreError {
     /// The server's tools are not the ones whose digest the operator was
     /// shown: its catalogue changed in between. Nothing was changed.
     #[error(
-        "the tools of server `{server}` changed since they were shown: nothing was accepted; review them again and act with the digest shown then"
+        "the digest given is not that of the tools of server `{server}` as they are now — they changed since they were shown, or the digest is another's: nothing was accepted; review them again and act with the digest shown then"
     )]
     CatalogueChanged {
         /// The server.

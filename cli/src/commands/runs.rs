@@ -30,7 +30,9 @@ pub(super) async fn runs(
         RunsCommand::Approve(args) => {
             let answer = decide::approval(&args)?;
             match args.allow_tool {
-                Some(tool) => decide::from_now_on(store, out, args.decide, answer, &tool).await,
+                Some(tool) => {
+                    decide::from_now_on(store, workspace, out, args.decide, answer, &tool).await
+                }
                 None => decide::command(store, out, args.decide, answer).await,
             }
         }

@@ -440,6 +440,26 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
         )),
     ]);
     table.print();
+    print_catalogue(out, &s, &rows);
+    say!(
+        "digest of its {} live tools: {}",
+        acceptance.tools,
+        acceptance.digest
+    );
+    say!(
+        "  turning approval off (`server set-approval {} off --digest …`) or accepting every tool (`server accept {} --digest …`) acts on exactly these definitions",
+        id,
+        id
+    );
+    say!(
+        "  one tool's own declaration overrides the server's flag for it alone: `toolgate tool set-approval {}.TOOL inherit|on|off|block`",
+        id
+    );
+    Ok(())
+}
+
+/// A server's catalogue, a row per tool: its declaration and its gate.
+fn print_catalogue(out: Out, s: &ServerRecord, rows: &[toolgate_store::CatalogueRow]) {
     let mut catalogue = out.table(&[
         "TOOL",
         "REMOTE NAME",
@@ -449,7 +469,7 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
         "DESCRIPTION (as the server wrote it)",
         "SERVER'S CLAIMS (not used for the decision)",
     ]);
-    for r in &rows {
+    for r in rows {
         let claims = r.annotations.as_deref().map(stored_json);
         let declared = match &r.declared {
             Some(by) => format!("{} (by {}, {})", r.declaration.word(), by.by, by.channel),
@@ -466,21 +486,6 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
         ]);
     }
     catalogue.print();
-    say!(
-        "digest of its {} live tools: {}",
-        acceptance.tools,
-        acceptance.digest
-    );
-    say!(
-        "  turning approval off (`server set-approval {} off --digest …`) or accepting every tool (`server accept {} --digest …`) acts on exactly these definitions",
-        id,
-        id
-    );
-    say!(
-        "  one tool's own declaration overrides the server's flag for it alone: `toolgate tool set-approval {}.TOOL inherit|on|off|block`",
-        id
-    );
-    Ok(())
 }
 
 /// `server elicitation SERVER on|off`.

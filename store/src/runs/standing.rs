@@ -24,10 +24,15 @@ pub struct AllowedFromNowOn {
 impl Store {
     /// Records `answer` — an approval of every call of `tool` in the turn
     /// run `run_id` waits on — and declares `tool` "no approval" from now
-    /// on, bound to the digest of its definition as it is when the act is
-    /// taken (pinned then: a definition that changes afterwards is
-    /// quarantined), recorded with the decider, their channel and that
-    /// digest.
+    /// on, bound to `shown`: the digest of its definition
+    /// ([`Store::acceptance`] for the tool alone) that the caller read
+    /// before checking that the tool is still the one the turn's reviewer
+    /// was shown (`Suspended::reviewed_again`: a tool changed since is not
+    /// declared on an approval of the old one). The definition is pinned
+    /// only if it is still the one `shown` names — one changed in between
+    /// is not declared, and one that changes afterwards is quarantined —
+    /// and the declaration is recorded with the decider, their channel and
+    /// that digest.
     ///
     /// Refused, with nothing recorded, on a run under four eyes or needing
     /// several approvers ([`toolgate::audit::standing_declaration_problem`]),
@@ -44,6 +49,7 @@ impl Store {
         decided_by: &Operator,
         answer: Answer,
         tool: &str,
+        shown: &str,
     ) -> Result<AllowedFromNowOn, ClaimError> {
         let refused = |why: String| ClaimError::NotFromNowOn {
             run_id: run_id.to_owned(),
@@ -102,17 +108,13 @@ impl Store {
                 toolgate::visible::visible(tool)
             )));
         };
-        let shown = self
-            .acceptance(&row.server_id, &[tool.to_owned()])
-            .await?
-            .digest;
         let recorded = self.decide(run_id, digest, decided_by, answer).await?;
         let declared = self
             .declare_tool(
                 &row.server_id,
                 tool,
                 ToolDeclaration::NoApproval,
-                Some(&shown),
+                Some(shown),
                 decided_by,
             )
             .await
