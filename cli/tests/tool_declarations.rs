@@ -422,3 +422,35 @@ async fn from_now_on_is_refused_for_a_tool_changed_since_the_review() {
     assert_eq!(row["declaration"], "inherit", "{row}");
     assert_eq!(lines(&ledger), 0);
 }
+
+/// A held call whose tool is blocked before it is approved: the approval
+/// says the call will be refused, and asked again it is — it never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_approved_after_its_tool_was_blocked_never_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let client = session(dir, &["--wait", "1"], ()).await;
+    let held = write(client.peer(), "held").await;
+    assert!(text(&held).contains("waits for approval"), "{held:?}");
+    let (run, digest) = the_waiting_run(dir).await;
+    declare(dir, "notes.write_note", "block");
+    let said = toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    assert!(
+        said.contains("note: tool `notes.write_note` is not offered now (blocked by its operator)"),
+        "{said}"
+    );
+    let again = write(client.peer(), "held").await;
+    assert_eq!(again.is_error, Some(true), "{again:?}");
+    let said = text(&again);
+    assert!(
+        said.contains("the call was not executed") || said.contains("is offered by this gateway"),
+        "{said}"
+    );
+    assert_eq!(lines(&ledger), 0, "a blocked tool never runs");
+    client.cancel().await.expect("the session ends");
+}

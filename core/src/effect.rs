@@ -167,6 +167,9 @@ pub enum DeclarationScope {
     Server,
     /// The declaration is the tool's own.
     Tool,
+    /// The tool's own declaration is stored but could not be read: it
+    /// reads as approval required, whatever its server's flag says.
+    Unreadable,
 }
 
 /// Why a remote tool of a server whose approval the operator turned off

@@ -120,6 +120,11 @@ pub enum ToolDeclaration {
     /// The tool is not offered at all: absent from every model request and
     /// every `tools/list`, and a call naming it is refused as not offered.
     Blocked,
+    /// What is stored is none of the labels the typed write path writes —
+    /// another spelling, another type, NULL, a missing column, a failed
+    /// read: it reads as approval required, never as blocked or inherit.
+    /// Never stored as such: declaring it stores approval required.
+    Unreadable,
 }
 
 impl ToolDeclaration {
@@ -127,7 +132,8 @@ impl ToolDeclaration {
     pub const fn label(self) -> &'static str {
         match self {
             ToolDeclaration::Inherit => "inherit",
-            ToolDeclaration::ApprovalRequired => "required",
+            // Unreadable is never stored as such: what it reads as.
+            ToolDeclaration::ApprovalRequired | ToolDeclaration::Unreadable => "required",
             ToolDeclaration::NoApproval => NOT_REQUIRED,
             ToolDeclaration::Blocked => "blocked",
         }
@@ -141,6 +147,7 @@ impl ToolDeclaration {
             ToolDeclaration::ApprovalRequired => "on",
             ToolDeclaration::NoApproval => "off",
             ToolDeclaration::Blocked => "block",
+            ToolDeclaration::Unreadable => "unreadable",
         }
     }
 
@@ -157,22 +164,23 @@ impl ToolDeclaration {
 /// path stores it — text in SQLite, a label of `toolgate_tool_approval` in
 /// PostgreSQL, compared exactly — and anything else (another spelling,
 /// another type, NULL, a missing column, a failed read) reads as
-/// [`ToolDeclaration::ApprovalRequired`]: the stricter state, never
-/// "blocked" (which would hide the fault) and never "inherit" (which could
-/// lower it).
+/// [`ToolDeclaration::Unreadable`], which reads as approval required: the
+/// stricter state, never "blocked" (which would hide the fault) and never
+/// "inherit" (which could lower it).
 pub fn tool_declaration_from_stored(backend: Backend, stored: &StoredFlag) -> ToolDeclaration {
     let label = match (backend, stored) {
         (Backend::Sqlite, StoredFlag::Text(text)) => text.as_str(),
         (Backend::Postgres, StoredFlag::Label { ty, label }) if ty == TOOL_APPROVAL_TYPE => {
             label.as_str()
         }
-        _ => return ToolDeclaration::ApprovalRequired,
+        _ => return ToolDeclaration::Unreadable,
     };
     match label {
         "inherit" => ToolDeclaration::Inherit,
+        "required" => ToolDeclaration::ApprovalRequired,
         NOT_REQUIRED => ToolDeclaration::NoApproval,
         "blocked" => ToolDeclaration::Blocked,
-        _ => ToolDeclaration::ApprovalRequired,
+        _ => ToolDeclaration::Unreadable,
     }
 }
 
@@ -195,6 +203,10 @@ pub fn effective_approval(
             Some((OperatorDeclaration::NoApproval, DeclarationScope::Tool))
         }
         ToolDeclaration::Inherit => Some((server, DeclarationScope::Server)),
+        ToolDeclaration::Unreadable => Some((
+            OperatorDeclaration::ApprovalRequired,
+            DeclarationScope::Unreadable,
+        )),
     }
 }
 

@@ -408,7 +408,7 @@ async fn odd_stored_values_read_as_approval_required() {
             let row = row(&store, "fs.read").await;
             assert_eq!(
                 row.declaration,
-                ToolDeclaration::ApprovalRequired,
+                ToolDeclaration::Unreadable,
                 "{literal} read as {:?}",
                 row.stored_declaration
             );
@@ -422,7 +422,7 @@ async fn odd_stored_values_read_as_approval_required() {
         gate(&store, "fs.read").await,
         ToolGate::Offered {
             approval: YES,
-            scope: DeclarationScope::Tool,
+            scope: DeclarationScope::Unreadable,
             quarantine: None
         }
     );
@@ -511,11 +511,23 @@ proptest! {
             };
             let expected = match label {
                 Some("inherit") => ToolDeclaration::Inherit,
+                Some("required") => ToolDeclaration::ApprovalRequired,
                 Some("not_required") => ToolDeclaration::NoApproval,
                 Some("blocked") => ToolDeclaration::Blocked,
-                _ => ToolDeclaration::ApprovalRequired,
+                _ => ToolDeclaration::Unreadable,
             };
-            prop_assert_eq!(tool_declaration_from_stored(backend, &stored), expected, "{:?}", stored);
+            let read = tool_declaration_from_stored(backend, &stored);
+            prop_assert_eq!(read, expected, "{:?}", stored);
+            // Whatever the server's flag, what reads as none of the labels
+            // asks for approval.
+            if expected == ToolDeclaration::Unreadable {
+                for flag in [YES, NO] {
+                    prop_assert_eq!(
+                        effective_approval(flag, read),
+                        Some((YES, DeclarationScope::Unreadable))
+                    );
+                }
+            }
         }
     }
 }

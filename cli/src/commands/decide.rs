@@ -26,10 +26,58 @@ pub(super) async fn command(
 ) -> Result<(), Failure> {
     let operator = operator_identity(args.operator.as_deref())?;
     let digest = args.digest.map(TurnDigest::from_text);
+    // The tools the turn calls, read before the decision: a call approved
+    // now of a tool no longer offered is refused when it is resumed.
+    let tools: Vec<String> = match store.load_suspended(&args.run).await {
+        Ok(run) => run.pending().iter().map(|call| call.name.clone()).collect(),
+        Err(_) => Vec::new(),
+    };
     let recorded = store
         .decide(&args.run, digest.as_ref(), &operator, answer)
         .await?;
-    report_recorded(out, &recorded, &operator)
+    report_recorded(out, &recorded, &operator)?;
+    if !out.json
+        && recorded.is_complete()
+        && recorded.record.verdict != toolgate::audit::DecisionKind::Denied
+    {
+        for tool in not_offered(store, &tools).await {
+            say!(
+                "note: tool `{}` is not offered now ({}): its call is refused as not offered when it is resumed",
+                visible(&tool.0),
+                tool.1
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The imported tools among `tools` that are not offered now, and why:
+/// blocked by their operator, or gone from their server's catalogue.
+async fn not_offered(store: &Store, tools: &[String]) -> Vec<(String, &'static str)> {
+    let (Ok(rows), Ok(servers)) = (store.live_catalogue().await, store.servers().await) else {
+        return Vec::new();
+    };
+    let mut missing = Vec::new();
+    for tool in tools {
+        let Some((server, _)) = tool.split_once(toolgate_mcp::SEPARATOR) else {
+            continue;
+        };
+        let Some(server) = servers.iter().find(|s| s.id == server) else {
+            continue;
+        };
+        let why = match rows.iter().find(|row| &row.local_name == tool) {
+            None => "its server no longer lists it",
+            Some(row) if row.gate(server.approval) == toolgate_store::ToolGate::Blocked => {
+                "blocked by its operator"
+            }
+            Some(_) if !server.is_usable() => "its server supplies no tools",
+            Some(_) => continue,
+        };
+        if !missing.iter().any(|(name, _)| name == tool) {
+            missing.push((tool.clone(), why));
+        }
+    }
+    missing
 }
 
 /// `runs approve --allow-tool`: the approval, and the tool declared "no

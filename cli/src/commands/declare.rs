@@ -28,6 +28,7 @@ pub(super) fn gate_words(gate: ToolGate) -> String {
     let whose = |scope| match scope {
         DeclarationScope::Server => "the server's flag",
         DeclarationScope::Tool => "the tool's declaration",
+        DeclarationScope::Unreadable => "the tool's stored declaration, which is unreadable",
     };
     match gate {
         ToolGate::Blocked => "blocked: never offered (the tool's declaration)".to_owned(),

@@ -32,6 +32,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
                     "declared_for": e.server.as_ref().map(|_| match e.declared_for {
                         toolgate::DeclarationScope::Server => "server",
                         toolgate::DeclarationScope::Tool => "tool",
+                        toolgate::DeclarationScope::Unreadable => "tool (unreadable)",
                     }),
                     "server_claims": claims(&e.name).and_then(|c| serde_json::from_str::<Value>(&c).ok()),
                 })

@@ -38,6 +38,9 @@ impl Explanation {
         let of = match self.declared_for {
             DeclarationScope::Server => format!("server `{server}`"),
             DeclarationScope::Tool => format!("this tool of server `{server}`"),
+            DeclarationScope::Unreadable => format!(
+                "this tool of server `{server}` (its stored declaration is unreadable, and reads as approval required)"
+            ),
         };
         let mut text = match self.ruling.cause {
             Cause::LocalReadOnly => "local tool declares read_only".to_owned(),
