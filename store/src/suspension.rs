@@ -9,6 +9,9 @@
 //!             │                  │ claim             │
 //!             └──────────── resuming ──conclude──▶ done | outcome_unknown
 //!                              │ ▲ unclaim / renew
+//!
+//!   open ──outcome lost──▶ decided, outcome_unknown   (a call run with no
+//!                                                      decision, answer lost)
 //! ```
 //!
 //! An open suspension that expired is closed (`decided`, `done`) when it is
@@ -297,6 +300,32 @@ pub(crate) fn standing_of(state: &str, execution: &str) -> Option<(State, Execut
         State::from_stored(state)?,
         Execution::from_stored(execution)?,
     ))
+}
+
+/// Open (just stored) → decided, its call's outcome unknown, with `outcome`
+/// in words: a turn that ran with no decision and no host journaling it —
+/// a call the gate let run at once — whose answer was lost. It stands as a
+/// run whose host stopped mid-call and that was picked up: it waits for an
+/// operator's choice ([`hand_back`] once it stands). No decision is
+/// recorded: none was taken. False when it was not open.
+pub(crate) async fn outcome_lost(
+    tx: &mut Tx,
+    suspension_id: i64,
+    outcome: &str,
+    now: i64,
+) -> Result<bool, StoreError> {
+    let marked = Query::new(
+        "UPDATE suspended_run SET state = 'decided', decided_at = $1, execution = 'outcome_unknown',
+                outcome = $2, updated_at = $3
+         WHERE id = $4 AND state = 'open'",
+    )
+    .bind(now)
+    .bind(outcome)
+    .bind(now)
+    .bind(suspension_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(marked == 1)
 }
 
 /// Outcome unknown → waiting for its host again, once an operator's choice

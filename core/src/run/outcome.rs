@@ -4,6 +4,7 @@
 use super::ModelError;
 use crate::journal::{JournalError, TurnPlan};
 use crate::pause::{AwaitingApproval, Suspended, WaitingForInput};
+use crate::persist::SuspendedRun;
 use crate::transcript::{RunState, ToolCall};
 
 /// Where a run stands when the driver returns.
@@ -149,6 +150,26 @@ impl OutcomeUnknown {
     /// The call whose outcome is unknown.
     pub fn call(&self) -> Option<&ToolCall> {
         self.plan.steps.get(self.index).map(|s| &s.call)
+    }
+
+    /// The turn of the plan as a store keeps a run that stopped on it: the
+    /// run as it stood before the turn's first result, its calls as the
+    /// paused turn, each reviewed as `registry` offers its tool now — what
+    /// a host saves for a turn that ran with no host journaling it (a call
+    /// the gate let run at once, whose answer was lost), beside the plan
+    /// and what is known of each call, so that the run stands exactly as
+    /// one whose host stopped mid-call: its outcome unknown until an
+    /// operator chooses.
+    ///
+    /// It is never put to anyone for approval: its turn ran. Its digest
+    /// names the turn, and a choice to run the call again or to skip it
+    /// carries a digest bound to it ([`TurnPlan::rerun_digest`]).
+    pub async fn suspension(&self, registry: &crate::registry::Registry) -> SuspendedRun {
+        let run = self.plan.run.clone();
+        let calls: Vec<ToolCall> = self.plan.steps.iter().map(|s| s.call.clone()).collect();
+        let offered = registry.offer(run.options.allow.as_deref()).await;
+        let review = super::review_of(&offered, &calls);
+        SuspendedRun::AwaitingApproval(Suspended::awaiting_approval(run, calls, review))
     }
 }
 

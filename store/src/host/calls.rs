@@ -69,7 +69,7 @@ pub enum Holding {
 /// the client's retry), never by a host that does not know the call.
 #[derive(Debug, Clone)]
 pub struct CallHost {
-    host: Host,
+    pub(super) host: Host,
 }
 
 impl CallHost {
@@ -119,53 +119,12 @@ impl CallHost {
         keep: Duration,
     ) -> Result<Holding, StoreError> {
         let store = &self.host.store;
-        let now = crate::now_ms();
-        let (kept_since, over_since) = cutoffs(keep);
         let (_writer, mut tx) = store.write().await?;
-        // One statement on the key: the first writer of a key inserts it,
-        // and a concurrent one waits for it and inserts nothing.
-        let inserted = crate::db::Query::new(
-            "INSERT INTO held_call (call_key, run_id, owner, created_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (call_key) DO NOTHING RETURNING run_id",
-        )
-        .bind(key)
-        .bind(run.run_id())
-        .bind(self.host.name())
-        .bind(now)
-        .fetch_optional(&mut tx)
-        .await?;
-        if inserted.is_none() {
-            // A row whose run is over — its answer given and no longer kept,
-            // or never answered (expired, closed) — is the key's no more.
-            let replaced = crate::db::Query::new(format!(
-                "UPDATE held_call SET run_id = $1, created_at = $2, answer = NULL, answered_at = NULL
-                 WHERE call_key = $3 AND owner = $4 AND ({stale})
-                 RETURNING run_id",
-                stale = stale("$5", "$6")
-            ))
-            .bind(run.run_id())
-            .bind(now)
-            .bind(key)
-            .bind(self.host.name())
-            .bind(kept_since)
-            .bind(over_since)
-            .fetch_optional(&mut tx)
-            .await?;
-            if replaced.is_none() {
-                let existing = held_row(&mut tx, key, self.host.name(), keep).await?;
-                // Nothing was written: dropped, the transaction rolls back.
-                drop(tx);
-                return match existing {
-                    Some((held, false)) => Ok(Holding::Joined(held)),
-                    // The key is another host's (the key covers the host's
-                    // name, so it never is), or went stale between the two
-                    // statements (it cannot, under one writer).
-                    _ => Err(StoreError::Unreadable {
-                        what: "held call",
-                        reason: "its key names another host's run".to_owned(),
-                    }),
-                };
-            }
+        if let Some(existing) = register(&mut tx, key, run.run_id(), self.host.name(), keep).await?
+        {
+            // Nothing was written: dropped, the transaction rolls back.
+            drop(tx);
+            return Ok(Holding::Joined(existing));
         }
         store
             .insert_suspended(&mut tx, run, self.host.name())
@@ -395,6 +354,67 @@ fn stale(kept_since: &str, over_since: &str) -> String {
                  AND ({live} OR s.updated_at > {over_since})))",
         live = crate::suspension::when::S_NOT_DONE
     )
+}
+
+/// Registers the run `run_id` under `key` — what makes a call the same
+/// call — in the caller's transaction, unless the key already names a live
+/// run of `owner`'s: a run that is not over, or one whose answer was given
+/// less than `keep` ago. That run, when it does; then nothing was written.
+/// One statement on the key: of calls with one key registered at once, by
+/// any number of processes, exactly one is.
+pub(super) async fn register(
+    tx: &mut crate::db::Tx,
+    key: &str,
+    run_id: &str,
+    owner: &str,
+    keep: Duration,
+) -> Result<Option<HeldCall>, StoreError> {
+    let now = crate::now_ms();
+    let (kept_since, over_since) = cutoffs(keep);
+    // The first writer of a key inserts it, and a concurrent one waits for
+    // it and inserts nothing.
+    let inserted = crate::db::Query::new(
+        "INSERT INTO held_call (call_key, run_id, owner, created_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (call_key) DO NOTHING RETURNING run_id",
+    )
+    .bind(key)
+    .bind(run_id)
+    .bind(owner)
+    .bind(now)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if inserted.is_some() {
+        return Ok(None);
+    }
+    // A row whose run is over — its answer given and no longer kept, or
+    // never answered (expired, closed) — is the key's no more.
+    let replaced = crate::db::Query::new(format!(
+        "UPDATE held_call SET run_id = $1, created_at = $2, answer = NULL, answered_at = NULL
+         WHERE call_key = $3 AND owner = $4 AND ({stale})
+         RETURNING run_id",
+        stale = stale("$5", "$6")
+    ))
+    .bind(run_id)
+    .bind(now)
+    .bind(key)
+    .bind(owner)
+    .bind(kept_since)
+    .bind(over_since)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if replaced.is_some() {
+        return Ok(None);
+    }
+    match held_row(&mut *tx, key, owner, keep).await? {
+        Some((held, false)) => Ok(Some(held)),
+        // The key is another host's (the key covers the host's name, so it
+        // never is), or went stale between the two statements (it cannot,
+        // under one writer).
+        _ => Err(StoreError::Unreadable {
+            what: "held call",
+            reason: "its key names another host's run".to_owned(),
+        }),
+    }
 }
 
 /// The two cut-offs of [`stale`], in milliseconds since the epoch.

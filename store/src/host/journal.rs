@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use toolgate::ToolOutput;
 use toolgate::erased::BoxFuture;
+use toolgate::integrity::IntegrityKey;
 use toolgate::journal::{Action, CallRecord, Journal, JournalError, TurnPlan};
 
 use crate::db::{Query, Tx};
@@ -98,35 +99,11 @@ impl Journal for StoreJournal {
             let text = plan.encode_with(self.store.key())?;
             let suspension_id = self.suspension_id;
             let turn = i64::from(plan.turn());
-            let mac = self
-                .store
-                .key()
-                .map(|key| key.tag(&crate::tags::plan(suspension_id, turn, &text)));
             let key = self.store.key().cloned();
             self.entry(move |tx| {
-                Box::pin(async move {
-                    Query::new(
-                        "INSERT INTO turn_plan (suspension_id, turn, plan, mac, created_at)
-                         VALUES ($1, $2, $3, $4, $5)",
-                    )
-                    .bind(suspension_id)
-                    .bind(turn)
-                    .bind(text)
-                    .bind(mac.clone())
-                    .bind(now_ms())
-                    .execute(&mut *tx)
-                    .await?;
-                    if let Some(mac) = &mac {
-                        crate::chain::append(
-                            tx,
-                            key.as_ref(),
-                            suspension_id,
-                            crate::chain::Event::Plan { turn, mac },
-                        )
-                        .await?;
-                    }
-                    Ok(())
-                })
+                Box::pin(
+                    async move { write_plan(tx, key.as_ref(), suspension_id, turn, &text).await },
+                )
             })
             .await
         })
@@ -138,43 +115,11 @@ impl Journal for StoreJournal {
         index: usize,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(async move {
-            let (call_id, tool, effect) = step_facts(plan, index);
+            let call = CallAt::of(plan, index);
             let suspension_id = self.suspension_id;
-            let turn = i64::from(plan.turn());
-            let index = i64::try_from(index).unwrap_or(i64::MAX);
             let key = self.store.key().cloned();
             self.entry(move |tx| {
-                Box::pin(async move {
-                    let attempt: i64 = Query::new(
-                        "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, started_at)
-                         SELECT id, $1, $2, $3, $4, 'started', $5 FROM turn_plan WHERE suspension_id = $6 AND turn = $7
-                         ON CONFLICT (plan_id, call_index) DO UPDATE SET
-                             state = 'started', attempts = call_execution.attempts + 1, output = NULL,
-                             started_at = excluded.started_at, ended_at = NULL
-                         RETURNING attempts",
-                    )
-                    .bind(index)
-                    .bind(call_id)
-                    .bind(tool)
-                    .bind(effect)
-                    .bind(now_ms())
-                    .bind(suspension_id)
-                    .bind(turn)
-                    .scalar(&mut *tx)
-                    .await?;
-                    crate::chain::append(
-                        tx,
-                        key.as_ref(),
-                        suspension_id,
-                        crate::chain::Event::Started {
-                            turn,
-                            index,
-                            attempt,
-                        },
-                    )
-                    .await?;
-                    Ok(())
-                })
+                Box::pin(async move { write_started(tx, key.as_ref(), suspension_id, &call).await })
             })
             .await
         })
@@ -187,60 +132,171 @@ impl Journal for StoreJournal {
         output: &'a ToolOutput,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(async move {
-            let (call_id, tool, effect) = step_facts(plan, index);
+            let call = CallAt::of(plan, index);
             let text = serde_json::to_string(output)
                 .map_err(|e| JournalError::with_source("cannot encode the call's result", e))?;
             let suspension_id = self.suspension_id;
-            let turn = i64::from(plan.turn());
-            let index = i64::try_from(index).unwrap_or(i64::MAX);
-            let mac = self
-                .store
-                .key()
-                .map(|key| key.tag(&crate::tags::result(suspension_id, turn, index, &text)));
             let key = self.store.key().cloned();
             self.entry(move |tx| {
-                Box::pin(async move {
-                    let now = now_ms();
-                    let attempt: i64 = Query::new(
-                        "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, output, started_at, ended_at, mac)
-                         SELECT id, $1, $2, $3, $4, 'ended', $5, $6, $7, $8 FROM turn_plan WHERE suspension_id = $9 AND turn = $10
-                         ON CONFLICT (plan_id, call_index) DO UPDATE SET
-                             state = 'ended', output = excluded.output, ended_at = excluded.ended_at,
-                             mac = excluded.mac
-                         RETURNING attempts",
-                    )
-                    .bind(index)
-                    .bind(call_id)
-                    .bind(tool)
-                    .bind(effect)
-                    .bind(text)
-                    .bind(now)
-                    .bind(now)
-                    .bind(mac.clone())
-                    .bind(suspension_id)
-                    .bind(turn)
-                    .scalar(&mut *tx)
-                    .await?;
-                    if let Some(mac) = &mac {
-                        crate::chain::append(
-                            tx,
-                            key.as_ref(),
-                            suspension_id,
-                            crate::chain::Event::Ended {
-                                turn,
-                                index,
-                                attempt,
-                                mac,
-                            },
-                        )
-                        .await?;
-                    }
-                    Ok(())
-                })
+                Box::pin(
+                    async move { write_ended(tx, key.as_ref(), suspension_id, &call, &text).await },
+                )
             })
             .await
         })
     }
+}
+
+/// A planned call as its journal rows name it: its turn, its place in the
+/// turn, its id, tool and effect.
+pub(super) struct CallAt {
+    turn: i64,
+    index: i64,
+    call_id: String,
+    tool: String,
+    effect: &'static str,
+}
+
+impl CallAt {
+    /// Call `index` of `plan`.
+    pub(super) fn of(plan: &TurnPlan, index: usize) -> Self {
+        let (call_id, tool, effect) = step_facts(plan, index);
+        Self {
+            turn: i64::from(plan.turn()),
+            index: i64::try_from(index).unwrap_or(i64::MAX),
+            call_id,
+            tool,
+            effect,
+        }
+    }
+}
+
+/// Writes a turn's plan (`text`, as [`TurnPlan::encode_with`] wrote it
+/// under `key`) for a suspension, tagged, and its link in the suspension's
+/// chain: the journal's first entry of a turn.
+pub(super) async fn write_plan(
+    tx: &mut Tx,
+    key: Option<&IntegrityKey>,
+    suspension_id: i64,
+    turn: i64,
+    text: &str,
+) -> Result<(), StoreError> {
+    let mac = key.map(|key| key.tag(&crate::tags::plan(suspension_id, turn, text)));
+    Query::new(
+        "INSERT INTO turn_plan (suspension_id, turn, plan, mac, created_at)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(suspension_id)
+    .bind(turn)
+    .bind(text)
+    .bind(mac.clone())
+    .bind(now_ms())
+    .execute(&mut *tx)
+    .await?;
+    if let Some(mac) = &mac {
+        crate::chain::append(
+            tx,
+            key,
+            suspension_id,
+            crate::chain::Event::Plan { turn, mac },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Records that a planned call starts (again), and its link: the journal's
+/// entry before the call runs.
+pub(super) async fn write_started(
+    tx: &mut Tx,
+    key: Option<&IntegrityKey>,
+    suspension_id: i64,
+    call: &CallAt,
+) -> Result<(), StoreError> {
+    let attempt: i64 = Query::new(
+        "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, started_at)
+         SELECT id, $1, $2, $3, $4, 'started', $5 FROM turn_plan WHERE suspension_id = $6 AND turn = $7
+         ON CONFLICT (plan_id, call_index) DO UPDATE SET
+             state = 'started', attempts = call_execution.attempts + 1, output = NULL,
+             started_at = excluded.started_at, ended_at = NULL
+         RETURNING attempts",
+    )
+    .bind(call.index)
+    .bind(call.call_id.as_str())
+    .bind(call.tool.as_str())
+    .bind(call.effect)
+    .bind(now_ms())
+    .bind(suspension_id)
+    .bind(call.turn)
+    .scalar(&mut *tx)
+    .await?;
+    crate::chain::append(
+        tx,
+        key,
+        suspension_id,
+        crate::chain::Event::Started {
+            turn: call.turn,
+            index: call.index,
+            attempt,
+        },
+    )
+    .await
+}
+
+/// Records that a planned call ended with its result (`text`, the
+/// [`ToolOutput`] as JSON), tagged, and its link: the journal's entry after
+/// the call ran.
+pub(super) async fn write_ended(
+    tx: &mut Tx,
+    key: Option<&IntegrityKey>,
+    suspension_id: i64,
+    call: &CallAt,
+    text: &str,
+) -> Result<(), StoreError> {
+    let mac = key.map(|key| {
+        key.tag(&crate::tags::result(
+            suspension_id,
+            call.turn,
+            call.index,
+            text,
+        ))
+    });
+    let now = now_ms();
+    let attempt: i64 = Query::new(
+        "INSERT INTO call_execution (plan_id, call_index, call_id, tool, effect, state, output, started_at, ended_at, mac)
+         SELECT id, $1, $2, $3, $4, 'ended', $5, $6, $7, $8 FROM turn_plan WHERE suspension_id = $9 AND turn = $10
+         ON CONFLICT (plan_id, call_index) DO UPDATE SET
+             state = 'ended', output = excluded.output, ended_at = excluded.ended_at,
+             mac = excluded.mac
+         RETURNING attempts",
+    )
+    .bind(call.index)
+    .bind(call.call_id.as_str())
+    .bind(call.tool.as_str())
+    .bind(call.effect)
+    .bind(text)
+    .bind(now)
+    .bind(now)
+    .bind(mac.clone())
+    .bind(suspension_id)
+    .bind(call.turn)
+    .scalar(&mut *tx)
+    .await?;
+    if let Some(mac) = &mac {
+        crate::chain::append(
+            tx,
+            key,
+            suspension_id,
+            crate::chain::Event::Ended {
+                turn: call.turn,
+                index: call.index,
+                attempt,
+                mac,
+            },
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// The call id, tool and effect of a planned step, for its journal row.

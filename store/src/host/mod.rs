@@ -22,11 +22,13 @@ use toolgate::suspend::{Refusal, SuspendedRun, SuspendedStatus};
 use crate::{Store, StoreError};
 
 pub use calls::{ANSWER_GRACE, CallHost, CallStanding, HeldCall, Holding, WaitsFor};
+pub use lost::LostAnswer;
 
 mod calls;
 pub(crate) mod choose;
 mod claim;
 mod journal;
+mod lost;
 mod resume;
 
 /// A host: the name its runs are saved under, and this process's claim on

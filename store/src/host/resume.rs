@@ -344,7 +344,7 @@ impl Host {
             .unwrap_or_default();
         let why = match lost {
             None => "started and never ended when a host stopped".to_owned(),
-            Some(reason) => format!("reached its tool and its answer was lost ({reason})"),
+            Some(reason) => answer_lost(reason),
         };
         let (_writer, mut tx) = self.store.write().await?;
         let marked = crate::suspension::conclude(
@@ -352,9 +352,7 @@ impl Host {
             suspension_id,
             token,
             Execution::OutcomeUnknown,
-            &format!(
-                "outcome unknown: call `{call_id}` ({tool}) {why}; it is a non_idempotent_write, so it is not run again unless an operator chooses `rerun` (or `skip`)"
-            ),
+            &unknown_outcome(&call_id, &tool, &why),
         )
         .await?;
         tx.commit().await?;
@@ -364,6 +362,20 @@ impl Host {
             Ended::Lost
         })
     }
+}
+
+/// How a call came to an unknown outcome when its answer was lost after it
+/// reached its tool, in words.
+pub(super) fn answer_lost(reason: &str) -> String {
+    format!("reached its tool and its answer was lost ({reason})")
+}
+
+/// The stored outcome of a run whose call's outcome is unknown: which call,
+/// `why`, and what happens next.
+pub(super) fn unknown_outcome(call_id: &str, tool: &str, why: &str) -> String {
+    format!(
+        "outcome unknown: call `{call_id}` ({tool}) {why}; it is a non_idempotent_write, so it is not run again unless an operator chooses `rerun` (or `skip`)"
+    )
 }
 
 /// What a resume came to, before it is stored.
