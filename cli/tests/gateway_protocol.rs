@@ -310,6 +310,7 @@ async fn a_tools_call_whose_params_do_not_fit_is_answered_invalid_params() {
             "`arguments`",
         ),
         (4, json!("notes__write_note"), "a string, not an object"),
+        (7, json!([1]), "an array, not an object"),
     ] {
         raw.line(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))
             .await;

@@ -221,7 +221,9 @@ impl Gateway {
 /// model may read it.
 pub(crate) fn form(run: &SuspendedRun, gateway: &str) -> Option<ElicitRequestParams> {
     let call = run.pending().first()?;
-    let arguments = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+    // On one line: a form shows the text as it is, and the escaping below
+    // would write a line break as `\u{a}`.
+    let arguments = serde_json::to_string(&call.arguments).unwrap_or_default();
     let shown = toolgate::visible::visible(&arguments);
     let mut arguments: String = shown.chars().take(SHOWN_ARGUMENTS).collect();
     if arguments.len() < shown.len() {

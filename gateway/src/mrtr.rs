@@ -71,7 +71,7 @@ enum StateRefused {
     NoState,
     /// Sealed longer ago than a form may take to be answered.
     #[error(
-        "the request state expired: the form is answered within {within} s of being sent; asked again without it, the call is sent a new form"
+        "the request state expired: a form is answered within the time the gateway that sent it allows ({within} s on this one); asked again without it, the call is sent a new form"
     )]
     Expired {
         /// How long a form may take, in seconds.

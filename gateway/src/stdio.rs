@@ -562,17 +562,18 @@ fn not_a_message(line: &[u8], error: &serde_json::Error) -> Heard {
                 Heard::Nothing
             } else if let (Some(Value::String(method)), Some(params)) =
                 (object.get("method"), object.get("params"))
-                && !matches!(params, Value::Object(_) | Value::Array(_) | Value::Null)
+                && !matches!(params, Value::Object(_) | Value::Null)
             {
-                // A request whose params are not structured never reaches a
-                // handler: its params are what is wrong.
+                // A request whose params are not an object never reaches a
+                // handler (MCP's params are named, never by position): its
+                // params are what is wrong.
                 let reason = format!(
                     "the params of `{}` are {}, not an object",
                     toolgate::visible::visible(method),
-                    if params.is_string() {
-                        "a string"
-                    } else {
-                        "a number or a boolean"
+                    match params {
+                        Value::String(_) => "a string",
+                        Value::Array(_) => "an array",
+                        _ => "a number or a boolean",
                     }
                 );
                 tracing::warn!(id_recovered = id.is_some(), %reason, "a request's params are answered invalid");
