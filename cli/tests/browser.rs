@@ -48,8 +48,14 @@ fn free_port() -> u16 {
 
 /// `toolgate inbox` on a port the system picks; its URL.
 fn inbox(dir: &Path) -> (Killed, String) {
+    inbox_with(dir, "127.0.0.1:0", &[])
+}
+
+/// `toolgate inbox --listen LISTEN EXTRA…`; the URL it says it is at.
+fn inbox_with(dir: &Path, listen: &str, extra: &[&str]) -> (Killed, String) {
     let mut child = common::command(dir)
-        .args(["inbox", "--listen", "127.0.0.1:0"])
+        .args(["inbox", "--listen", listen])
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -86,12 +92,25 @@ fn chromedriver() -> (Killed, String) {
 }
 
 async fn browser(webdriver: &str) -> Client {
+    browser_with(webdriver, &[]).await
+}
+
+/// A Chromium session with `extra` switches.
+async fn browser_with(webdriver: &str, extra: &[&str]) -> Client {
+    let mut args = vec![
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1200,1600",
+    ];
+    args.extend_from_slice(extra);
     let mut capabilities = Map::new();
     capabilities.insert(
         "goog:chromeOptions".into(),
         json!({
             "binary": "/usr/bin/chromium",
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,1600"],
+            "args": args,
         }),
     );
     let connector = hyper_util::client::legacy::connect::HttpConnector::new();
@@ -384,4 +403,74 @@ async fn hostile_checks(client: &Client, dir: &Path, url: &str, hostile: &str) {
     let _ = site.join();
     let shown = json_of(dir, &["runs", "show", hostile]);
     assert_eq!(shown["state"], "open", "nothing recorded: {shown}");
+}
+
+/// An inbox at a plain-http public URL whose host is a name, not a
+/// loopback address — where a browser sends no `Sec-Fetch-Site` — signs
+/// in and decides: its forms carry their origin. A page reached under
+/// another name that resolves to the inbox is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_http_public_url_signs_in_and_another_name_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    toolgate(dir, &["demo", "--detach"]);
+    let run = json_of(dir, &["runs", "list"])[0]["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let port = free_port();
+    let public = format!("http://inbox.test:{port}");
+    let (_inbox, url) = inbox_with(
+        dir,
+        &format!("127.0.0.1:{port}"),
+        &["--public-url", &public],
+    );
+    assert_eq!(url, public);
+    let link = json_of(dir, &["operator", "add", "bob", "--public-url", &public])["link"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_driver, webdriver) = chromedriver();
+    let client = browser_with(
+        &webdriver,
+        &["--host-resolver-rules=MAP inbox.test 127.0.0.1, MAP evil.test 127.0.0.1"],
+    )
+    .await;
+
+    client.goto(&link).await.unwrap();
+    client
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let waiting = page_with(&client, &run).await;
+    assert!(waiting.contains("signed in as"), "{waiting}");
+    let base = client.current_url().await.unwrap().to_string();
+    assert!(base.starts_with(&format!("{public}/s/")), "{base}");
+
+    // A decision from the page is recorded: the form carried its origin.
+    client.goto(&format!("{base}runs/{run}")).await.unwrap();
+    let page = page_with(&client, "Deny every call").await;
+    assert!(page.contains(&run), "{page}");
+    client
+        .find(Locator::XPath("//button[contains(., 'Deny every call')]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    page_with(&client, "denied").await;
+    let shown = json_of(dir, &["runs", "show", &run]);
+    assert_eq!(shown["decisions"][0]["by"], "bob", "{shown}");
+    assert_eq!(shown["decisions"][0]["channel"], "inbox", "{shown}");
+
+    // The same session's address under another name: refused, nothing
+    // shown.
+    let rebound = base.replace("inbox.test", "evil.test");
+    client.goto(&rebound).await.unwrap();
+    let refused = page_with(&client, "answers at").await;
+    assert!(!refused.contains(&run), "{refused}");
+    client.close().await.unwrap();
 }

@@ -19,6 +19,11 @@
 //!   escapes ([`toolgate::visible`]), each in a direction-isolated element.
 //!   No script runs on any page (the content security policy allows none);
 //!   every action is a form.
+//! - **Only at its own address**: a request whose `Host` is not the public
+//!   URL's (or the listen address given) is refused, so a page served
+//!   under another name that resolves to the inbox reads and decides
+//!   nothing; a refusal below the handlers (a form past
+//!   [`FORM_LIMIT`]) is an inbox page too.
 //!
 //! ```no_run
 //! # async fn serve(store: toolgate_store::Store) -> std::io::Result<()> {
@@ -70,6 +75,10 @@ struct Inner {
     origin: String,
     /// Whether the cookie is sent over HTTPS only.
     secure: bool,
+    /// The `Host` values the inbox answers: its public URL's authority,
+    /// and those added ([`Inbox::answering_at`]). Any other is refused — a
+    /// page of another name (DNS rebinding) never reads or decides.
+    hosts: Vec<String>,
     session_for: Duration,
     /// When recent sign-ins failed, for the rate limit.
     failures: Mutex<VecDeque<Instant>>,
@@ -81,9 +90,14 @@ impl Inbox {
     /// must come from.
     pub fn new(store: Store, public_url: &str) -> Self {
         let origin = origin_of(public_url);
+        let hosts = origin
+            .split_once("://")
+            .map(|(_, authority)| vec![authority.to_owned()])
+            .unwrap_or_default();
         Self {
             inner: Arc::new(Inner {
                 secure: origin.starts_with("https://"),
+                hosts,
                 origin,
                 store,
                 session_for: DEFAULT_SESSION,
@@ -101,7 +115,32 @@ impl Inbox {
                 store: inner.store.clone(),
                 origin: inner.origin.clone(),
                 secure: inner.secure,
+                hosts: inner.hosts.clone(),
                 session_for,
+                failures: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The same inbox, answering requests that name `host` (`host[:port]`,
+    /// as a `Host` header does — the address it listens on, say) besides
+    /// its public URL's. Pages read there still make no change: a change
+    /// comes from the public URL's origin only.
+    #[must_use]
+    pub fn answering_at(self, host: &str) -> Self {
+        let inner = &self.inner;
+        let mut hosts = inner.hosts.clone();
+        let host = host.trim().to_ascii_lowercase();
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+        Self {
+            inner: Arc::new(Inner {
+                store: inner.store.clone(),
+                origin: inner.origin.clone(),
+                secure: inner.secure,
+                hosts,
+                session_for: inner.session_for,
                 failures: Mutex::default(),
             }),
         }
@@ -125,6 +164,8 @@ impl Inbox {
             .route("/s/{key}/runs/{run}", get(run_page))
             .route("/s/{key}/runs/{run}/decide", post(decide))
             .route("/s/{key}/runs/{run}/choose", post(choose))
+            .layer(axum::middleware::map_response(as_a_page))
+            .layer(axum::middleware::from_fn_with_state(self.clone(), own_host))
             .layer(axum::middleware::map_response(secured))
             .with_state(self)
     }
@@ -147,8 +188,92 @@ fn origin_of(url: &str) -> String {
     )
 }
 
-/// The security headers of every answer: no script, no frame, no referrer,
-/// no caching, no sniffing.
+/// Whether `host` (a `Host` header's value) is one the inbox answers: one
+/// of `hosts`, compared without case, an `http` URL's `:80` or an `https`
+/// URL's `:443` the same as none.
+fn is_own_host(hosts: &[String], secure: bool, host: &str) -> bool {
+    let host = host.trim().to_ascii_lowercase();
+    let default_port = if secure { ":443" } else { ":80" };
+    let bare = host.strip_suffix(default_port).unwrap_or(&host);
+    hosts
+        .iter()
+        .any(|own| own == &host || own.strip_suffix(default_port).unwrap_or(own) == bare)
+}
+
+/// Every request must name the inbox's own host: a page served under
+/// another name that resolves to the inbox's address (DNS rebinding) is
+/// its own origin to the browser, and must read and decide nothing.
+async fn own_host(
+    State(inbox): State<Inbox>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .or_else(|| {
+            request
+                .uri()
+                .authority()
+                .map(axum::http::uri::Authority::as_str)
+        });
+    match host {
+        Some(host) if is_own_host(&inbox.inner.hosts, inbox.inner.secure, host) => {
+            next.run(request).await
+        }
+        _ => {
+            tracing::warn!(
+                host = %toolgate::visible::visible(host.unwrap_or("(none)")),
+                "a request naming another host is refused"
+            );
+            (
+                StatusCode::MISDIRECTED_REQUEST,
+                pages::refused(
+                    &format!(
+                        "this inbox answers at {} only, not at the address this request named",
+                        inbox.inner.origin
+                    ),
+                    Some("/"),
+                ),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// A refusal made below the inbox's own handlers — a body past the limit,
+/// a form that does not read — answered as an inbox page that says so and
+/// leads back, not as bare text.
+async fn as_a_page(response: Response) -> Response {
+    let is_text = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|kind| kind.starts_with("text/plain"));
+    let status = response.status();
+    if !is_text || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let why = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => format!(
+            "the form is larger than the inbox takes ({} MiB); nothing was recorded",
+            FORM_LIMIT / (1024 * 1024)
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE
+        | StatusCode::UNPROCESSABLE_ENTITY
+        | StatusCode::BAD_REQUEST => "the form could not be read; nothing was recorded".to_owned(),
+        StatusCode::METHOD_NOT_ALLOWED => "this address takes no such request".to_owned(),
+        _ => "the request could not be answered; nothing was recorded".to_owned(),
+    };
+    (status, pages::refused(&why, Some("/"))).into_response()
+}
+
+/// The largest form body the inbox reads: axum's default.
+pub const FORM_LIMIT: usize = 2 * 1024 * 1024;
+
+/// The security headers of every answer: no script, no frame, no referrer
+/// to another origin, no caching, no sniffing.
 async fn secured(mut response: Response) -> Response {
     let headers = response.headers_mut();
     let set = |headers: &mut HeaderMap, name: header::HeaderName, value: &'static str| {
@@ -160,7 +285,10 @@ async fn secured(mut response: Response) -> Response {
         "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     );
     set(headers, header::X_FRAME_OPTIONS, "DENY");
-    set(headers, header::REFERRER_POLICY, "no-referrer");
+    // The inbox's own forms keep their origin (`Origin` is the inbox's, not
+    // `null`, so a plain-http public URL signs in); no other origin is ever
+    // sent a referrer, which would carry a session's key.
+    set(headers, header::REFERRER_POLICY, "same-origin");
     set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
     set(headers, header::CACHE_CONTROL, "no-store");
     response
@@ -214,23 +342,33 @@ async fn session_of(
     headers: &HeaderMap,
     key: &str,
 ) -> Result<(String, Session), Refused> {
-    let secret = headers
+    // Every cookie of the name, not the first: a page on another port of
+    // the host can set one of its own (on a narrower path, sent first),
+    // and must not lock the operator out. A bounded few are tried.
+    let secrets: Vec<String> = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(cookie::Cookie::split_parse)
         .filter_map(Result::ok)
-        .find(|cookie| cookie.name() == SESSION_COOKIE)
+        .filter(|cookie| cookie.name() == SESSION_COOKIE)
         .map(|cookie| cookie.value().to_owned())
-        .ok_or(Refused::NotSignedIn)?;
-    let session = inbox
-        .store()
-        .session(&secret)
-        .await?
-        .ok_or(Refused::NotSignedIn)?;
-    token_matches(&session, key).map_err(|_| Refused::NotSignedIn)?;
-    Ok((secret, session))
+        .take(SESSION_COOKIES_TRIED)
+        .collect();
+    for secret in secrets {
+        let Some(session) = inbox.store().session(&secret).await? else {
+            continue;
+        };
+        if token_matches(&session, key).is_ok() {
+            return Ok((secret, session));
+        }
+    }
+    Err(Refused::NotSignedIn)
 }
+
+/// How many cookies of the session's name a request may carry and have
+/// tried.
+const SESSION_COOKIES_TRIED: usize = 8;
 
 /// The session's cookie: `HttpOnly`, `SameSite=Strict`, the whole inbox's,
 /// `Secure` under an https public URL, living `max_age` (zero clears it).
@@ -262,8 +400,8 @@ fn decider(session: &Session) -> Result<Operator, Refused> {
 }
 
 /// A change must come from the inbox's own origin: its `Origin` header
-/// names it — or, where the browser withholds the origin (under the
-/// inbox's own `Referrer-Policy: no-referrer` a form's `Origin` is `null`),
+/// names it — or, where the browser withholds the origin (under a
+/// `Referrer-Policy: no-referrer`, say, a form's `Origin` is `null`),
 /// the browser says the request comes from the same origin
 /// (`Sec-Fetch-Site: same-origin`, which no page can set). Anything else —
 /// another origin, another port of the same host (same-site, not
@@ -334,6 +472,7 @@ async fn sign_in(
 ) -> Result<Response, Refused> {
     same_origin(&inbox, &headers)?;
     let minute = Duration::from_mins(1);
+    let attempt = Instant::now();
     {
         let mut failures = inbox
             .inner
@@ -346,6 +485,9 @@ async fn sign_in(
         if failures.len() >= SIGN_IN_FAILURES_PER_MINUTE {
             return Err(Refused::TooManySignIns);
         }
+        // Counted before the check, as a failure until it succeeds: sign-ins
+        // sent at once cannot all be tried before any is counted.
+        failures.push_back(attempt);
     }
     match inbox
         .store()
@@ -353,6 +495,18 @@ async fn sign_in(
         .await
     {
         Ok(opened) => {
+            // A sign-in that succeeded is no failure: its count is taken
+            // back.
+            {
+                let mut failures = inbox
+                    .inner
+                    .failures
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(at) = failures.iter().rposition(|at| *at == attempt) {
+                    failures.remove(at);
+                }
+            }
             let cookie = session_cookie(
                 &inbox,
                 opened.secret,
@@ -367,15 +521,8 @@ async fn sign_in(
             )
                 .into_response())
         }
-        Err(StoreError::SignInRefused) => {
-            inbox
-                .inner
-                .failures
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push_back(Instant::now());
-            Err(Refused::SignIn(StoreError::SignInRefused))
-        }
+        // Counted already.
+        Err(StoreError::SignInRefused) => Err(Refused::SignIn(StoreError::SignInRefused)),
         Err(error) => Err(Refused::Store(error)),
     }
 }

@@ -93,8 +93,11 @@ async fn send(inbox: &Inbox, request: Request<Body>) -> Answer {
     }
 }
 
+/// The inbox's own host, as a browser names it.
+const HOST: &str = "127.0.0.1:8640";
+
 fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
-    let mut request = Request::get(path);
+    let mut request = Request::get(path).header(header::HOST, HOST);
     if let Some(cookie) = cookie {
         request = request.header(header::COOKIE, format!("{SESSION_COOKIE}={cookie}"));
     }
@@ -107,8 +110,9 @@ fn post(
     origin: Option<&str>,
     form: &[(&str, &str)],
 ) -> Request<Body> {
-    let mut request =
-        Request::post(path).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    let mut request = Request::post(path)
+        .header(header::HOST, HOST)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
     if let Some(cookie) = cookie {
         request = request.header(header::COOKIE, format!("{SESSION_COOKIE}={cookie}"));
     }
@@ -355,7 +359,7 @@ async fn the_waiting_page_and_a_run_render_what_a_model_wrote_as_text() {
         "{csp}"
     );
     assert_eq!(page.headers[header::X_FRAME_OPTIONS], "DENY");
-    assert_eq!(page.headers[header::REFERRER_POLICY], "no-referrer");
+    assert_eq!(page.headers[header::REFERRER_POLICY], "same-origin");
     assert_eq!(page.headers[header::CACHE_CONTROL], "no-store");
 }
 
@@ -947,4 +951,211 @@ async fn a_stolen_cookie_without_the_session_key_opens_nothing() {
 async fn shows_the_reason(inbox: &Inbox, cookie: &str, key: &str, run: &str) {
     let page = send(inbox, get(&format!("/s/{key}/runs/{run}"), Some(cookie))).await;
     assert!(page.body.contains("keep the old branch"), "{}", page.body);
+}
+
+/// A request naming another host — a page of another name resolving to
+/// the inbox's address — reads nothing and decides nothing; the inbox's
+/// own name, with or without its default port, and the listen address it
+/// was told of, are answered.
+#[tokio::test]
+async fn a_request_naming_another_host_is_refused() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let named = |mut request: Request<Body>, host: Option<&str>| {
+        let headers = request.headers_mut();
+        headers.remove(header::HOST);
+        if let Some(host) = host {
+            headers.insert(header::HOST, host.parse().unwrap());
+        }
+        request
+    };
+    for host in [
+        Some("evil.example"),
+        Some("evil.example:8640"),
+        Some("127.0.0.1:9999"),
+        Some("127.0.0.1.evil.example:8640"),
+        None,
+    ] {
+        let list = send(
+            &inbox,
+            named(get(&format!("/s/{csrf}/"), Some(&cookie)), host),
+        )
+        .await;
+        assert_eq!(list.status, StatusCode::MISDIRECTED_REQUEST, "{host:?}");
+        assert!(!list.body.contains(run.run_id()), "{host:?}: {}", list.body);
+        assert!(list.body.contains("answers at http://127.0.0.1:8640 only"));
+        let decided = send(
+            &inbox,
+            named(
+                post(
+                    &format!("/s/{csrf}/runs/{}/decide", run.run_id()),
+                    Some(&cookie),
+                    Some(ORIGIN),
+                    &[
+                        ("csrf", &csrf),
+                        ("digest", run.digest().as_str()),
+                        ("verdict", "approve"),
+                    ],
+                ),
+                host,
+            ),
+        )
+        .await;
+        assert_eq!(decided.status, StatusCode::MISDIRECTED_REQUEST, "{host:?}");
+        assert!(
+            store
+                .run_history(run.run_id())
+                .await
+                .unwrap()
+                .decisions
+                .is_empty(),
+            "{host:?}: nothing recorded"
+        );
+    }
+    for host in [
+        "127.0.0.1:8640",
+        "127.0.0.1:8640 ",
+        "127.0.0.1:8640".to_uppercase().as_str(),
+    ] {
+        let list = send(
+            &inbox,
+            named(get(&format!("/s/{csrf}/"), Some(&cookie)), Some(host)),
+        )
+        .await;
+        assert_eq!(list.status, StatusCode::OK, "{host}");
+    }
+    // An https inbox without a port is its own with `:443`; the listen
+    // address told of is answered too.
+    let secure =
+        Inbox::new(store.clone(), "https://inbox.example.com").answering_at("127.0.0.1:8641");
+    for (host, status) in [
+        ("inbox.example.com", StatusCode::SEE_OTHER),
+        ("inbox.example.com:443", StatusCode::SEE_OTHER),
+        ("127.0.0.1:8641", StatusCode::SEE_OTHER),
+        ("inbox.example.com:80", StatusCode::MISDIRECTED_REQUEST),
+        ("example.com", StatusCode::MISDIRECTED_REQUEST),
+    ] {
+        let answer = send(&secure, named(get("/s/nope/", None), Some(host))).await;
+        assert_eq!(answer.status, status, "{host}: {}", answer.body);
+    }
+}
+
+/// A cookie of the session's name set by a page on another port of the
+/// host (sent first, on a narrower path) does not lock the operator out:
+/// every cookie of the name is tried against the session's key.
+#[tokio::test]
+async fn a_tossed_cookie_does_not_lock_the_operator_out() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let (other, _) = signed_in(&inbox, &store, "mallory").await;
+    for tossed in ["forged", other.as_str()] {
+        let request = Request::get(format!("/s/{csrf}/"))
+            .header(header::HOST, HOST)
+            .header(
+                header::COOKIE,
+                format!("{SESSION_COOKIE}={tossed}; {SESSION_COOKIE}={cookie}"),
+            )
+            .body(Body::empty())
+            .unwrap();
+        let page = send(&inbox, request).await;
+        assert_eq!(page.status, StatusCode::OK, "{tossed}: {}", page.body);
+        assert!(page.body.contains("bob"), "bob's own page");
+    }
+    // Another's cookie alone opens nothing under bob's key.
+    let stolen = send(&inbox, get(&format!("/s/{csrf}/"), Some(&other))).await;
+    assert_eq!(stolen.status, StatusCode::SEE_OTHER);
+}
+
+/// A form past the limit is answered as an inbox page that says the limit
+/// and leads back — not bare text — and records nothing.
+#[tokio::test]
+async fn a_form_past_the_limit_is_an_inbox_page() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let huge = "x".repeat(5 * 1024 * 1024);
+    let answer = send(
+        &inbox,
+        post(
+            &format!("/s/{csrf}/runs/{}/decide", run.run_id()),
+            Some(&cookie),
+            Some(ORIGIN),
+            &[
+                ("csrf", &csrf),
+                ("digest", run.digest().as_str()),
+                ("verdict", "calls"),
+                ("args:call_1", &huge),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(
+        answer.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"),
+        "{:?}",
+        answer.headers
+    );
+    assert!(
+        answer.body.contains("larger than the inbox takes (2 MiB)"),
+        "{}",
+        answer.body
+    );
+    assert!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .is_empty()
+    );
+    // Every answer keeps the origin on the inbox's own forms, and sends no
+    // referrer elsewhere.
+    assert_eq!(answer.headers[header::REFERRER_POLICY], "same-origin");
+}
+
+/// Sign-in guesses sent at once are counted before they are checked: no
+/// more than the limit are tried, whatever their number.
+#[tokio::test]
+async fn sign_in_guesses_sent_at_once_are_limited() {
+    let db = TestDb::new().await;
+    let (_store, inbox) = inbox(&db).await;
+    let mut guesses = tokio::task::JoinSet::new();
+    for n in 0..200 {
+        let inbox = inbox.clone();
+        guesses.spawn(async move {
+            send(
+                &inbox,
+                post(
+                    "/sign-in",
+                    None,
+                    Some(ORIGIN),
+                    &[("token", &format!("guess-{n}"))],
+                ),
+            )
+            .await
+            .status
+        });
+    }
+    let answers = guesses.join_all().await;
+    let tried = answers
+        .iter()
+        .filter(|status| **status == StatusCode::UNAUTHORIZED)
+        .count();
+    let limited = answers
+        .iter()
+        .filter(|status| **status == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!(
+        tried,
+        toolgate_inbox::SIGN_IN_FAILURES_PER_MINUTE,
+        "{answers:?}"
+    );
+    assert_eq!(tried + limited, 200, "{answers:?}");
 }

@@ -19,7 +19,9 @@ pub(super) async fn inbox(store: &Store, args: InboxArgs) -> Result<(), Failure>
     // The address bound (a port of 0 is chosen by the system).
     let bound = listener.local_addr().unwrap_or(args.listen);
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{bound}"));
-    let inbox = toolgate_inbox::Inbox::new(store.clone(), &public_url);
+    // Answering at its public URL's host, and at the address it listens on.
+    let inbox =
+        toolgate_inbox::Inbox::new(store.clone(), &public_url).answering_at(&bound.to_string());
     say!(
         "the inbox is at {} (changes accepted from {} only); sign in with a link from `toolgate operator add NAME --public-url {}`",
         public_url,
