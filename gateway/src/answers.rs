@@ -69,6 +69,16 @@ pub(crate) fn waits_for_a_choice(held: &HeldCall) -> CallToolResult {
     ))
 }
 
+/// The answer to a call whose outcome became unknown — it reached its
+/// server and its answer was lost, or its gateway stopped while it ran —
+/// `why`, in words: it may have run, a person chooses, and the same call
+/// asked again is answered by that choice.
+pub(crate) fn outcome_unknown(run_id: &str, why: &str) -> CallToolResult {
+    refusal(format!(
+        "run `{run_id}`: the call's outcome is unknown ({why}); it may have run. A person chooses to run it again or not (`toolgate runs show {run_id}`); asked again, the same call is answered by that choice"
+    ))
+}
+
 /// Why a resumed run of one call gave no answer, in words.
 pub(crate) fn not_finished(run_id: &str, ended: &Ended) -> String {
     match ended {

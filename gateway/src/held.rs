@@ -11,7 +11,8 @@ use toolgate::suspend::SuspendedRun;
 use toolgate_store::{ANSWER_GRACE, CallStanding, Ended, Holding};
 
 use crate::answers::{
-    answer, is_running, not_finished, progress, refusal, waits_for_a_choice, waits_for_approval,
+    answer, is_running, not_finished, outcome_unknown, progress, refusal, waits_for_a_choice,
+    waits_for_approval,
 };
 use crate::{Asker, Gateway, HeldCall};
 
@@ -310,12 +311,7 @@ impl Gateway {
         match self.inner.host.resume(task, &self.inner.registry).await {
             Ok(resumed) => match (&resumed.ended, &resumed.state) {
                 (Ended::Finished { .. }, Some(state)) => (answer(state), true),
-                (Ended::OutcomeUnknown { why, .. }, _) => (
-                    refusal(format!(
-                        "run `{run_id}`: the call's outcome is unknown ({why}); it may have run. A person chooses to run it again or not (`toolgate runs show {run_id}`); asked again, the same call is answered by that choice"
-                    )),
-                    false,
-                ),
+                (Ended::OutcomeUnknown { why, .. }, _) => (outcome_unknown(run_id, why), false),
                 (ended, _) => (refusal(not_finished(run_id, ended)), false),
             },
             Err(error) => (
@@ -328,7 +324,7 @@ impl Gateway {
 
 /// An answer kept in the store, read back; `None` when it does not read
 /// (the run's record then answers).
-fn stored_answer(text: &str) -> Option<CallToolResult> {
+pub(crate) fn stored_answer(text: &str) -> Option<CallToolResult> {
     match serde_json::from_str(text) {
         Ok(answer) => Some(answer),
         Err(error) => {

@@ -23,8 +23,14 @@
 //! a decided call never asked again expires
 //! ([`GatewayBuilder::expire_unasked`]).
 //!
-//! A forwarded call costs one hop and the scan: the operator's revision is
-//! read at most once per [`GatewayBuilder::follow`], not per call. A run
+//! A forwarded call costs one hop, the scan and one indexed read of its
+//! key: the operator's revision is read at most once per
+//! [`GatewayBuilder::follow`], not per call. Nothing is written before a
+//! call the gate lets run is forwarded, so a gateway killed while it runs
+//! leaves no record of it; when its answer is lost after it reached its
+//! server, its run is recorded then, under its key, its outcome unknown
+//! until an operator chooses to run it again or not, and the same call
+//! asked again is answered by that choice. A run
 //! whose gateway was killed mid-call is picked up from its journal by the
 //! next gateway of the same name ([`Gateway::recover`]). What a tool answers
 //! beyond its text — images, resources, structured content — reaches the
@@ -66,7 +72,7 @@ use toolgate::Execute;
 use toolgate::erased::ErasedTool;
 use toolgate::identity::DeclaredClient;
 use toolgate::registry::{Registry, ToolProvider};
-use toolgate::run::{CallRequest, NoModel, Outcome, ToolCall};
+use toolgate::run::{CallRequest, NoModel, Outcome, RunError, ToolCall};
 use toolgate::suspend::SuspendedRun;
 use toolgate_mcp::{Deadlines, McpProvider};
 use toolgate_store::{CallHost, Store, StoreError};
@@ -76,6 +82,7 @@ mod elicit;
 mod follow;
 mod handler;
 mod held;
+mod lost;
 mod mrtr;
 pub mod stdio;
 
@@ -574,13 +581,31 @@ impl Gateway {
         asker: Asker,
     ) -> CallToolResponse {
         // The same call asked before — by this process or another gateway
-        // of the name — is found when its run is registered: holding it
-        // joins the live run its key names, and saves nothing. A call the
-        // gate lets run reads nothing more of the store.
+        // of the name — is found by its key: a run of it that ran or was
+        // decided answers it (below); one that waits for a decision is
+        // joined when the call is held, which saves nothing.
         let (local, key) = match self.same_call(wire_name, &arguments, client.as_ref()).await {
             Ok(found) => found,
             Err(refused) => return refused.into(),
         };
+        // A run of the same call that ran or was decided — its outcome
+        // unknown, say, waiting for an operator's choice — answers it: it
+        // is never run again unasked.
+        match self.live(&key).await {
+            Ok(lost::Live::Nothing) => {}
+            Ok(lost::Live::Answer(answer)) => return answer.into(),
+            Ok(lost::Live::Join(held)) => {
+                return match self.join(&held, asker).await {
+                    Joined::Answered(answer) => answer.into(),
+                    Joined::Input(input) => input.into(),
+                    Joined::Gone => refusal(
+                        "the call's run ended before its call was answered; `toolgate runs list` tells how".to_owned(),
+                    )
+                    .into(),
+                };
+            }
+            Err(refused) => return refused.into(),
+        }
         let call = ToolCall {
             id: format!("call_{}", uuid::Uuid::new_v4().simple()),
             name: local,
@@ -631,6 +656,14 @@ impl Gateway {
             Ok(Outcome::LimitReached(_)) => {
                 refusal("the call's run reached its cap of turns without an answer".to_owned())
             }
+            // Run at once and its answer lost: recorded now, so that the
+            // same call asked again is answered by an operator's choice.
+            Err(RunError::OutcomeUnknown {
+                reason,
+                unknown,
+                known,
+                ..
+            }) => self.lost(&key, &unknown, &known, &reason).await,
             Err(error) => refusal(run_error(&error)),
         };
         answered.into()
