@@ -267,6 +267,7 @@ pub(crate) fn run(
                     }
                 }
                 @if open && paused.status().as_str() == "awaiting_approval" {
+                    (approve_as_recorded(session, run_id, paused, history))
                     (decide_forms(session, run_id, paused))
                 }
                 @if open && paused.status().as_str() == "waiting_for_input" {
@@ -290,6 +291,70 @@ pub(crate) fn run(
             }
         },
     )
+}
+
+/// Where the turn needs several approvers and one approved it call by call
+/// already: what they approved — each verdict, edited arguments and
+/// reasons as recorded — and a form that approves exactly that. A later
+/// approver's approval must match the first's; this shows it, rather than
+/// the call's original arguments.
+fn approve_as_recorded(
+    session: &Session,
+    run_id: &str,
+    paused: &SuspendedRun,
+    history: &RunHistory,
+) -> Markup {
+    let digest = paused.digest();
+    let Some(first) = history.decisions.iter().find(|decision| {
+        decision.partial
+            && decision.record.voided.is_none()
+            && decision.record.digest == digest
+            && decision
+                .record
+                .calls
+                .iter()
+                .any(|call| call.verdict.is_some())
+    }) else {
+        return html! {};
+    };
+    let action = format!("{}/runs/{}/decide", base(session), path_segment(run_id));
+    html! {
+        h2 { "Approved so far" }
+        p {
+            (shown(&first.record.decided_by)) " approved this turn call by call; "
+            "the run needs another approver, and an approval must be the same verdicts:"
+        }
+        form method="post" action=(action) {
+            input type="hidden" name="csrf" value=(session.csrf_token);
+            input type="hidden" name="digest" value=(digest.as_str());
+            input type="hidden" name="verdict" value="calls";
+            ul {
+                @for call in &first.record.calls {
+                    @if let Some(verdict) = &call.verdict {
+                        li {
+                            code { (shown(&call.call_id)) } " " (shown(&call.tool)) ": " (verdict.as_str())
+                            @match verdict {
+                                toolgate::suspend::CallVerdict::Approve => {
+                                    input type="hidden" name={ "call:" (call.call_id) } value="approve";
+                                }
+                                toolgate::suspend::CallVerdict::Deny { reason } => {
+                                    @if !reason.is_empty() { " — " (shown(reason)) }
+                                    input type="hidden" name={ "call:" (call.call_id) } value="deny";
+                                    input type="hidden" name={ "reason:" (call.call_id) } value=(reason);
+                                }
+                                toolgate::suspend::CallVerdict::Edit { arguments } => {
+                                    (json_block(arguments))
+                                    input type="hidden" name={ "call:" (call.call_id) } value="edit";
+                                    input type="hidden" name={ "args:" (call.call_id) } value=(arguments.to_string());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            button type="submit" { "Approve exactly this" }
+        }
+    }
 }
 
 /// The forms that decide a waiting turn: all at once, or call by call.
@@ -403,8 +468,15 @@ fn decisions(history: &RunHistory) -> Markup {
                                     @if let Some(verdict) = &call.verdict {
                                         li {
                                             code { (shown(&call.call_id)) } " " (shown(&call.tool)) ": " (verdict.as_str())
-                                            @if let toolgate::suspend::CallVerdict::Deny { reason } = verdict {
-                                                @if !reason.is_empty() { " — " (shown(reason)) }
+                                            @match verdict {
+                                                toolgate::suspend::CallVerdict::Deny { reason } => {
+                                                    @if !reason.is_empty() { " — " (shown(reason)) }
+                                                }
+                                                toolgate::suspend::CallVerdict::Edit { arguments } => {
+                                                    ", with the arguments"
+                                                    (json_block(arguments))
+                                                }
+                                                toolgate::suspend::CallVerdict::Approve => {}
                                             }
                                         }
                                     }

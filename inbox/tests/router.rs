@@ -1159,3 +1159,93 @@ async fn sign_in_guesses_sent_at_once_are_limited() {
     );
     assert_eq!(tried + limited, 200, "{answers:?}");
 }
+
+/// Several approvers: bob approves with edited arguments; carol's page
+/// shows his verdicts and the edit, and approving exactly that decides the
+/// run — she is never asked to match what she was not shown.
+#[tokio::test]
+async fn a_later_approver_sees_and_approves_the_first_ones_edit() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let options = RunOptions {
+        approvals_required: 2,
+        ..RunOptions::default()
+    };
+    let run = paused(&store, json!({"branch": "old"}), options).await;
+    let path = format!("/s/{{}}/runs/{}/decide", run.run_id());
+    let digest = run.digest();
+    let (bob, bob_csrf) = signed_in(&inbox, &store, "bob").await;
+    let first = send(
+        &inbox,
+        post(
+            &path.replace("{}", &bob_csrf),
+            Some(&bob),
+            Some(ORIGIN),
+            &[
+                ("csrf", &bob_csrf),
+                ("digest", digest.as_str()),
+                ("verdict", "calls"),
+                ("call:c1", "edit"),
+                ("args:c1", r#"{"branch": "older"}"#),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(first.status, StatusCode::SEE_OTHER, "{}", first.body);
+
+    let (carol, carol_csrf) = signed_in(&inbox, &store, "carol").await;
+    let page = send(
+        &inbox,
+        get(
+            &format!("/s/{carol_csrf}/runs/{}", run.run_id()),
+            Some(&carol),
+        ),
+    )
+    .await;
+    assert!(page.body.contains("Approved so far"), "{}", page.body);
+    assert!(
+        page.body.contains("older"),
+        "the edit is shown: {}",
+        page.body
+    );
+    assert!(page.body.contains("Approve exactly this"), "{}", page.body);
+    // What the form carries, as a browser sends it.
+    let carried = |name: &str| {
+        let marker = format!("name=\"{name}\" value=\"");
+        let start = page.body.find(&marker).map(|at| at + marker.len())?;
+        let end = page.body[start..].find('"')? + start;
+        Some(
+            page.body[start..end]
+                .replace("&quot;", "\"")
+                .replace("&amp;", "&"),
+        )
+    };
+    let verdict = carried("call:c1").expect("the verdict is carried");
+    let arguments = carried("args:c1").expect("the edit is carried");
+    assert_eq!(verdict, "edit");
+    assert_eq!(
+        serde_json::from_str::<Value>(&arguments).unwrap(),
+        json!({"branch": "older"})
+    );
+    let second = send(
+        &inbox,
+        post(
+            &path.replace("{}", &carol_csrf),
+            Some(&carol),
+            Some(ORIGIN),
+            &[
+                ("csrf", &carol_csrf),
+                ("digest", digest.as_str()),
+                ("verdict", "calls"),
+                ("call:c1", &verdict),
+                ("args:c1", &arguments),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(second.status, StatusCode::SEE_OTHER, "{}", second.body);
+    let decisions = store.run_history(run.run_id()).await.unwrap().decisions;
+    assert_eq!(decisions.len(), 2, "{decisions:?}");
+    assert!(decisions.iter().all(|d| d.record.voided.is_none()));
+    assert_eq!(decisions[1].record.decided_by, "carol");
+}
