@@ -506,6 +506,13 @@ pub(crate) enum OperatorCommand {
         /// How long the link works, in minutes.
         #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=10_080))]
         valid_for_mins: u64,
+        /// Let them approve a call "and from now on" in the inbox —
+        /// declaring its tool "no approval" in the same act (never on a run
+        /// under four eyes or needing several approvers). Without it, an
+        /// operator added before keeps the power they had; `--may-declare
+        /// false` takes it away.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+        may_declare: Option<bool>,
     },
     /// Revoke an operator: every session of theirs ends at once, every
     /// unused link stops working.

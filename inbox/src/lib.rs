@@ -82,6 +82,11 @@ struct Inner {
     session_for: Duration,
     /// When recent sign-ins failed, for the rate limit.
     failures: Mutex<VecDeque<Instant>>,
+    /// The tools as offered, for "and from now on": a tool is declared
+    /// "no approval" only when it is, now, the one the turn's reviewer was
+    /// shown, which takes the registry to tell. Without it the inbox does
+    /// not offer that act.
+    registry: Option<Arc<toolgate::Registry>>,
 }
 
 impl Inbox {
@@ -102,6 +107,7 @@ impl Inbox {
                 store,
                 session_for: DEFAULT_SESSION,
                 failures: Mutex::default(),
+                registry: None,
             }),
         }
     }
@@ -118,6 +124,27 @@ impl Inbox {
                 hosts: inner.hosts.clone(),
                 session_for,
                 failures: Mutex::default(),
+                registry: inner.registry.clone(),
+            }),
+        }
+    }
+
+    /// The same inbox, offering operators who may declare tools
+    /// ([`toolgate_store::Store::set_may_declare`]) to approve a call "and
+    /// from now on", checked against `registry` — the tools as its hosts
+    /// offer them.
+    #[must_use]
+    pub fn with_registry(self, registry: Arc<toolgate::Registry>) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                store: inner.store.clone(),
+                origin: inner.origin.clone(),
+                secure: inner.secure,
+                hosts: inner.hosts.clone(),
+                session_for: inner.session_for,
+                failures: Mutex::default(),
+                registry: Some(registry),
             }),
         }
     }
@@ -142,6 +169,7 @@ impl Inbox {
                 hosts,
                 session_for: inner.session_for,
                 failures: Mutex::default(),
+                registry: inner.registry.clone(),
             }),
         }
     }
@@ -590,7 +618,16 @@ async fn run_page(
         )
             .into_response());
     }
-    Ok(pages::run(&session, &run, paused.as_ref(), &history, &unknown).into_response())
+    let may_declare = session.may_declare && inbox.inner.registry.is_some();
+    Ok(pages::run(
+        &session,
+        &run,
+        paused.as_ref(),
+        &history,
+        &unknown,
+        may_declare,
+    )
+    .into_response())
 }
 
 /// A decision form's fields, each named once: `csrf`, `digest`, `verdict`
@@ -691,6 +728,10 @@ async fn decide(
         pages::base(&session),
         pages::path_segment(&run)
     );
+    let allow_tool = form.get("allow_tool").trim();
+    if !allow_tool.is_empty() {
+        return from_now_on(&inbox, &session, &run, &digest, answer, allow_tool, &fresh).await;
+    }
     match inbox
         .store()
         .decide(&run, Some(&digest), &decider, answer)
@@ -723,6 +764,83 @@ async fn decide(
             pages::refused(&error.to_string(), Some(&fresh)),
         )
             .into_response()),
+    }
+}
+
+/// An approval "and from now on": the decision, and `tool` declared "no
+/// approval" — only for an operator given that power, only where the
+/// inbox can tell the tool is, now, the one the reviewer was shown.
+async fn from_now_on(
+    inbox: &Inbox,
+    session: &Session,
+    run: &str,
+    digest: &TurnDigest,
+    answer: Answer,
+    tool: &str,
+    fresh: &str,
+) -> Result<Response, Refused> {
+    let refused = |status: StatusCode, why: String| {
+        Ok((status, pages::refused(&why, Some(fresh))).into_response())
+    };
+    let Some(registry) = inbox
+        .inner
+        .registry
+        .as_ref()
+        .filter(|_| session.may_declare)
+    else {
+        return refused(
+            StatusCode::FORBIDDEN,
+            "you may not declare tools from the inbox (an operator gives that with `toolgate operator add NAME --may-declare`); nothing was recorded".to_owned(),
+        );
+    };
+    let Some((server, _)) = tool.split_once('.') else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "`{}` is not an imported tool; nothing was recorded",
+                toolgate::visible::visible(tool)
+            ),
+        );
+    };
+    let decider = decider(session)?;
+    let shown = match inbox.store().acceptance(server, &[tool.to_owned()]).await {
+        Ok(acceptance) => acceptance.digest,
+        Err(error) => return refused(StatusCode::FORBIDDEN, error.to_string()),
+    };
+    let Ok(toolgate::suspend::SuspendedRun::AwaitingApproval(waiting)) =
+        inbox.store().load_suspended(run).await
+    else {
+        return refused(
+            StatusCode::CONFLICT,
+            "this run no longer waits for approval; nothing was recorded".to_owned(),
+        );
+    };
+    let now = waiting.reviewed_again(registry).await;
+    let binding = toolgate_store::FromNowOn {
+        tool,
+        shown: &shown,
+        now: now.review(),
+    };
+    match inbox
+        .store()
+        .decide_and_allow_tool(run, Some(digest), &decider, answer, binding)
+        .await
+    {
+        Ok(allowed) => match allowed.declared {
+            Ok(_) => Ok(Redirect::to(fresh).into_response()),
+            Err(error) => refused(
+                StatusCode::CONFLICT,
+                format!(
+                    "the call is approved, but tool `{}` was not declared: {error}",
+                    toolgate::visible::visible(tool)
+                ),
+            ),
+        },
+        Err(ClaimError::StaleDigest { .. }) => refused(
+            StatusCode::CONFLICT,
+            "this run changed since the page was shown — decided elsewhere, or paused afresh; nothing was recorded".to_owned(),
+        ),
+        Err(error) => refused(StatusCode::FORBIDDEN, error.to_string()),
     }
 }
 

@@ -216,6 +216,7 @@ pub(crate) fn run(
     paused: Option<&SuspendedRun>,
     history: &RunHistory,
     unknown: &[UnknownCall],
+    may_declare: bool,
 ) -> Markup {
     let latest = history.suspensions.last();
     let open = latest.is_some_and(|s| s.state == "open");
@@ -269,6 +270,9 @@ pub(crate) fn run(
                 @if open && paused.status().as_str() == "awaiting_approval" {
                     (approve_as_recorded(session, run_id, paused, history))
                     (decide_forms(session, run_id, paused))
+                    @if may_declare {
+                        (from_now_on_forms(session, run_id, paused))
+                    }
                 }
                 @if open && paused.status().as_str() == "waiting_for_input" {
                     (input_form(session, run_id, paused))
@@ -353,6 +357,43 @@ fn approve_as_recorded(
                 }
             }
             button type="submit" { "Approve exactly this" }
+        }
+    }
+}
+
+/// For an operator who may declare tools: approve every call, and let one
+/// imported tool of the turn run unattended from now on — one form per
+/// tool. Not offered on a run under four eyes or needing several
+/// approvers (the store refuses it there too).
+fn from_now_on_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> Markup {
+    if toolgate::audit::standing_declaration_problem(&paused.state().options).is_some() {
+        return html! {};
+    }
+    let mut tools: Vec<&str> = paused
+        .pending()
+        .iter()
+        .map(|call| call.name.as_str())
+        .filter(|name| name.contains('.'))
+        .collect();
+    tools.sort_unstable();
+    tools.dedup();
+    let action = format!("{}/runs/{}/decide", base(session), path_segment(run_id));
+    html! {
+        @if !tools.is_empty() {
+            h3 { "And from now on" }
+            p {
+                "Approve every call, and declare the tool \"no approval\": its calls to come run "
+                "unattended, for its definition as reviewed here, until that definition changes."
+            }
+            @for tool in &tools {
+                form method="post" action=(action) {
+                    input type="hidden" name="csrf" value=(session.csrf_token);
+                    input type="hidden" name="digest" value=(paused.digest().as_str());
+                    input type="hidden" name="verdict" value="approve";
+                    input type="hidden" name="allow_tool" value=(tool);
+                    button type="submit" { "Approve, and let " (shown(tool)) " run unattended from now on" }
+                }
+            }
         }
     }
 }

@@ -10,6 +10,7 @@
     reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
 )]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -1248,4 +1249,203 @@ async fn a_later_approver_sees_and_approves_the_first_ones_edit() {
     assert_eq!(decisions.len(), 2, "{decisions:?}");
     assert!(decisions.iter().all(|d| d.record.voided.is_none()));
     assert_eq!(decisions[1].record.decided_by, "carol");
+}
+
+/// An imported tool `notes.write_note` in the store (server `notes`), the
+/// registry that offers it, and a held call of it by alice under
+/// `options`, saved as a gateway saves it.
+async fn remote_call(store: &Store, options: RunOptions) -> (Arc<Registry>, SuspendedRun) {
+    let added = store
+        .add_server(toolgate_store::NewServer {
+            id: "notes".into(),
+            name: "Notes".into(),
+            transport: toolgate_store::Transport::Stdio {
+                command: vec!["notes-mcp".into()],
+            },
+            data_class: Some(toolgate_store::DataClass::EditorContent),
+        })
+        .await;
+    if let Err(error) = added {
+        assert!(error.to_string().contains("exists already"), "{error}");
+    }
+    let _ = toolgate_store::Query::new(
+        "INSERT INTO mcp_tool (server_id, remote_name, local_name, description, input_schema, first_seen_at, last_seen_at)
+         VALUES ('notes', 'write_note', 'notes.write_note', 'Appends a note.', '{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}}', 1, 1)",
+    )
+    .execute_on(store)
+    .await;
+    let provider = Arc::new(toolgate_mcp::McpProvider::new(
+        store.clone(),
+        toolgate_mcp::Deadlines::default(),
+    ));
+    let registry = Arc::new(Registry::builder().provider(provider).build().unwrap());
+    let log = MemoryLog::new();
+    let model = ScriptedModel::new(Vec::<Reply>::new());
+    let agent = Agent::new(&registry, &model, &log);
+    let mut request = toolgate::run::CallRequest::new(
+        "alice".to_owned(),
+        "a test".to_owned(),
+        ToolCall {
+            id: "c1".into(),
+            name: "notes.write_note".into(),
+            arguments: json!({"text": "hello"}),
+        },
+    );
+    request.options = options;
+    let Ok(Outcome::AwaitingApproval(run)) = agent.call(request).await else {
+        panic!("an approval pause");
+    };
+    let run = SuspendedRun::AwaitingApproval(run);
+    store.save_suspended(&run, "gateway").await.unwrap();
+    (registry, run)
+}
+
+/// "And from now on" from the inbox: offered only to an operator given the
+/// power, only where no four eyes or several approvers bind the run;
+/// recorded as their declaration through the inbox, bound to the tool's
+/// definition. Anyone else's attempt records nothing.
+#[tokio::test]
+async fn from_now_on_in_the_inbox_is_an_operators_power() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let (registry, run) = remote_call(&store, RunOptions::default()).await;
+    let inbox = inbox.with_registry(registry);
+    let declaration = |store: Store| async move {
+        store
+            .catalogue("notes")
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|row| row.local_name == "notes.write_note")
+            .unwrap()
+    };
+    let from_now_on = |csrf: &str, run: &SuspendedRun| {
+        vec![
+            ("csrf".to_owned(), csrf.to_owned()),
+            ("digest".to_owned(), run.digest().as_str().to_owned()),
+            ("verdict".to_owned(), "approve".to_owned()),
+            ("allow_tool".to_owned(), "notes.write_note".to_owned()),
+        ]
+    };
+    let as_pairs = |form: &[(String, String)]| -> Vec<(String, String)> { form.to_vec() };
+
+    // carol may not: no button, and her attempt records nothing.
+    let (carol, carol_csrf) = signed_in(&inbox, &store, "carol").await;
+    let page = send(
+        &inbox,
+        get(
+            &format!("/s/{carol_csrf}/runs/{}", run.run_id()),
+            Some(&carol),
+        ),
+    )
+    .await;
+    assert!(!page.body.contains("allow_tool"), "{}", page.body);
+    let form = as_pairs(&from_now_on(&carol_csrf, &run));
+    let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let path = |csrf: &str| format!("/s/{csrf}/runs/{}/decide", run.run_id());
+    let refused = send(
+        &inbox,
+        post(&path(&carol_csrf), Some(&carol), Some(ORIGIN), &pairs),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    assert!(refused.body.contains("may-declare"), "{}", refused.body);
+    assert!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .is_empty()
+    );
+
+    // bob may: the button, and one act that approves and declares.
+    store
+        .add_operator("bob", Duration::from_mins(10))
+        .await
+        .unwrap();
+    store.set_may_declare("bob", true).await.unwrap();
+    let (bob, bob_csrf) = signed_in(&inbox, &store, "bob").await;
+    let page = send(
+        &inbox,
+        get(&format!("/s/{bob_csrf}/runs/{}", run.run_id()), Some(&bob)),
+    )
+    .await;
+    assert!(
+        page.body
+            .contains("name=\"allow_tool\" value=\"notes.write_note\""),
+        "{}",
+        page.body
+    );
+    let form = as_pairs(&from_now_on(&bob_csrf, &run));
+    let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let done = send(
+        &inbox,
+        post(&path(&bob_csrf), Some(&bob), Some(ORIGIN), &pairs),
+    )
+    .await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let decisions = store.run_history(run.run_id()).await.unwrap().decisions;
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].record.decided_by, "bob");
+    let row = declaration(store.clone()).await;
+    assert_eq!(row.declaration, toolgate_store::ToolDeclaration::NoApproval);
+    let declared = row.declared.expect("declared");
+    assert_eq!(
+        (declared.by.as_str(), declared.channel.as_str()),
+        ("bob", "inbox")
+    );
+    assert!(declared.digest.is_some_and(|d| d.starts_with("sha256:")));
+}
+
+/// Under four eyes the inbox offers no "and from now on", and refuses it
+/// even to an operator who may declare: nothing is recorded.
+#[tokio::test]
+async fn from_now_on_is_refused_under_four_eyes() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let options = RunOptions {
+        four_eyes: true,
+        ..RunOptions::default()
+    };
+    let (registry, run) = remote_call(&store, options).await;
+    let inbox = inbox.with_registry(registry);
+    store
+        .add_operator("bob", Duration::from_mins(10))
+        .await
+        .unwrap();
+    store.set_may_declare("bob", true).await.unwrap();
+    let (bob, csrf) = signed_in(&inbox, &store, "bob").await;
+    let page = send(
+        &inbox,
+        get(&format!("/s/{csrf}/runs/{}", run.run_id()), Some(&bob)),
+    )
+    .await;
+    assert!(!page.body.contains("allow_tool"), "{}", page.body);
+    let digest = run.digest();
+    let refused = send(
+        &inbox,
+        post(
+            &format!("/s/{csrf}/runs/{}/decide", run.run_id()),
+            Some(&bob),
+            Some(ORIGIN),
+            &[
+                ("csrf", &csrf),
+                ("digest", digest.as_str()),
+                ("verdict", "approve"),
+                ("allow_tool", "notes.write_note"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    assert!(refused.body.contains("four eyes"), "{}", refused.body);
+    assert!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .is_empty()
+    );
 }

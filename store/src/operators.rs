@@ -67,6 +67,9 @@ pub struct Session {
     pub csrf_token: String,
     /// When it ends, in milliseconds since the Unix epoch.
     pub expires_at: i64,
+    /// Whether its operator may approve a call "and from now on"
+    /// ([`Store::set_may_declare`]), as stored when the session was read.
+    pub may_declare: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -75,6 +78,7 @@ impl std::fmt::Debug for Session {
             .field("operator", &self.operator)
             .field("csrf_token", &"[redacted]")
             .field("expires_at", &self.expires_at)
+            .field("may_declare", &self.may_declare)
             .finish()
     }
 }
@@ -90,6 +94,14 @@ pub struct OperatorRecord {
     pub revoked_at: Option<i64>,
     /// How many sessions of theirs are live.
     pub live_sessions: i64,
+    /// Whether they may approve a call "and from now on" from the inbox.
+    pub may_declare: bool,
+}
+
+/// Whether a stored `may_declare` gives the power: only the integer 1 does
+/// — anything else, a failed read included, does not.
+fn may_declare_of(row: &crate::db::Row) -> bool {
+    matches!(row.value("may_declare"), Some(crate::db::Val::Int(1)))
 }
 
 /// A random secret: 64 hex digits, 244 of their bits random.
@@ -203,15 +215,17 @@ impl Store {
             .bind(hashed(link_secret))
             .scalar(&mut tx)
             .await?;
-        let shown: String = Query::new("SELECT shown FROM operator WHERE name = $1")
+        let operator_row = Query::new("SELECT shown, may_declare FROM operator WHERE name = $1")
             .bind(&key)
-            .scalar(&mut tx)
+            .fetch_one(&mut tx)
             .await?;
+        let shown: String = operator_row.try_get("shown")?;
         let session_secret = secret();
         let session = Session {
             operator: shown,
             csrf_token: secret(),
             expires_at: now.saturating_add(millis(valid_for)),
+            may_declare: may_declare_of(&operator_row),
         };
         Query::new(
             "INSERT INTO operator_session (secret_hash, operator, csrf_token, created_at, expires_at)
@@ -236,7 +250,7 @@ impl Store {
     /// is none — unknown, expired, signed out, or its operator revoked.
     pub async fn session(&self, session_secret: &str) -> Result<Option<Session>, StoreError> {
         let row = Query::new(
-            "SELECT o.shown, s.csrf_token, s.expires_at FROM operator_session s
+            "SELECT o.shown, o.may_declare, s.csrf_token, s.expires_at FROM operator_session s
              JOIN operator o ON o.name = s.operator
              WHERE s.secret_hash = $1 AND s.ended_at IS NULL AND s.expires_at > $2
                AND o.revoked_at IS NULL",
@@ -250,6 +264,7 @@ impl Store {
                 operator: row.try_get("shown")?,
                 csrf_token: row.try_get("csrf_token")?,
                 expires_at: row.try_get("expires_at")?,
+                may_declare: may_declare_of(&row),
             })
         })
         .transpose()
@@ -303,10 +318,31 @@ impl Store {
         Ok(ended)
     }
 
+    /// Gives or takes the operator `name`'s power to approve a call "and
+    /// from now on" from the inbox — declaring its tool "no approval" in the
+    /// same act. Their sessions read it at their next request.
+    pub async fn set_may_declare(&self, name: &str, may: bool) -> Result<(), StoreError> {
+        let operator = Self::operator_named(name)?;
+        let changed = Query::new("UPDATE operator SET may_declare = $1 WHERE name = $2")
+            .bind(i64::from(may))
+            .bind(operator.key())
+            .execute(&self.pool)
+            .await?;
+        if changed == 0 {
+            return Err(StoreError::InvalidOperatorName {
+                name: toolgate::visible::visible(name).into_owned(),
+                reason: "no such operator: add them first (`toolgate operator add NAME`)"
+                    .to_owned(),
+            });
+        }
+        tracing::info!(operator = %operator.name(), may, "an operator's power to declare tools from the inbox changed");
+        Ok(())
+    }
+
     /// Every operator, by the key of their name.
     pub async fn operators(&self) -> Result<Vec<OperatorRecord>, StoreError> {
         let rows = Query::new(
-            "SELECT o.shown, o.created_at, o.revoked_at,
+            "SELECT o.shown, o.created_at, o.revoked_at, o.may_declare,
                     (SELECT COUNT(*) FROM operator_session s
                       WHERE s.operator = o.name AND s.ended_at IS NULL AND s.expires_at > $1) AS live
              FROM operator o ORDER BY o.name",
@@ -321,6 +357,7 @@ impl Store {
                     created_at: row.try_get("created_at")?,
                     revoked_at: row.try_get("revoked_at")?,
                     live_sessions: row.try_get("live")?,
+                    may_declare: may_declare_of(row),
                 })
             })
             .collect()

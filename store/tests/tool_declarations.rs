@@ -391,7 +391,7 @@ async fn odd_stored_values_read_as_approval_required() {
             let row = row(&store, "fs.read").await;
             assert_eq!(
                 row.declaration,
-                ToolDeclaration::ApprovalRequired,
+                ToolDeclaration::Unreadable,
                 "{label}"
             );
         }

@@ -92,9 +92,14 @@ pub(super) async fn from_now_on(
 ) -> Result<(), Failure> {
     let operator = operator_identity(args.operator.as_deref())?;
     let digest = args.digest.map(TurnDigest::from_text);
-    let shown = unchanged_since_review(store, workspace, &args.run, tool).await?;
+    let (shown, now) = offered_now(store, workspace, &args.run, tool).await?;
+    let from_now_on = toolgate_store::FromNowOn {
+        tool,
+        shown: &shown,
+        now: &now,
+    };
     let allowed = store
-        .decide_and_allow_tool(&args.run, digest.as_ref(), &operator, answer, tool, &shown)
+        .decide_and_allow_tool(&args.run, digest.as_ref(), &operator, answer, from_now_on)
         .await?;
     if out.json {
         let mut value = recorded_json(&allowed.recorded, &operator);
@@ -129,57 +134,34 @@ pub(super) async fn from_now_on(
     Ok(())
 }
 
-/// The digest of `tool`'s definition as it is now — read first — once the
-/// tool, offered now, is checked to be the one the reviewer of the turn
-/// run `run` waits on was shown: "and from now on" must not lower the gate
-/// of a definition nobody reviewed. Refused, with nothing recorded,
-/// otherwise.
-async fn unchanged_since_review(
+/// What "and from now on" is bound to: the digest of `tool`'s stored
+/// definition, read first, and the turn of run `run` reviewed against the
+/// tools as offered now — the store refuses a tool that is not the one the
+/// reviewer was shown.
+async fn offered_now(
     store: &Store,
     workspace: &crate::agent::Workspace,
     run: &str,
     tool: &str,
-) -> Result<String, Failure> {
-    let refused = |why: String| {
-        Failure::Refused(format!(
-            "nothing was recorded on run `{}`: its tool cannot be declared \"no approval\" from now on: {}",
-            visible(run),
-            why
-        ))
-    };
+) -> Result<(String, toolgate::suspend::Review), Failure> {
     let Some((server, _)) = tool.split_once(toolgate_mcp::SEPARATOR) else {
-        return Err(refused(format!(
-            "`{}` is not an imported tool (`SERVER.TOOL`); a builtin's gate comes from its type",
+        return Err(Failure::Refused(format!(
+            "nothing was recorded on run `{}`: `{}` is not an imported tool (`SERVER.TOOL`); a builtin's gate comes from its type",
+            visible(run),
             visible(tool)
         )));
     };
     let shown = store.acceptance(server, &[tool.to_owned()]).await?.digest;
     let SuspendedRun::AwaitingApproval(waiting) = store.load_suspended(run).await? else {
-        return Err(refused("it does not wait for approval".to_owned()));
+        return Err(Failure::Refused(format!(
+            "nothing was recorded on run `{}`: it does not wait for approval",
+            visible(run)
+        )));
     };
     let (registry, provider) = crate::agent::registry(store, workspace).map_err(Failure::Error)?;
-    let now = waiting.clone().reviewed_again(&registry).await;
+    let now = waiting.reviewed_again(&registry).await;
     provider.close().await;
-    let digest_of = |tools: &[Option<toolgate::suspend::ReviewedTool>], index: usize| {
-        tools
-            .get(index)
-            .and_then(Option::as_ref)
-            .map(toolgate::suspend::ReviewedTool::definition_digest)
-    };
-    for (index, call) in waiting.pending().iter().enumerate() {
-        if call.name != tool {
-            continue;
-        }
-        let then = digest_of(&waiting.review().tools, index);
-        if then.is_none() || then != digest_of(&now.review().tools, index) {
-            return Err(refused(format!(
-                "tool `{}` is not, now, the definition the turn's reviewer was shown (it changed since, or is no longer offered): approve the call alone, review the tool (`toolgate server show {}`), and declare it with `toolgate tool set-approval`",
-                visible(tool),
-                visible(server)
-            )));
-        }
-    }
-    Ok(shown)
+    Ok((shown, now.review().clone()))
 }
 
 /// `runs approve`: every call, or call by call.

@@ -6,7 +6,11 @@ use toolgate_store::Store;
 use crate::output::say;
 use crate::{Failure, InboxArgs};
 
-pub(super) async fn inbox(store: &Store, args: InboxArgs) -> Result<(), Failure> {
+pub(super) async fn inbox(
+    store: &Store,
+    workspace: &crate::agent::Workspace,
+    args: InboxArgs,
+) -> Result<(), Failure> {
     if !args.listen.ip().is_loopback() {
         return Err(Failure::Refused(format!(
             "the inbox listens on a loopback address only (127.0.0.1 or ::1), not {}: reach it from elsewhere through a proxy of your own",
@@ -20,8 +24,12 @@ pub(super) async fn inbox(store: &Store, args: InboxArgs) -> Result<(), Failure>
     let bound = listener.local_addr().unwrap_or(args.listen);
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{bound}"));
     // Answering at its public URL's host, and at the address it listens on.
-    let inbox =
-        toolgate_inbox::Inbox::new(store.clone(), &public_url).answering_at(&bound.to_string());
+    // The tools as the hosts offer them: "and from now on" is checked
+    // against them.
+    let (registry, provider) = crate::agent::registry(store, workspace).map_err(Failure::Error)?;
+    let inbox = toolgate_inbox::Inbox::new(store.clone(), &public_url)
+        .answering_at(&bound.to_string())
+        .with_registry(std::sync::Arc::new(registry));
     say!(
         "the inbox is at {} (changes accepted from {} only); sign in with a link from `toolgate operator add NAME --public-url {}`",
         public_url,
@@ -29,10 +37,12 @@ pub(super) async fn inbox(store: &Store, args: InboxArgs) -> Result<(), Failure>
         public_url
     );
     tracing::info!(listen = %bound, origin = inbox.origin(), "inbox serving");
-    axum::serve(listener, inbox.router())
+    let served = axum::serve(listener, inbox.router())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
-        .map_err(|e| Failure::Error(format!("the inbox stopped: {e}")))
+        .map_err(|e| Failure::Error(format!("the inbox stopped: {e}")));
+    provider.close().await;
+    served
 }

@@ -92,7 +92,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Host(args) => host::host(&store, &workspace, out, args).await,
         Command::Gateway(args) => gateway::gateway(&store, args).await,
         Command::Operator(command) => operators::operator(&store, out, command).await,
-        Command::Inbox(args) => inbox::inbox(&store, args).await,
+        Command::Inbox(args) => inbox::inbox(&store, &workspace, args).await,
         Command::McpTestServer { .. } => Ok(()),
     };
     store.close().await;

@@ -19,6 +19,7 @@ pub(super) async fn operator(
             name,
             public_url,
             valid_for_mins,
+            may_declare,
         } => {
             let link = store
                 .add_operator(
@@ -26,6 +27,9 @@ pub(super) async fn operator(
                     Duration::from_secs(valid_for_mins.saturating_mul(60)),
                 )
                 .await?;
+            if let Some(may) = may_declare {
+                store.set_may_declare(&name, may).await?;
+            }
             let url = format!(
                 "{}/sign-in?token={}",
                 public_url.trim_end_matches('/'),
@@ -36,6 +40,7 @@ pub(super) async fn operator(
                     "operator": link.operator,
                     "link": url,
                     "expires_at": link.expires_at,
+                    "may_declare": may_declare,
                 }));
             }
             say!(
@@ -70,12 +75,19 @@ pub(super) async fn operator(
                             json!({
                                 "operator": o.name, "added_at": o.created_at,
                                 "revoked_at": o.revoked_at, "live_sessions": o.live_sessions,
+                                "may_declare": o.may_declare,
                             })
                         })
                         .collect::<Vec<_>>(),
                 );
             }
-            let mut table = out.table(&["OPERATOR", "ADDED", "STATE", "LIVE SESSIONS"]);
+            let mut table = out.table(&[
+                "OPERATOR",
+                "ADDED",
+                "STATE",
+                "LIVE SESSIONS",
+                "AND FROM NOW ON",
+            ]);
             for o in &operators {
                 table.row([
                     Col::from(&o.name),
@@ -85,6 +97,7 @@ pub(super) async fn operator(
                         |at| format!("revoked at {}", timestamp(at)),
                     )),
                     Col::from(o.live_sessions.to_string()),
+                    Col::from(if o.may_declare { "may declare" } else { "-" }),
                 ]);
             }
             table.print();

@@ -18,7 +18,7 @@ mod decide;
 pub(crate) use decide::channel_of;
 mod error;
 mod standing;
-pub use standing::AllowedFromNowOn;
+pub use standing::{AllowedFromNowOn, FromNowOn};
 
 pub use error::{ClaimError, LoadError};
 

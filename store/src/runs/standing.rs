@@ -2,7 +2,7 @@
 //! approval" for the calls to come, as one operator's act.
 
 use toolgate::identity::Operator;
-use toolgate::suspend::{CallVerdict, SuspendedRun, TurnDigest};
+use toolgate::suspend::{CallVerdict, Review, ReviewedTool, SuspendedRun, TurnDigest};
 
 use super::{Answer, ClaimError, LoadError, Recorded};
 use crate::flag::ToolDeclaration;
@@ -21,14 +21,27 @@ pub struct AllowedFromNowOn {
     pub declared: Result<CatalogueRow, StoreError>,
 }
 
+/// What "and from now on" names and is bound to.
+#[derive(Debug, Clone, Copy)]
+pub struct FromNowOn<'a> {
+    /// The tool (`SERVER.TOOL`) to declare "no approval".
+    pub tool: &'a str,
+    /// The digest of its definition ([`Store::acceptance`] for the tool
+    /// alone), read before `now`.
+    pub shown: &'a str,
+    /// The turn's calls reviewed against the tools as offered now
+    /// (`Suspended::reviewed_again`): the tool must be the very definition
+    /// the turn's reviewer was shown.
+    pub now: &'a Review,
+}
+
 impl Store {
     /// Records `answer` — an approval of every call of `tool` in the turn
     /// run `run_id` waits on — and declares `tool` "no approval" from now
-    /// on, bound to `shown`: the digest of its definition
-    /// ([`Store::acceptance`] for the tool alone) that the caller read
-    /// before checking that the tool is still the one the turn's reviewer
-    /// was shown (`Suspended::reviewed_again`: a tool changed since is not
-    /// declared on an approval of the old one). The definition is pinned
+    /// on ([`FromNowOn`]): the tool as offered now must be the definition
+    /// the turn's reviewer was shown — a tool changed since is not declared
+    /// on an approval of the old one — and it is bound to `shown`, the
+    /// digest of its stored definition read before that check. The definition is pinned
     /// only if it is still the one `shown` names — one changed in between
     /// is not declared, and one that changes afterwards is quarantined —
     /// and the declaration is recorded with the decider, their channel and
@@ -48,9 +61,9 @@ impl Store {
         digest: Option<&TurnDigest>,
         decided_by: &Operator,
         answer: Answer,
-        tool: &str,
-        shown: &str,
+        from_now_on: FromNowOn<'_>,
     ) -> Result<AllowedFromNowOn, ClaimError> {
+        let FromNowOn { tool, shown, now } = from_now_on;
         let refused = |why: String| ClaimError::NotFromNowOn {
             run_id: run_id.to_owned(),
             why,
@@ -90,6 +103,27 @@ impl Store {
             ),
             Answer::Deny | Answer::Input(_) => false,
         };
+        // The tool as offered now is the one the reviewer was shown, call by
+        // call: an approval of one definition never lowers the gate of
+        // another.
+        let digest_of = |tools: &[Option<ReviewedTool>], index: usize| {
+            tools
+                .get(index)
+                .and_then(Option::as_ref)
+                .map(ReviewedTool::definition_digest)
+        };
+        for (index, call) in waiting.pending().iter().enumerate() {
+            if call.name != tool {
+                continue;
+            }
+            let then = digest_of(&waiting.review().tools, index);
+            if then.is_none() || then != digest_of(&now.tools, index) {
+                return Err(refused(format!(
+                    "tool `{}` is not, now, the definition the turn's reviewer was shown (it changed since, or is no longer offered): approve the call alone, review the tool, and declare it with `toolgate tool set-approval`",
+                    toolgate::visible::visible(tool)
+                )));
+            }
+        }
         if let Some(call) = calls.iter().find(|call| !approved(&call.id)) {
             return Err(refused(format!(
                 "call `{}` of tool `{}` is not approved by this decision",
