@@ -92,6 +92,17 @@ impl Gateway {
                 tokio::time::sleep(gateway.inner.changes).await;
             }
         });
+        // The held calls' keys, followed as the operator's revision is.
+        let every = self.inner.follow_every;
+        if !every.is_zero() {
+            let gateway = self.clone();
+            tokio::spawn(async move {
+                loop {
+                    gateway.inner.known.refresh(&gateway.inner.host).await;
+                    tokio::time::sleep(every).await;
+                }
+            });
+        }
     }
 
     /// Saves a paused call under its key and holds it for its decision, up
@@ -99,6 +110,9 @@ impl Gateway {
     /// call asked at the same moment, here or by another gateway), joins
     /// that run and saves nothing.
     pub(crate) async fn hold(&self, key: String, run: SuspendedRun, asker: Asker) -> Joined {
+        // Known at once to this process's calls, whether it is registered
+        // now or names a run already.
+        self.inner.known.add(&key);
         let held = match self.inner.host.hold(&key, &run, self.inner.remember).await {
             Ok(Holding::Held) => {
                 tracing::info!(run = %run.run_id(), "a gated call waits for a decision");

@@ -82,13 +82,16 @@ mod elicit;
 mod follow;
 mod handler;
 mod held;
+mod known;
 mod lost;
 mod mrtr;
+mod same;
 pub mod stdio;
 
 use answers::{answer, refusal, run_error};
 use follow::Followed;
 use held::Joined;
+use same::SameCall;
 
 /// How long a gated call is held for a decision by default: 50 seconds,
 /// below the 60 seconds most clients give a tool call.
@@ -329,6 +332,8 @@ impl GatewayBuilder {
                 left: tokio::sync::watch::Sender::new(false),
                 states,
                 answer_within: self.answer_within,
+                known: known::KnownKeys::new(self.follow),
+                follow_every: self.follow,
             }),
         })
     }
@@ -368,34 +373,11 @@ struct Inner {
     states: Option<RequestStateCodec>,
     /// How long such a form may take to be answered.
     answer_within: Duration,
-}
-
-/// What makes a retry the same call, for every gateway process of a name:
-/// the gateway's name, the requester (its user), the tool's local name, the
-/// arguments' digest ([`toolgate::suspend::arguments_digest`]) and the name
-/// the client declared — not its version, which changes when the client
-/// updates itself. The held call's key in the store is the digest of these.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct SameCall<'a> {
-    gateway: &'a str,
-    requester: &'a str,
-    tool: &'a str,
-    arguments: &'a Value,
-    client: Option<&'a str>,
-}
-
-impl SameCall<'_> {
-    /// The key the store holds the call under.
-    fn key(&self) -> String {
-        toolgate::suspend::arguments_digest(&serde_json::json!([
-            "toolgate/held-call",
-            self.gateway,
-            self.requester,
-            self.tool,
-            toolgate::suspend::arguments_digest(self.arguments),
-            self.client,
-        ]))
-    }
+    /// The held calls' keys of this gateway's name, as last read: a call
+    /// whose key surely names no run reads nothing of the store.
+    known: known::KnownKeys,
+    /// How often the keys are read again ([`GatewayBuilder::follow`]).
+    follow_every: Duration,
 }
 
 /// A held call: its run, and the key its answer is kept under (none for a
@@ -591,7 +573,13 @@ impl Gateway {
         // A run of the same call that ran or was decided — its outcome
         // unknown, say, waiting for an operator's choice — answers it: it
         // is never run again unasked.
-        match self.live(&key).await {
+        // Read only when the keys in memory cannot say it names no run.
+        let live = if self.inner.known.surely_absent(&key) {
+            Ok(lost::Live::Nothing)
+        } else {
+            self.live(&key).await
+        };
+        match live {
             Ok(lost::Live::Nothing) => {}
             Ok(lost::Live::Answer(answer)) => return answer.into(),
             Ok(lost::Live::Join(held)) => {

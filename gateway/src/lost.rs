@@ -78,6 +78,7 @@ impl Gateway {
             .host
             .hold_lost(key, unknown, known, reason, &inner.registry, inner.remember)
             .await;
+        inner.known.add(key);
         match recorded {
             Ok(lost) => {
                 let why = match &lost.ended {

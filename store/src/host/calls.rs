@@ -167,6 +167,26 @@ impl CallHost {
         .await
     }
 
+    /// The keys of this host's held calls registered at or after
+    /// `since_ms` (milliseconds since the epoch, as the registering
+    /// process's clock wrote them), with when each was: what a gateway
+    /// keeps in memory to tell, without a read per call, that a call asked
+    /// now names no run.
+    pub async fn held_keys_since(&self, since_ms: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut keys = Vec::new();
+        crate::db::Query::new(
+            "SELECT call_key, created_at FROM held_call WHERE owner = $1 AND created_at >= $2",
+        )
+        .bind(self.host.name())
+        .bind(since_ms)
+        .fetch_each(&self.host.store.pool, |row| {
+            keys.push((row.take(0)?, row.take(1)?));
+            Ok::<_, StoreError>(())
+        })
+        .await?;
+        Ok(keys)
+    }
+
     /// The key the run `run_id` was held under, if it was.
     pub async fn key_of(&self, run_id: &str) -> Result<Option<String>, StoreError> {
         crate::db::Query::new("SELECT call_key FROM held_call WHERE run_id = $1 AND owner = $2")
