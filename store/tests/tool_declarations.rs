@@ -389,11 +389,7 @@ async fn odd_stored_values_read_as_approval_required() {
             let written = set(label).execute_on(&store).await;
             assert!(written.is_ok(), "{label}: {written:?}");
             let row = row(&store, "fs.read").await;
-            assert_eq!(
-                row.declaration,
-                ToolDeclaration::Unreadable,
-                "{label}"
-            );
+            assert_eq!(row.declaration, ToolDeclaration::Unreadable, "{label}");
         }
     } else {
         for literal in odd.iter().chain(&["0", "1", "X'00'", "0.0", "-0"]) {
