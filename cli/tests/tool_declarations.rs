@@ -253,34 +253,14 @@ async fn an_approval_and_from_now_on() {
     assert!(text(&held).contains("waits for approval"), "{held:?}");
     client.cancel().await.expect("the session ends");
     let (run, digest) = the_waiting_run(dir).await;
-    let refused = command(dir)
-        .args([
-            "runs",
-            "approve",
-            &run,
-            "--digest",
-            &digest,
-            "--as",
-            "bob",
-            "--allow-tool",
-            "notes.write_note",
-        ])
-        .output()
-        .expect("toolgate runs");
+    let refused = approve_from_now_on(dir, &run, &digest);
     let said = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(3), "{said}");
     assert!(said.contains("four eyes"), "{said}");
     assert!(said.contains("nothing was recorded"), "{said}");
     let shown = json_of(dir, &["runs", "show", &run]);
     assert_eq!(shown["digest"], json!(digest), "still waits: {shown}");
-    let row = json_of(dir, &["server", "show", "notes"])["catalogue"]
-        .as_array()
-        .and_then(|rows| {
-            rows.iter()
-                .find(|r| r["local_name"] == "notes.write_note")
-                .cloned()
-        })
-        .expect("the tool is listed");
+    let row = write_note_row(dir);
     assert_eq!(row["declaration"], "inherit", "{row}");
     toolgate(
         dir,
@@ -324,14 +304,7 @@ async fn an_approval_and_from_now_on() {
     assert_eq!(lines(&ledger), 2, "no hold: {at_once:?}");
     client.cancel().await.expect("the session ends");
 
-    let row = json_of(dir, &["server", "show", "notes"])["catalogue"]
-        .as_array()
-        .and_then(|rows| {
-            rows.iter()
-                .find(|r| r["local_name"] == "notes.write_note")
-                .cloned()
-        })
-        .expect("the tool is listed");
+    let row = write_note_row(dir);
     assert_eq!(row["declaration"], "off", "{row}");
     assert_eq!(row["declared"]["by"], "bob", "{row}");
     assert_eq!(row["declared"]["channel"], "console", "{row}");
@@ -391,34 +364,14 @@ async fn from_now_on_is_refused_for_a_tool_changed_since_the_review() {
         ],
     );
     toolgate(dir, &["import", "notes"]);
-    let refused = command(dir)
-        .args([
-            "runs",
-            "approve",
-            &run,
-            "--digest",
-            &digest,
-            "--as",
-            "bob",
-            "--allow-tool",
-            "notes.write_note",
-        ])
-        .output()
-        .expect("toolgate runs");
+    let refused = approve_from_now_on(dir, &run, &digest);
     let said = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(3), "{said}");
     assert!(said.contains("nothing was recorded"), "{said}");
     assert!(said.contains("the turn's reviewer was shown"), "{said}");
     let (still, _) = the_waiting_run(dir).await;
     assert_eq!(still, run, "the run still waits");
-    let row = json_of(dir, &["server", "show", "notes"])["catalogue"]
-        .as_array()
-        .and_then(|rows| {
-            rows.iter()
-                .find(|r| r["local_name"] == "notes.write_note")
-                .cloned()
-        })
-        .expect("the tool is listed");
+    let row = write_note_row(dir);
     assert_eq!(row["declaration"], "inherit", "{row}");
     assert_eq!(lines(&ledger), 0);
 }
@@ -453,4 +406,35 @@ async fn a_call_approved_after_its_tool_was_blocked_never_runs() {
     );
     assert_eq!(lines(&ledger), 0, "a blocked tool never runs");
     client.cancel().await.expect("the session ends");
+}
+
+/// `notes.write_note`'s row in `server show notes --json`.
+fn write_note_row(dir: &Path) -> Value {
+    json_of(dir, &["server", "show", "notes"])["catalogue"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| r["local_name"] == "notes.write_note")
+                .cloned()
+        })
+        .expect("the tool is listed")
+}
+
+/// `runs approve RUN --digest DIGEST --as bob --allow-tool
+/// notes.write_note`, whatever it ends in.
+fn approve_from_now_on(dir: &Path, run: &str, digest: &str) -> std::process::Output {
+    command(dir)
+        .args([
+            "runs",
+            "approve",
+            run,
+            "--digest",
+            digest,
+            "--as",
+            "bob",
+            "--allow-tool",
+            "notes.write_note",
+        ])
+        .output()
+        .expect("toolgate runs")
 }
