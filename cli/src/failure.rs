@@ -5,7 +5,7 @@
 
 use toolgate::suspend::Refusal;
 use toolgate_mcp::ImportError;
-use toolgate_store::{ClaimError, LoadError, StoreError};
+use toolgate_store::{ClaimError, LoadError, RunPrefixError, StoreError};
 
 /// A failure, with the exit code it maps to.
 #[derive(Debug)]
@@ -81,6 +81,18 @@ impl From<ClaimError> for Failure {
             | ClaimError::DoesNotFit { .. } => Failure::Refused(error.to_string()),
             ClaimError::Store(error) => error.into(),
             other => Failure::Error(other.to_string()),
+        }
+    }
+}
+
+/// A run typed as no single run: too short or ambiguous is bad usage (2),
+/// none is not found (4).
+impl From<RunPrefixError> for Failure {
+    fn from(error: RunPrefixError) -> Self {
+        match error {
+            RunPrefixError::NotFound(_) => Failure::NotFound(error.to_string()),
+            RunPrefixError::Store(error) => error.into(),
+            other => Failure::Usage(other.to_string()),
         }
     }
 }

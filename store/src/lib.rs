@@ -111,8 +111,8 @@ pub use host::{
 pub use names::host_name_problem;
 pub use names::is_reserved_host_name;
 pub use runs::{
-    AllowedFromNowOn, Answer, CallRow, ClaimError, FromNowOn, LoadError, OpenRun, Recorded,
-    RunHistory, StoredDecision,
+    AllowedFromNowOn, Answer, CallRow, ClaimError, FromNowOn, LoadError, MIN_RUN_PREFIX, OpenRun,
+    Recorded, RunHistory, RunPrefixError, StoredDecision,
 };
 pub use servers::{ImportState, NewServer, ServerRecord, Transport, server_id_problem};
 /// Not public API: the one-pass reading of a stored schema's top-level

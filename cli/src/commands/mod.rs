@@ -15,6 +15,7 @@ mod identity;
 mod import;
 mod inbox;
 mod operators;
+mod run_ids;
 mod runs;
 mod servers;
 mod tools;

@@ -19,7 +19,7 @@ pub(super) async fn runs(
     out: Out,
     command: RunsCommand,
 ) -> Result<(), Failure> {
-    match command {
+    match super::run_ids::resolved(store, command).await? {
         RunsCommand::List { all } => list(store, out, all).await,
         RunsCommand::Show { run, schema } => {
             let (registry, provider) = agent::registry(store, workspace).map_err(Failure::Error)?;

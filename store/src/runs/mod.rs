@@ -17,10 +17,12 @@ use crate::{Store, StoreError, now_ms};
 mod decide;
 pub(crate) use decide::channel_of;
 mod error;
+mod prefix;
 mod standing;
 pub use standing::{AllowedFromNowOn, FromNowOn};
 
 pub use error::{ClaimError, LoadError};
+pub use prefix::{MIN_RUN_PREFIX, RunPrefixError};
 
 use decide::approving;
 

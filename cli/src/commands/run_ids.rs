@@ -1,0 +1,47 @@
+//! A run as an operator types it: its whole id, or a unique prefix of at
+//! least [`toolgate_store::MIN_RUN_PREFIX`] characters, resolved once in the
+//! store ([`Store::resolve_run_prefix`]) before any `runs` command reads it.
+
+use toolgate_store::Store;
+
+use crate::{Failure, RunsCommand};
+
+/// The command with its run, if it names one, resolved to the run's whole
+/// id; a prefix that names no single run stops it here.
+pub(super) async fn resolved(
+    store: &Store,
+    mut command: RunsCommand,
+) -> Result<RunsCommand, Failure> {
+    if let Some(run) = typed_run(&mut command) {
+        *run = store.resolve_run_prefix(run).await?;
+    }
+    Ok(command)
+}
+
+/// Where a command keeps the run it names.
+fn typed_run(command: &mut RunsCommand) -> Option<&mut String> {
+    match command {
+        RunsCommand::Show { run, .. } | RunsCommand::AskAgain { run, .. } => Some(run),
+        RunsCommand::Approve(args) => Some(&mut args.decide.run),
+        RunsCommand::Deny(args) => Some(&mut args.decide.run),
+        RunsCommand::Edit { decide, .. } | RunsCommand::Input { decide, .. } => {
+            Some(&mut decide.run)
+        }
+        RunsCommand::Rerun(args) | RunsCommand::Skip(args) => Some(&mut args.run),
+        RunsCommand::List { .. } => None,
+        // A command that names its run in a field of its own resolves it
+        // with `resolve`.
+        #[allow(
+            unreachable_patterns,
+            clippy::match_wildcard_for_single_variants,
+            reason = "commands added beside these resolve their own run"
+        )]
+        _ => None,
+    }
+}
+
+/// A typed run resolved to the whole id of the one run it names.
+#[allow(dead_code, reason = "for commands that keep their run elsewhere")]
+pub(super) async fn resolve(store: &Store, typed: &str) -> Result<String, Failure> {
+    Ok(store.resolve_run_prefix(typed).await?)
+}
