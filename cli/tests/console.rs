@@ -214,3 +214,128 @@ fn a_run_is_named_by_a_unique_prefix_of_its_id() {
     let shown = json(dir, &["runs", "show", &run]);
     assert_eq!(shown["decisions"][0]["by"], "bob");
 }
+
+/// The account name of this process's user id, as the system tells it
+/// (`id -un`); none where the id has no entry.
+fn account_name() -> Option<String> {
+    let output = std::process::Command::new("id").arg("-un").output().ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .filter(|name| !name.is_empty())
+}
+
+#[test]
+fn without_as_the_decider_is_the_account_of_the_user_id_not_user() {
+    let dir = temp();
+    let dir = dir.path();
+    let (run, digest) = waiting_demo(dir);
+    let expected = account_name().expect("this test's user id has an account");
+    let output = common::command(dir)
+        .args(["runs", "approve", &run, "--digest", &digest])
+        .env("NO_COLOR", "1")
+        .env_remove("TOOLGATE_OPERATOR")
+        .env("USER", "mallory")
+        .env("LOGNAME", "mallory")
+        .output()
+        .expect("toolgate runs");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output).trim(),
+        format!("recorded: approved by {expected} (name from os_user); host `demo` will resume it")
+    );
+    let shown = json(dir, &["runs", "show", &run]);
+    assert_eq!(shown["decisions"][0]["by"], expected.as_str());
+    assert_eq!(shown["decisions"][0]["named_by"], "os_user");
+}
+
+/// A user id with no account entry (common in containers) acts as
+/// `uid-N`, and is told so. Needs root to take such a user id.
+#[test]
+fn a_user_id_without_an_account_acts_as_uid_n_and_is_told() {
+    if account_name().as_deref() != Some("root") || common::backend::on_postgres() {
+        eprintln!("skipped: taking another user id needs root (and the SQLite pass)");
+        return;
+    }
+    let dir = temp();
+    let dir = dir.path();
+    let (run, digest) = waiting_demo(dir);
+    // The stranger may write the data directory and the database.
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        std::process::Command::new("chmod")
+            .args(["-R", "a+rwX"])
+            .arg(&path)
+            .status()
+            .unwrap();
+    }
+    std::process::Command::new("chmod")
+        .args(["a+rwx"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    let uid = "54321";
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid", uid, "--regid", uid, "--clear-groups", "--"])
+        .arg(common::TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["runs", "approve", &run, "--digest", &digest])
+        .env("NO_COLOR", "1")
+        .env_remove("TOOLGATE_OPERATOR")
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .env("USER", "root")
+        .env("HOME", dir)
+        .output()
+        .expect("setpriv runs");
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains("user id 54321 has no account entry") && err.contains("acting as `uid-54321`"),
+        "{err}"
+    );
+    assert!(
+        stdout(&output).contains("recorded: approved by uid-54321 (name from os_user)"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn a_url_of_another_scheme_is_never_a_file_name() {
+    let dir = temp();
+    let dir = dir.path();
+    for url in [
+        "postgress://toolgate@db/toolgate",
+        "mysql://toolgate:s3cret@db/toolgate",
+        "http://db/toolgate",
+    ] {
+        for via_env in [false, true] {
+            let mut command = common::command(dir);
+            command.current_dir(dir).env("NO_COLOR", "1");
+            if via_env {
+                command.env("TOOLGATE_DATABASE_URL", url);
+            } else {
+                command.args(["--database-url", url]);
+            }
+            let output = command.args(["runs", "list"]).output().unwrap();
+            let err = stderr(&output);
+            assert_eq!(output.status.code(), Some(2), "{url}: {err}");
+            for form in ["postgres://", "postgresql://", "sqlite:PATH", "without `://`"] {
+                assert!(err.contains(form), "{url}: {err}");
+            }
+            assert!(!err.contains("s3cret"), "{err}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_dir(dir).unwrap().count(),
+        0,
+        "no file was created for a URL"
+    );
+    // The accepted forms still open the store.
+    let file = dir.join("here.db");
+    let sqlite = format!("sqlite:{}", file.display());
+    ok(dir, &["--database-url", &sqlite, "server", "list"]);
+    assert!(file.exists());
+}

@@ -76,7 +76,7 @@ use db::Query;
 pub use db::{Arg, ColumnRef, FromVal, IntoArg, Query, Row, Val};
 pub(crate) use db::{Pool, Tx};
 pub use error::{ArityMismatch, StoreError};
-pub use location::Location;
+pub use location::{Location, LocationError};
 #[cfg(not(feature = "test-util"))]
 use open::MigrateTo;
 /// Not public API: migrating step by step, for the store's own tests of its
@@ -182,6 +182,16 @@ impl Store {
         let location = location.into();
         let pool = match &location {
             Location::Sqlite(path) => {
+                // `mysql://…` given as a location is a mistake, never a file
+                // to create (`Location::try_parse` says which forms work).
+                if location::names_a_url(path) {
+                    return Err(StoreError::Open {
+                        location: location::redact_password(&path.display().to_string()),
+                        source: sqlx::Error::Configuration(
+                            "not an SQLite path: it names a URL (give `postgres://…`, `sqlite:PATH` or a file path)".into(),
+                        ),
+                    });
+                }
                 // Migrations are serialised across processes by an exclusive
                 // lock on a file beside the database, held from before the
                 // first connection until the schema is settled: several

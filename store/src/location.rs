@@ -38,6 +38,26 @@ impl Location {
         }
     }
 
+    /// Reads a path or a database URL, refusing what would otherwise be
+    /// taken for a file name: only `postgres://…`, `postgresql://…`,
+    /// `sqlite:PATH` (or `sqlite://PATH`) and plain paths without `://`
+    /// are accepted. `mysql://…`, or a misspelt `postgress://…`, is a
+    /// [`LocationError`] naming the accepted forms, never an SQLite file
+    /// named like the URL.
+    pub fn try_parse(text: &str) -> Result<Location, LocationError> {
+        let location = Location::parse(text);
+        match &location {
+            Location::Sqlite(path) if names_a_url(path) => Err(LocationError::NotAStore {
+                scheme: text
+                    .trim()
+                    .split_once("://")
+                    .map(|(scheme, _)| toolgate::visible::visible(scheme).into_owned())
+                    .unwrap_or_default(),
+            }),
+            _ => Ok(location),
+        }
+    }
+
     /// The backend this location names.
     pub fn backend(&self) -> Backend {
         match self {
@@ -54,6 +74,26 @@ impl Location {
             Location::Postgres(url) => redact_password(url),
         }
     }
+}
+
+/// A database location that names no store toolgate keeps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocationError {
+    /// A URL of a scheme that is neither PostgreSQL nor SQLite.
+    #[error(
+        "`{scheme}://` is not a database toolgate keeps its store in: give `postgres://…` or `postgresql://…` (PostgreSQL), `sqlite:PATH`, or a file path without `://` (SQLite)"
+    )]
+    NotAStore {
+        /// The scheme as typed, escaped for a terminal.
+        scheme: String,
+    },
+}
+
+/// True when an SQLite path holds `://`: a URL of some other scheme, never
+/// a file a person meant.
+pub(crate) fn names_a_url(path: &Path) -> bool {
+    path.to_str().is_some_and(|text| text.contains("://"))
 }
 
 /// Debug output never shows a password either.
@@ -191,6 +231,35 @@ mod tests {
         assert_eq!(
             Location::parse("postgres:u:pw@db/x").backend(),
             Backend::Postgres
+        );
+    }
+
+    #[test]
+    fn a_url_of_another_scheme_is_no_file_name() {
+        for url in [
+            "postgress://u@db/x",
+            "mysql://u@db/x",
+            " MySQL://db",
+            "http://db/x",
+            "file:///tmp/x.db",
+        ] {
+            let refused = Location::try_parse(url).expect_err(url);
+            assert!(refused.to_string().contains("postgres://"), "{refused}");
+        }
+        for accepted in [
+            "postgres://u@db/x",
+            "postgresql://u@db/x",
+            "sqlite:///var/lib/toolgate.db",
+            "sqlite:toolgate.db",
+            "data/toolgate.db",
+        ] {
+            assert!(Location::try_parse(accepted).is_ok(), "{accepted}");
+        }
+        assert_eq!(
+            Location::try_parse("mysql://u@db/x"),
+            Err(LocationError::NotAStore {
+                scheme: "mysql".into()
+            })
         );
     }
 

@@ -56,7 +56,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         .as_deref()
         .filter(|url| !url.trim().is_empty())
     {
-        Some(url) => Location::parse(url.trim()),
+        Some(url) => Location::try_parse(url).map_err(|e| Failure::Usage(e.to_string()))?,
         None => Location::Sqlite(data_dir.join("toolgate.db")),
     };
     let mut store = Store::open(location).await?;
