@@ -14,6 +14,10 @@ pub(crate) enum Failure {
     Usage(String),
     Refused(String),
     NotFound(String),
+    /// Nothing was done, by design: a command that lowers a gate was given
+    /// no digest, so it showed what it would act on. Exit 3, as a refusal,
+    /// so that a script does not go on as if it had acted — but no error.
+    Preview(String),
 }
 
 impl Failure {
@@ -21,14 +25,27 @@ impl Failure {
         match self {
             Failure::Error(_) => 1,
             Failure::Usage(_) => 2,
-            Failure::Refused(_) => 3,
+            Failure::Refused(_) | Failure::Preview(_) => 3,
             Failure::NotFound(_) => 4,
         }
     }
 
     pub(crate) fn message(&self) -> &str {
         match self {
-            Failure::Error(m) | Failure::Usage(m) | Failure::Refused(m) | Failure::NotFound(m) => m,
+            Failure::Error(m)
+            | Failure::Usage(m)
+            | Failure::Refused(m)
+            | Failure::NotFound(m)
+            | Failure::Preview(m) => m,
+        }
+    }
+
+    /// What its line begins with on standard error: `error: `, except for a
+    /// preview, which is no error.
+    pub(crate) fn prefix(&self) -> &'static str {
+        match self {
+            Failure::Preview(_) => "",
+            _ => "error: ",
         }
     }
 }

@@ -584,7 +584,7 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            say_err!("error: {}", failure.message());
+            say_err!("{}{}", failure.prefix(), failure.message());
             ExitCode::from(failure.code())
         }
     }

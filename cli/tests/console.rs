@@ -339,3 +339,64 @@ fn a_url_of_another_scheme_is_never_a_file_name() {
     ok(dir, &["--database-url", &sqlite, "server", "list"]);
     assert!(file.exists());
 }
+
+#[test]
+fn usage_errors_exit_2_and_say_what_is_missing() {
+    let dir = temp();
+    let dir = dir.path();
+    let (run, digest) = waiting_demo(dir);
+    for command in [
+        vec!["runs", "approve", &run[..8], "--as", "bob"],
+        vec!["runs", "deny", &run[..8], "--as", "bob", "--reason", "no"],
+        vec!["runs", "edit", &run[..8], "call_2", "--args", "{}", "--as", "bob"],
+    ] {
+        let missing = fails(dir, &command, 2);
+        assert!(
+            missing.contains("missing `--digest`")
+                && missing.contains(&format!("toolgate runs show {run}")),
+            "{command:?}: {missing}"
+        );
+    }
+    let bad = fails(
+        dir,
+        &[
+            "runs", "edit", &run, "call_2", "--args", r#"{"path": "a", oops}"#, "--digest",
+            &digest, "--as", "bob",
+        ],
+        2,
+    );
+    assert!(
+        bad.contains("`--args` is not JSON: key must be a string at line 1, column 15")
+            && bad.contains(r#"`{"path": "a", ⟨here⟩oops}`"#),
+        "{bad}"
+    );
+    let bad = fails(
+        dir,
+        &[
+            "runs", "approve", &run, "--edit", "call_2=[1,", "--digest", &digest, "--as", "bob",
+        ],
+        2,
+    );
+    assert!(bad.contains("`--edit` is not JSON"), "{bad}");
+    // Nothing was recorded by any of them.
+    assert_eq!(json(dir, &["runs", "show", &run])["decisions"], Value::Array(vec![]));
+}
+
+#[test]
+fn a_preview_that_changes_nothing_is_no_error() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(dir, &["demo", "--detach", "--as", "alice"]);
+    for command in [
+        &["server", "set-approval", "notes", "off"][..],
+        &["tool", "set-approval", "notes.write_note", "off", "--as", "olga"],
+        &["server", "accept", "notes"],
+    ] {
+        let output = toolgate(dir, command);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(3), "{command:?}: {err}");
+        assert!(stdout(&output).contains("digest: sha256:"), "{command:?}");
+        assert!(err.starts_with("nothing "), "{command:?}: {err}");
+        assert!(!err.to_lowercase().contains("error"), "{command:?}: {err}");
+    }
+}

@@ -24,8 +24,8 @@ pub(super) async fn command(
     args: DecideArgs,
     answer: Answer,
 ) -> Result<(), Failure> {
+    let digest = TurnDigest::from_text(required_digest(&args)?);
     let operator = operator_identity(args.operator.as_deref())?;
-    let digest = args.digest.map(TurnDigest::from_text);
     // The tools the turn calls, read before the decision: a call approved
     // now of a tool no longer offered is refused when it is resumed.
     let tools: Vec<String> = match store.load_suspended(&args.run).await {
@@ -33,7 +33,7 @@ pub(super) async fn command(
         Err(_) => Vec::new(),
     };
     let recorded = store
-        .decide(&args.run, digest.as_ref(), &operator, answer)
+        .decide(&args.run, Some(&digest), &operator, answer)
         .await?;
     report_recorded(out, &recorded, &operator)?;
     if !out.json
@@ -49,6 +49,18 @@ pub(super) async fn command(
         }
     }
     Ok(())
+}
+
+/// The digest a decision names: without it nothing is recorded, and the
+/// command says where to find it (a usage error: nothing was read).
+fn required_digest(args: &DecideArgs) -> Result<&str, Failure> {
+    match args.digest.as_deref().map(str::trim) {
+        Some(digest) if !digest.is_empty() => Ok(digest),
+        _ => Err(Failure::Usage(format!(
+            "missing `--digest`: a decision names the turn its decider was shown; `toolgate runs show {}` prints the digest beside the turn",
+            visible(&args.run)
+        ))),
+    }
 }
 
 /// The imported tools among `tools` that are not offered now, and why:
@@ -90,8 +102,8 @@ pub(super) async fn from_now_on(
     answer: Answer,
     tool: &str,
 ) -> Result<(), Failure> {
+    let digest = TurnDigest::from_text(required_digest(&args)?);
     let operator = operator_identity(args.operator.as_deref())?;
-    let digest = args.digest.map(TurnDigest::from_text);
     let (shown, now) = offered_now(store, workspace, &args.run, tool).await?;
     let from_now_on = toolgate_store::FromNowOn {
         tool,
@@ -99,7 +111,7 @@ pub(super) async fn from_now_on(
         now: &now,
     };
     let allowed = store
-        .decide_and_allow_tool(&args.run, digest.as_ref(), &operator, answer, from_now_on)
+        .decide_and_allow_tool(&args.run, Some(&digest), &operator, answer, from_now_on)
         .await?;
     if out.json {
         let mut value = recorded_json(&allowed.recorded, &operator);
@@ -202,7 +214,7 @@ pub(super) fn approval(args: &ApproveArgs) -> Result<Answer, Failure> {
         put(
             id,
             CallVerdict::Edit {
-                arguments: json_argument(text)?,
+                arguments: json_argument("--edit", text)?,
             },
         )?;
     }
@@ -248,7 +260,7 @@ pub(super) async fn edit(
     call: &str,
     arguments: &str,
 ) -> Result<Answer, Failure> {
-    let arguments = json_argument(arguments)?;
+    let arguments = json_argument("--args", arguments)?;
     let paused = store.load_suspended(run).await?;
     let SuspendedRun::AwaitingApproval(pending) = &paused else {
         return Err(Failure::Refused(format!(
@@ -275,21 +287,48 @@ pub(super) async fn edit(
 }
 
 /// A JSON value given on the command line, in a file (`@FILE`) or on
-/// standard input (`-`).
-pub(super) fn json_argument(text: &str) -> Result<Value, Failure> {
+/// standard input (`-`). Text that is not JSON is a usage error naming the
+/// flag, the line and column, and the text there.
+pub(super) fn json_argument(flag: &str, text: &str) -> Result<Value, Failure> {
     let (source, text) = if text == "-" {
         let mut read = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut read)
             .map_err(|e| Failure::Error(format!("cannot read standard input: {e}")))?;
-        ("standard input".to_owned(), read)
+        (format!("`{flag}` (standard input)"), read)
     } else if let Some(path) = text.strip_prefix('@') {
         let read = std::fs::read_to_string(path)
             .map_err(|e| Failure::Error(format!("cannot read `{}`: {e}", visible(path))))?;
-        (format!("`{}`", visible(path)), read)
+        (format!("`{flag}` (`{}`)", visible(path)), read)
     } else {
-        ("the argument".to_owned(), text.to_owned())
+        (format!("`{flag}`"), text.to_owned())
     };
-    serde_json::from_str(&text).map_err(|e| Failure::Refused(format!("{source} is not JSON: {e}")))
+    serde_json::from_str(&text).map_err(|e| Failure::Usage(not_json(&source, &text, &e)))
+}
+
+/// Where a JSON text stops being JSON, for a person: the error without
+/// serde's own position suffix, then line, column and the text around it.
+fn not_json(source: &str, text: &str, error: &serde_json::Error) -> String {
+    let (line, column) = (error.line(), error.column());
+    let message = error.to_string();
+    let message = message
+        .strip_suffix(&format!(" at line {line} column {column}"))
+        .unwrap_or(&message);
+    let Some(at) = text.lines().nth(line.saturating_sub(1)) else {
+        return format!("{source} is not JSON: {message}");
+    };
+    // Up to 20 characters either side of the column (1-based; 0 means
+    // before the first character).
+    let chars: Vec<char> = at.chars().collect();
+    let here = column.saturating_sub(1).min(chars.len());
+    let from = here.saturating_sub(20);
+    let to = (here + 20).min(chars.len());
+    let before: String = chars[from..here].iter().collect();
+    let after: String = chars[here..to].iter().collect();
+    format!(
+        "{source} is not JSON: {message} at line {line}, column {column}: `{}⟨here⟩{}`",
+        visible(&before),
+        visible(&after)
+    )
 }
 
 /// A recorded decision, as `--json` reports it.

@@ -128,7 +128,7 @@ async fn set_approval(
             }
             say!("digest: {}", acceptance.digest);
         }
-        return Err(Failure::Refused(format!(
+        return Err(Failure::Preview(format!(
             "nothing changed: with approval off, tool `{}` runs unattended; review its definition, then `toolgate tool set-approval {} off --digest {}`",
             visible(tool),
             visible(tool),

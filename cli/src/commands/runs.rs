@@ -64,7 +64,7 @@ pub(super) async fn runs(
             Ok(())
         }
         RunsCommand::Input { decide, data } => {
-            let data: Value = decide::json_argument(&data)?;
+            let data: Value = decide::json_argument("--data", &data)?;
             decide::command(store, out, decide, Answer::Input(data)).await
         }
         RunsCommand::Rerun(args) => decide::choose(store, out, &args, Choice::Rerun).await,

@@ -137,7 +137,7 @@ async fn set_approval(
     if declaration == OperatorDeclaration::NoApproval && digest.is_none() {
         let acceptance = store.acceptance(id, &[]).await?;
         show_acceptance(out, &acceptance)?;
-        return Err(Failure::Refused(format!(
+        return Err(Failure::Preview(format!(
             "nothing changed: with approval off the {} tool{} of server `{id}` run unattended; review them, then `toolgate server set-approval {id} off --digest {}`",
             acceptance.tools,
             if acceptance.tools == 1 { "" } else { "s" },
@@ -224,7 +224,7 @@ async fn accept(
     let Some(digest) = digest else {
         let acceptance = store.acceptance(id, tools).await?;
         show_acceptance(out, &acceptance)?;
-        return Err(Failure::Refused(format!(
+        return Err(Failure::Preview(format!(
             "nothing accepted: review the definitions above, then `toolgate server accept {id}{}{} --digest {}`",
             if tools.is_empty() { "" } else { " " },
             tools.join(" "),
