@@ -53,13 +53,18 @@ impl Failure {
 impl From<StoreError> for Failure {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::NoSuchServer(_) | StoreError::NoSuchTool { .. } => {
+            StoreError::NoSuchServer(_)
+            | StoreError::NoSuchTool { .. }
+            | StoreError::NoSuchSink(_) => {
                 Failure::NotFound(error.to_string())
             }
-            StoreError::InvalidServerId { .. } | StoreError::InvalidHostName { .. } => {
+            StoreError::InvalidServerId { .. }
+            | StoreError::InvalidHostName { .. }
+            | StoreError::InvalidSinkName { .. } => {
                 Failure::Usage(error.to_string())
             }
             StoreError::ServerExists(_)
+            | StoreError::SinkExists(_)
             | StoreError::NotUnknown(_)
             | StoreError::CatalogueChanged { .. }
             | StoreError::ReviewRequired { .. }

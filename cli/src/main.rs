@@ -97,6 +97,10 @@ pub(crate) enum Command {
     /// Serve the operator's inbox on the web: the runs that wait, and a
     /// decision per run from a browser, for operators signed in.
     Inbox(InboxArgs),
+    /// Tell people at once when a run waits: sinks (a signed webhook,
+    /// Slack, email), their delivery status, and the dispatcher.
+    #[command(subcommand)]
+    Notify(commands::NotifyCommand),
     /// The people who sign in to the web inbox to decide: add (with a
     /// one-time sign-in link), list, revoke.
     #[command(subcommand)]
@@ -488,6 +492,10 @@ pub(crate) struct InboxArgs {
     /// proxy in front): every change must come from this origin.
     #[arg(long)]
     pub(crate) public_url: Option<String>,
+    /// Do not deliver notifications from this process (by default the
+    /// inbox delivers the outbox to every sink, with links to its runs).
+    #[arg(long)]
+    pub(crate) no_notify: bool,
 }
 
 /// `toolgate operator …`.

@@ -152,6 +152,20 @@ pub enum StoreError {
         /// The tool's local name, with hidden characters made visible.
         tool: String,
     },
+    /// A notification sink of that name exists.
+    #[error("a notification sink `{0}` exists already")]
+    SinkExists(String),
+    /// No notification sink has that name.
+    #[error("no notification sink is named `{0}` (`toolgate notify list` shows them)")]
+    NoSuchSink(String),
+    /// The sink's name is unusable.
+    #[error("unusable sink name `{name}`: {problem}")]
+    InvalidSinkName {
+        /// The name, with hidden characters made visible.
+        name: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
     /// A server with that identifier exists.
     #[error("a server `{0}` exists already")]
     ServerExists(String),

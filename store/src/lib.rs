@@ -54,6 +54,7 @@ mod names;
 )]
 mod open;
 mod operators;
+pub mod outbox;
 mod runs;
 mod servers;
 mod stored_json;

@@ -269,18 +269,18 @@ pub(crate) async fn conclude(
 
 /// Decided → done, for the decided runs of a host of runs of one call
 /// (`owner`) that no client claimed since before `decided_before`: their
-/// call was never asked again. The run ids closed.
+/// call was never asked again. The suspensions closed and their runs.
 pub(crate) async fn expire_unclaimed(
     tx: &mut Tx,
     owner: &str,
     decided_before: i64,
     why: &str,
     now: i64,
-) -> Result<Vec<String>, StoreError> {
+) -> Result<Vec<(i64, String)>, StoreError> {
     let rows = Query::new(
         "UPDATE suspended_run SET execution = 'done', outcome = $1, updated_at = $2
          WHERE owner = $3 AND state = 'decided' AND execution = 'pending' AND decided_at < $4
-         RETURNING run_id",
+         RETURNING id, run_id",
     )
     .bind(why)
     .bind(now)
@@ -289,7 +289,7 @@ pub(crate) async fn expire_unclaimed(
     .fetch_all(&mut *tx)
     .await?;
     rows.iter()
-        .map(|row| Ok(row.try_get::<String, _>("run_id")?))
+        .map(|row| Ok((row.try_get("id")?, row.try_get("run_id")?)))
         .collect()
 }
 

@@ -37,12 +37,38 @@ pub(super) async fn inbox(
         public_url
     );
     tracing::info!(listen = %bound, origin = inbox.origin(), "inbox serving");
+    // The outbox is delivered from here by default: the inbox is the
+    // process an operator keeps running, and it knows the address its
+    // runs' links need. A dispatcher elsewhere (`toolgate notify run`)
+    // shares the work safely.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let dispatcher = if args.no_notify {
+        None
+    } else {
+        let options = toolgate_notify::DispatchOptions {
+            inbox_url: url::Url::parse(&public_url).ok(),
+            ..toolgate_notify::DispatchOptions::default()
+        };
+        let dispatcher = toolgate_notify::Dispatcher::new(store.clone(), options);
+        let mut stopped = stopped.clone();
+        Some(tokio::spawn(async move {
+            dispatcher
+                .run(async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                })
+                .await;
+        }))
+    };
     let served = axum::serve(listener, inbox.router())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
         .map_err(|e| Failure::Error(format!("the inbox stopped: {e}")));
+    let _ = stop.send(true);
+    if let Some(dispatcher) = dispatcher {
+        let _ = dispatcher.await;
+    }
     provider.close().await;
     served
 }

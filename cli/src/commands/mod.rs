@@ -14,6 +14,7 @@ mod host;
 mod identity;
 mod import;
 mod inbox;
+mod notify;
 mod operators;
 mod run_ids;
 mod runs;
@@ -26,6 +27,8 @@ use std::time::Duration;
 
 use toolgate_mcp::Deadlines;
 use toolgate_store::{Location, Store};
+
+pub(crate) use notify::NotifyCommand;
 
 use crate::agent::Workspace;
 use crate::output::Out;
@@ -94,6 +97,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Gateway(args) => gateway::gateway(&store, args).await,
         Command::Operator(command) => operators::operator(&store, out, command).await,
         Command::Inbox(args) => inbox::inbox(&store, &workspace, args).await,
+        Command::Notify(command) => notify::notify(&store, out, command).await,
         Command::McpTestServer { .. } => Ok(()),
     };
     store.close().await;

@@ -249,15 +249,23 @@ impl CallHost {
             crate::suspension::expire_unclaimed(&mut tx, self.host.name(), before, &why, now)
                 .await?;
         // Their calls are new calls now.
-        for run_id in &closed {
+        for (suspension_id, run_id) in &closed {
             crate::db::Query::new("DELETE FROM held_call WHERE run_id = $1 AND owner = $2")
                 .bind(run_id)
                 .bind(self.host.name())
                 .execute(&mut tx)
                 .await?;
+            self.host
+                .store
+                .announce(
+                    &mut tx,
+                    *suspension_id,
+                    crate::outbox::Happened::Expired { why: &why },
+                )
+                .await?;
         }
         tx.commit().await?;
-        Ok(closed)
+        Ok(closed.into_iter().map(|(_, run_id)| run_id).collect())
     }
 
     /// Claims the run `run_id` once it is decided ([`Host::claim_run`]);

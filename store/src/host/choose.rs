@@ -577,6 +577,15 @@ impl Store {
         let stands = standing(&choices, run).is_some();
         if stands {
             crate::suspension::hand_back(&mut tx, found.suspension_id, now).await?;
+            self.announce(
+                &mut tx,
+                found.suspension_id,
+                crate::outbox::Happened::Decided {
+                    verdict: choosing.choice.as_str(),
+                    by: Some(by.name()),
+                },
+            )
+            .await?;
         }
         tx.commit().await?;
         if stands {

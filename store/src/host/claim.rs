@@ -117,6 +117,11 @@ impl Host {
             now,
         )
         .await?;
+        if claimed {
+            self.store
+                .announce(&mut tx, id, crate::outbox::Happened::Resumed)
+                .await?;
+        }
         tx.commit().await?;
         if claimed {
             tracing::info!(run = %run_id, claim = %token, "decided run claimed");

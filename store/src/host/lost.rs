@@ -83,7 +83,7 @@ impl CallHost {
         let (_writer, mut tx) = store.write().await?;
         let key_taken = register(&mut tx, key, &run_id, self.host.name(), keep).await?;
         let suspension_id = store
-            .insert_suspended(&mut tx, &run, self.host.name())
+            .insert_suspension(&mut tx, &run, self.host.name())
             .await?;
         write_plan(
             &mut tx,
@@ -126,6 +126,17 @@ impl CallHost {
                 reason: "the run saved a moment ago was not open".to_owned(),
             });
         }
+        store
+            .announce(
+                &mut tx,
+                suspension_id,
+                crate::outbox::Happened::OutcomeUnknown {
+                    run: Some(&run),
+                    owner: self.host.name(),
+                    why: &why,
+                },
+            )
+            .await?;
         tx.commit().await?;
         tracing::warn!(run = %run_id, call = %call_id, %tool, "a call run with no decision lost its answer; its run waits for an operator's choice");
         Ok(LostAnswer {

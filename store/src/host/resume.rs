@@ -355,6 +355,19 @@ impl Host {
             &unknown_outcome(&call_id, &tool, &why),
         )
         .await?;
+        if marked {
+            self.store
+                .announce(
+                    &mut tx,
+                    suspension_id,
+                    crate::outbox::Happened::OutcomeUnknown {
+                        run: None,
+                        owner: &self.name,
+                        why: &why,
+                    },
+                )
+                .await?;
+        }
         tx.commit().await?;
         Ok(if marked {
             Ended::OutcomeUnknown { call_id, tool, why }

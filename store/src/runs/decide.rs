@@ -119,6 +119,17 @@ impl Store {
             !complete,
         )
         .await?;
+        if complete {
+            self.announce(
+                &mut tx,
+                suspension_id,
+                crate::outbox::Happened::Decided {
+                    verdict: verdict_text(verdict),
+                    by: None,
+                },
+            )
+            .await?;
+        }
         tx.commit().await?;
         if !complete {
             tracing::info!(run = %run_id, by = %decided_by, have, need, "partial approval recorded");

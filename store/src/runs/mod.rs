@@ -292,8 +292,23 @@ impl Store {
         Ok(id)
     }
 
-    /// Inserts a suspension inside the caller's transaction.
+    /// Inserts a suspension inside the caller's transaction, and the
+    /// notification that it waits.
     pub(crate) async fn insert_suspended(
+        &self,
+        tx: &mut Tx,
+        run: &SuspendedRun,
+        owner: &str,
+    ) -> Result<i64, StoreError> {
+        let id = self.insert_suspension(tx, run, owner).await?;
+        self.announce(tx, id, crate::outbox::Happened::Paused { run, owner })
+            .await?;
+        Ok(id)
+    }
+
+    /// Inserts a suspension inside the caller's transaction, telling no one:
+    /// for a caller that tells what it waits for itself.
+    pub(crate) async fn insert_suspension(
         &self,
         tx: &mut Tx,
         run: &SuspendedRun,
