@@ -67,6 +67,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use toolgate::integrity::IntegrityKey;
 
 pub use db::Backend;
+pub use runs::{ListedCall, RunFilter, RunView, Standing, server_of};
 // With `test-util`, the re-export below brings it in.
 #[cfg(not(feature = "test-util"))]
 use db::Query;

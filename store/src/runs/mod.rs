@@ -106,6 +106,9 @@ impl DecisionLog for RecordedLog {
     }
 }
 
+mod listing;
+pub use listing::{ListedCall, RunFilter, RunView, Standing, server_of};
+
 /// One suspension of a run, for listings: where its decision and its
 /// execution stand.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,6 +148,11 @@ pub struct OpenRun {
     pub expires_at: Option<u64>,
     /// Approvals recorded while more are needed, and how many the run needs.
     pub approvals: (u32, u32),
+    /// The pending turn's calls, as the stored document holds them: none
+    /// when it does not decode.
+    pub calls: Vec<ListedCall>,
+    /// The MCP client the run came through, as it declared itself.
+    pub client: Option<String>,
 }
 
 impl OpenRun {
@@ -351,6 +359,7 @@ impl Store {
         .scalar(&mut *tx)
         .await?;
         crate::chain::start(tx, self.key(), id).await?;
+        listing::record_tools(tx, id, run).await?;
         Ok(id)
     }
 
@@ -494,6 +503,19 @@ impl Store {
                 Err(_) => (None, 1),
             };
             let approvals: i64 = row.try_get("approvals")?;
+            let (calls, client) = match &document {
+                Ok(run) => (
+                    run.pending()
+                        .iter()
+                        .map(|call| ListedCall {
+                            name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                        })
+                        .collect(),
+                    run.state().client.as_ref().map(ToString::to_string),
+                ),
+                Err(_) => (Vec::new(), None),
+            };
             let problem = document.err().map(|e| e.reason);
             runs.push(OpenRun {
                 suspension_id: row.try_get("id")?,
@@ -513,6 +535,8 @@ impl Store {
                 lease_until: row.try_get("lease_until")?,
                 expires_at,
                 approvals: (u32::try_from(approvals).unwrap_or(0), need),
+                calls,
+                client,
             });
         }
         Ok(runs)
