@@ -369,13 +369,14 @@ async fn hostile_checks(client: &Client, dir: &Path, url: &str, hostile: &str) {
     snap(client, "6-hostile").await;
     let probe = client
         .execute(
-            "return [typeof window.__xss, document.querySelectorAll('script, img, style, main a[href^=\"javascript\"]').length, document.body.innerText];",
+            "return [typeof window.__xss, document.querySelectorAll('script:not([src=\"/inbox.js\"]), img, style, main a[href^=\"javascript\"]').length, document.body.innerText, document.scripts.length];",
             vec![],
         )
         .await
         .unwrap();
     assert_eq!(probe[0], "undefined", "a script ran: {probe}");
     assert_eq!(probe[1], 0, "an element was injected: {probe}");
+    assert_eq!(probe[3], 1, "the inbox's own script only: {probe}");
     let text = probe[2].as_str().unwrap();
     assert!(text.contains("<script>window.__xss = 1</script>"), "{text}");
     assert!(
@@ -473,4 +474,126 @@ async fn a_plain_http_public_url_signs_in_and_another_name_is_refused() {
     let refused = page_with(&client, "answers at").await;
     assert!(!refused.contains(&run), "{refused}");
     client.close().await.unwrap();
+}
+
+/// `GET path` on the inbox at `url` with only the session's cookie, as
+/// another program holding the cookie would send it: the answer's head
+/// and body.
+fn with_the_cookie_alone(url: &str, path: &str, cookie: &str) -> String {
+    let authority = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nCookie: {}={cookie}\r\nConnection: close\r\n\r\n",
+        toolgate_inbox::SESSION_COOKIE
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// A run's stable address, the link a notification carries: a browser
+/// signed in lands on the run, in its session; a fresh browser profile is
+/// told how to sign in; the session's cookie alone — in a program or in
+/// a browser that kept no address — reveals no session's address; signed
+/// out, the link opens nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_stable_address_opens_it_in_the_signed_in_browser_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    toolgate(dir, &["demo", "--detach"]);
+    let run = json_of(dir, &["runs", "list"])[0]["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_inbox, url) = inbox(dir);
+    let link = json_of(dir, &["operator", "add", "bob", "--public-url", &url])["link"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stable = toolgate_inbox::run_link(&url, &run);
+    assert_eq!(stable, format!("{url}/runs/{run}"));
+    let (_driver, webdriver) = chromedriver();
+
+    // Signed in: the stable address lands on the run, in the session.
+    let signed = browser(&webdriver).await;
+    signed.goto(&link).await.unwrap();
+    signed
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    page_with(&signed, "signed in as").await;
+    let base = signed.current_url().await.unwrap().to_string();
+    let base = base.trim_end_matches('/').to_owned();
+    assert!(base.starts_with(&format!("{url}/s/")), "{base}");
+    let key = base.rsplit('/').next().unwrap().to_owned();
+    signed.goto(&stable).await.unwrap();
+    page_with(&signed, "Deny every call").await;
+    assert_eq!(
+        signed.current_url().await.unwrap().as_str(),
+        format!("{base}/runs/{run}")
+    );
+    snap(&signed, "8-stable-address-signed-in").await;
+    let cookie = signed
+        .get_named_cookie(toolgate_inbox::SESSION_COOKIE)
+        .await
+        .unwrap()
+        .value()
+        .to_owned();
+
+    // A fresh browser profile: the sign-in hint, and the same address.
+    let fresh = browser(&webdriver).await;
+    fresh.goto(&stable).await.unwrap();
+    let hint = page_with(&fresh, "toolgate operator add YOUR-NAME").await;
+    assert!(hint.contains("is not signed in to the inbox"), "{hint}");
+    assert!(!hint.contains(&key), "{hint}");
+    assert_eq!(fresh.current_url().await.unwrap().as_str(), stable);
+    snap(&fresh, "9-stable-address-not-signed-in").await;
+
+    fresh.close().await.unwrap();
+
+    // The cookie alone, from a program: no answer holds the address.
+    let path = format!("/runs/{run}");
+    for path in [path.as_str(), "/", "/signed-out", "/inbox.js"] {
+        let answer = with_the_cookie_alone(&url, path, &cookie);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{path}: {answer}");
+        assert!(!answer.contains(&key), "{path} gave the address away");
+    }
+
+    // The cookie alone in a browser: the signed-in one, its kept address
+    // gone — still only the hint.
+    signed
+        .execute("window.localStorage.clear(); return null;", vec![])
+        .await
+        .unwrap();
+    signed.goto(&stable).await.unwrap();
+    let hint = page_with(&signed, "toolgate operator add YOUR-NAME").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(signed.current_url().await.unwrap().as_str(), stable);
+    assert!(!hint.contains(&key), "{hint}");
+
+    // Its session's pages keep the address again; signed out, the
+    // browser keeps none, and the link opens nothing.
+    signed.goto(&format!("{base}/")).await.unwrap();
+    page_with(&signed, "signed in as").await;
+    signed.goto(&stable).await.unwrap();
+    page_with(&signed, "Deny every call").await;
+    signed.goto(&format!("{base}/")).await.unwrap();
+    signed
+        .find(Locator::Css("form.sign-out button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    page_with(&signed, "Not signed in here").await;
+    signed.goto(&stable).await.unwrap();
+    page_with(&signed, "toolgate operator add YOUR-NAME").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(signed.current_url().await.unwrap().as_str(), stable);
+    signed.close().await.unwrap();
 }

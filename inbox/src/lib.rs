@@ -17,8 +17,15 @@
 //! - **Everything a model, a server or the database wrote** is rendered as
 //!   text: escaped by the markup ([`maud`]), its hidden characters shown as
 //!   escapes ([`toolgate::visible`]), each in a direction-isolated element.
-//!   No script runs on any page (the content security policy allows none);
-//!   every action is a form.
+//!   No page holds a script: the content security policy allows the
+//!   inbox's one file (`/inbox.js`) only, which keeps the session's address
+//!   for a run's stable address; every action is a form, and works
+//!   without it.
+//! - **A run's stable address**, [`run_link`] (`/runs/ID`), is what a
+//!   notification links to: a browser signed in to the inbox opens it on
+//!   the run, in its session; another is told how to sign in. Its answer
+//!   is the same with the cookie or without, so it reveals no session's
+//!   address (the browser keeps that, in the inbox origin's storage).
 //! - **Only at its own address**: a request whose `Host` is not the public
 //!   URL's (or the listen address given) is refused, so a page served
 //!   under another name that resolves to the inbox reads and decides
@@ -39,15 +46,22 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{Form, Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
-use toolgate::identity::{Channel, IdentitySource, Operator};
-use toolgate::suspend::{CallVerdict, TurnDigest};
-use toolgate_store::{Answer, ClaimError, Session, Store, StoreError};
+use toolgate_store::{Store, StoreError};
 
+mod guard;
+mod links;
+mod list;
 mod pages;
+mod run;
+
+pub use links::run_link;
+
+use guard::{origin_of, same_origin, session_cookie, session_of, token_matches};
+use run::{choose, decide, run_page};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "toolgate_session";
@@ -183,18 +197,23 @@ impl Inbox {
     /// headers.
     pub fn router(self) -> Router {
         Router::new()
-            .route("/", get(signed_out))
-            .route("/s/{key}/", get(waiting))
+            .route("/", get(links::root))
+            .route("/inbox.js", get(links::script))
+            .route("/runs/{run}", get(links::run_address))
+            .route("/s/{key}/", get(list::list))
             .route("/style.css", get(style))
             .route("/sign-in", get(sign_in_page).post(sign_in))
             .route("/s/{key}/sign-out", post(sign_out))
-            .route("/signed-out", get(signed_out))
+            .route("/signed-out", get(links::signed_out))
             .route("/s/{key}/runs/{run}", get(run_page))
             .route("/s/{key}/runs/{run}/decide", post(decide))
             .route("/s/{key}/runs/{run}/choose", post(choose))
-            .layer(axum::middleware::map_response(as_a_page))
-            .layer(axum::middleware::from_fn_with_state(self.clone(), own_host))
-            .layer(axum::middleware::map_response(secured))
+            .layer(axum::middleware::map_response(guard::as_a_page))
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                guard::own_host,
+            ))
+            .layer(axum::middleware::map_response(guard::secured))
             .with_state(self)
     }
 
@@ -203,124 +222,8 @@ impl Inbox {
     }
 }
 
-/// `scheme://host[:port]` of a URL, lower-cased, without a path or a
-/// trailing slash.
-fn origin_of(url: &str) -> String {
-    let url = url.trim().trim_end_matches('/');
-    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    format!(
-        "{}://{}",
-        scheme.to_ascii_lowercase(),
-        authority.to_ascii_lowercase()
-    )
-}
-
-/// Whether `host` (a `Host` header's value) is one the inbox answers: one
-/// of `hosts`, compared without case, an `http` URL's `:80` or an `https`
-/// URL's `:443` the same as none.
-fn is_own_host(hosts: &[String], secure: bool, host: &str) -> bool {
-    let host = host.trim().to_ascii_lowercase();
-    let default_port = if secure { ":443" } else { ":80" };
-    let bare = host.strip_suffix(default_port).unwrap_or(&host);
-    hosts
-        .iter()
-        .any(|own| own == &host || own.strip_suffix(default_port).unwrap_or(own) == bare)
-}
-
-/// Every request must name the inbox's own host: a page served under
-/// another name that resolves to the inbox's address (DNS rebinding) is
-/// its own origin to the browser, and must read and decide nothing.
-async fn own_host(
-    State(inbox): State<Inbox>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .or_else(|| {
-            request
-                .uri()
-                .authority()
-                .map(axum::http::uri::Authority::as_str)
-        });
-    match host {
-        Some(host) if is_own_host(&inbox.inner.hosts, inbox.inner.secure, host) => {
-            next.run(request).await
-        }
-        _ => {
-            tracing::warn!(
-                host = %toolgate::visible::visible(host.unwrap_or("(none)")),
-                "a request naming another host is refused"
-            );
-            (
-                StatusCode::MISDIRECTED_REQUEST,
-                pages::refused(
-                    &format!(
-                        "this inbox answers at {} only, not at the address this request named",
-                        inbox.inner.origin
-                    ),
-                    Some("/"),
-                ),
-            )
-                .into_response()
-        }
-    }
-}
-
-/// A refusal made below the inbox's own handlers — a body past the limit,
-/// a form that does not read — answered as an inbox page that says so and
-/// leads back, not as bare text.
-async fn as_a_page(response: Response) -> Response {
-    let is_text = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|kind| kind.starts_with("text/plain"));
-    let status = response.status();
-    if !is_text || !(status.is_client_error() || status.is_server_error()) {
-        return response;
-    }
-    let why = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => format!(
-            "the form is larger than the inbox takes ({} MiB); nothing was recorded",
-            FORM_LIMIT / (1024 * 1024)
-        ),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE
-        | StatusCode::UNPROCESSABLE_ENTITY
-        | StatusCode::BAD_REQUEST => "the form could not be read; nothing was recorded".to_owned(),
-        StatusCode::METHOD_NOT_ALLOWED => "this address takes no such request".to_owned(),
-        _ => "the request could not be answered; nothing was recorded".to_owned(),
-    };
-    (status, pages::refused(&why, Some("/"))).into_response()
-}
-
 /// The largest form body the inbox reads: axum's default.
 pub const FORM_LIMIT: usize = 2 * 1024 * 1024;
-
-/// The security headers of every answer: no script, no frame, no referrer
-/// to another origin, no caching, no sniffing.
-async fn secured(mut response: Response) -> Response {
-    let headers = response.headers_mut();
-    let set = |headers: &mut HeaderMap, name: header::HeaderName, value: &'static str| {
-        headers.insert(name, HeaderValue::from_static(value));
-    };
-    set(
-        headers,
-        header::CONTENT_SECURITY_POLICY,
-        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    );
-    set(headers, header::X_FRAME_OPTIONS, "DENY");
-    // The inbox's own forms keep their origin (`Origin` is the inbox's, not
-    // `null`, so a plain-http public URL signs in); no other origin is ever
-    // sent a referrer, which would carry a session's key.
-    set(headers, header::REFERRER_POLICY, "same-origin");
-    set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
-    set(headers, header::CACHE_CONTROL, "no-store");
-    response
-}
 
 async fn style() -> Response {
     (
@@ -358,120 +261,6 @@ impl IntoResponse for Refused {
         };
         tracing::warn!(status = status.as_u16(), reason = %self, "inbox request refused");
         (status, pages::refused(&self.to_string(), None)).into_response()
-    }
-}
-
-/// The session the request's cookie names, if it is live and `key` — the
-/// path its pages live under — is its own. The cookie alone opens nothing:
-/// a browser sends it to every port of the inbox's host, the key only to
-/// the inbox.
-async fn session_of(
-    inbox: &Inbox,
-    headers: &HeaderMap,
-    key: &str,
-) -> Result<(String, Session), Refused> {
-    // Every cookie of the name, not the first: a page on another port of
-    // the host can set one of its own (on a narrower path, sent first),
-    // and must not lock the operator out. A bounded few are tried.
-    let secrets: Vec<String> = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(cookie::Cookie::split_parse)
-        .filter_map(Result::ok)
-        .filter(|cookie| cookie.name() == SESSION_COOKIE)
-        .map(|cookie| cookie.value().to_owned())
-        .take(SESSION_COOKIES_TRIED)
-        .collect();
-    for secret in secrets {
-        let Some(session) = inbox.store().session(&secret).await? else {
-            continue;
-        };
-        if token_matches(&session, key).is_ok() {
-            return Ok((secret, session));
-        }
-    }
-    Err(Refused::NotSignedIn)
-}
-
-/// How many cookies of the session's name a request may carry and have
-/// tried.
-const SESSION_COOKIES_TRIED: usize = 8;
-
-/// The session's cookie: `HttpOnly`, `SameSite=Strict`, the whole inbox's,
-/// `Secure` under an https public URL, living `max_age` (zero clears it).
-fn session_cookie(
-    inbox: &Inbox,
-    value: String,
-    max_age: cookie::time::Duration,
-) -> cookie::Cookie<'static> {
-    cookie::Cookie::build((SESSION_COOKIE, value))
-        .http_only(true)
-        .same_site(cookie::SameSite::Strict)
-        .path("/")
-        .secure(inbox.inner.secure)
-        .max_age(max_age)
-        .build()
-}
-
-/// Who decides through this session: the signed-in name, named by signing
-/// in, through the inbox — under the same identity rules as the console.
-fn decider(session: &Session) -> Result<Operator, Refused> {
-    Operator::new(&session.operator, IdentitySource::SignedIn)
-        .map(|operator| operator.via(Channel::Inbox))
-        .map_err(|error| {
-            Refused::Store(StoreError::InvalidOperatorName {
-                name: toolgate::visible::visible(&session.operator).into_owned(),
-                reason: error.to_string(),
-            })
-        })
-}
-
-/// A change must come from the inbox's own origin: its `Origin` header
-/// names it — or, where the browser withholds the origin (under a
-/// `Referrer-Policy: no-referrer`, say, a form's `Origin` is `null`),
-/// the browser says the request comes from the same origin
-/// (`Sec-Fetch-Site: same-origin`, which no page can set). Anything else —
-/// another origin, another port of the same host (same-site, not
-/// same-origin), no word at all — is refused.
-fn same_origin(inbox: &Inbox, headers: &HeaderMap) -> Result<(), Refused> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::trim)
-    };
-    let fetched_from = text("sec-fetch-site");
-    match text(header::ORIGIN.as_str()) {
-        Some(origin) if origin != "null" => {
-            if origin_of(origin) == inbox.origin() {
-                Ok(())
-            } else {
-                Err(Refused::WrongOrigin)
-            }
-        }
-        // No origin given, or `null`: only the browser's word will do.
-        _ if fetched_from == Some("same-origin") => Ok(()),
-        _ => Err(Refused::WrongOrigin),
-    }
-}
-
-/// The form's token must be the session's own.
-fn token_matches(session: &Session, given: &str) -> Result<(), Refused> {
-    let expected = session.csrf_token.as_bytes();
-    let given = given.as_bytes();
-    // Compared in full whatever the first difference, so the time taken
-    // tells nothing.
-    let differs = expected.len() != given.len()
-        || expected
-            .iter()
-            .zip(given)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            != 0;
-    if differs {
-        Err(Refused::BadToken)
-    } else {
-        Ok(())
     }
 }
 
@@ -579,314 +368,11 @@ async fn sign_out(
         .into_response())
 }
 
-async fn signed_out() -> Response {
-    pages::signed_out().into_response()
-}
-
-#[derive(Deserialize)]
-struct PageQuery {
-    before: Option<i64>,
-}
-
-async fn waiting(
-    State(inbox): State<Inbox>,
-    headers: HeaderMap,
-    Path(key): Path<String>,
-    Query(query): Query<PageQuery>,
-) -> Result<Response, Refused> {
-    let (_, session) = session_of(&inbox, &headers, &key).await?;
-    let runs = inbox.store().waiting_page(query.before, PAGE).await?;
-    let next = (runs.len() == PAGE as usize)
-        .then(|| runs.last().map(|r| r.suspension_id))
-        .flatten();
-    Ok(pages::waiting(&session, &runs, next).into_response())
-}
-
-async fn run_page(
-    State(inbox): State<Inbox>,
-    headers: HeaderMap,
-    Path((key, run)): Path<(String, String)>,
-) -> Result<Response, Refused> {
-    let (_, session) = session_of(&inbox, &headers, &key).await?;
-    let history = inbox.store().run_history(&run).await?;
-    let paused = inbox.store().latest_suspended(&run).await.ok();
-    let unknown = inbox.store().unknown_calls(&run).await?;
-    if history.suspensions.is_empty() {
-        return Ok((
-            StatusCode::NOT_FOUND,
-            pages::refused("there is no such run", None),
-        )
-            .into_response());
-    }
-    let may_declare = session.may_declare && inbox.inner.registry.is_some();
-    Ok(pages::run(
-        &session,
-        &run,
-        paused.as_ref(),
-        &history,
-        &unknown,
-        may_declare,
-    )
-    .into_response())
-}
-
-/// A decision form's fields, each named once: `csrf`, `digest`, `verdict`
-/// (`approve`, `deny`, or `calls` — then `call:ID` = `approve`, `deny` or
-/// `edit` for each call, with `reason:ID` and `args:ID`).
-struct DecideForm {
-    fields: std::collections::BTreeMap<String, String>,
-}
-
-impl DecideForm {
-    /// The fields, or the first one named twice: a form whose meaning
-    /// depends on which copy is read is refused.
-    fn new(pairs: Vec<(String, String)>) -> Result<Self, String> {
-        let mut fields = std::collections::BTreeMap::new();
-        for (name, value) in pairs {
-            if fields.contains_key(&name) {
-                return Err(name);
-            }
-            fields.insert(name, value);
-        }
-        Ok(Self { fields })
-    }
-
-    fn get(&self, name: &str) -> &str {
-        self.fields.get(name).map_or("", String::as_str)
-    }
-
-    /// The answer the form gives, or why it gives none.
-    fn answer(&self) -> Result<Answer, String> {
-        match self.get("verdict") {
-            "approve" => Ok(Answer::Approve),
-            "deny" => Ok(Answer::Deny),
-            "input" => serde_json::from_str(self.get("input"))
-                .map(Answer::Input)
-                .map_err(|error| format!("the input is not JSON: {error}")),
-            "calls" => {
-                let mut calls = std::collections::BTreeMap::new();
-                for (name, choice) in &self.fields {
-                    let Some(call) = name.strip_prefix("call:") else {
-                        continue;
-                    };
-                    let verdict = match choice.as_str() {
-                        "approve" => CallVerdict::Approve,
-                        "deny" => CallVerdict::Deny {
-                            reason: self.get(&format!("reason:{call}")).trim().to_owned(),
-                        },
-                        "edit" => {
-                            let text = self.get(&format!("args:{call}"));
-                            let arguments = serde_json::from_str(text).map_err(|error| {
-                                format!(
-                                    "the edited arguments of call `{}` are not JSON: {error}",
-                                    toolgate::visible::visible(call)
-                                )
-                            })?;
-                            CallVerdict::Edit { arguments }
-                        }
-                        other => {
-                            return Err(format!(
-                                "call `{}`: `{}` is no verdict (approve, deny or edit)",
-                                toolgate::visible::visible(call),
-                                toolgate::visible::visible(other)
-                            ));
-                        }
-                    };
-                    calls.insert(call.to_owned(), verdict);
-                }
-                Ok(Answer::Calls(calls))
-            }
-            _ => Err("the form names no verdict: approve, deny, call by call, or input".to_owned()),
-        }
-    }
-}
-
-async fn decide(
-    State(inbox): State<Inbox>,
-    headers: HeaderMap,
-    Path((key, run)): Path<(String, String)>,
-    Form(pairs): Form<Vec<(String, String)>>,
-) -> Result<Response, Refused> {
-    same_origin(&inbox, &headers)?;
-    let (_, session) = session_of(&inbox, &headers, &key).await?;
-    let bad_form =
-        |why: String| (StatusCode::BAD_REQUEST, pages::refused(&why, None)).into_response();
-    // A field named twice: no form the inbox gave names one twice.
-    let form = DecideForm::new(pairs).map_err(|twice| {
-        tracing::warn!(field = %toolgate::visible::visible(&twice), "a decision form names a field twice");
-        Refused::BadToken
-    })?;
-    token_matches(&session, form.get("csrf"))?;
-    let answer = match form.answer() {
-        Ok(answer) => answer,
-        Err(why) => return Ok(bad_form(why)),
-    };
-    let decider = decider(&session)?;
-    let digest = TurnDigest::from_text(form.get("digest"));
-    let fresh = format!(
-        "{}/runs/{}",
-        pages::base(&session),
-        pages::path_segment(&run)
-    );
-    let allow_tool = form.get("allow_tool").trim();
-    if !allow_tool.is_empty() {
-        return from_now_on(&inbox, &session, &run, &digest, answer, allow_tool, &fresh).await;
-    }
-    match inbox
-        .store()
-        .decide(&run, Some(&digest), &decider, answer)
-        .await
-    {
-        Ok(_) => Ok(Redirect::to(&fresh).into_response()),
-        Err(ClaimError::StaleDigest { .. }) => Ok((
-            StatusCode::CONFLICT,
-            pages::refused(
-                "this run changed since the page was shown — decided elsewhere, or paused afresh; nothing was recorded",
-                Some(&fresh),
-            ),
-        )
-            .into_response()),
-        Err(ClaimError::NotFound(_)) => Ok((
-            StatusCode::CONFLICT,
-            pages::refused(
-                "this run no longer waits for a decision; nothing was recorded",
-                Some(&fresh),
-            ),
-        )
-            .into_response()),
-        Err(error @ ClaimError::AlreadyDecided { .. }) => Ok((
-            StatusCode::CONFLICT,
-            pages::refused(&error.to_string(), Some(&fresh)),
-        )
-            .into_response()),
-        Err(error) => Ok((
-            StatusCode::FORBIDDEN,
-            pages::refused(&error.to_string(), Some(&fresh)),
-        )
-            .into_response()),
-    }
-}
-
-/// An approval "and from now on": the decision, and `tool` declared "no
-/// approval" — only for an operator given that power, only where the
-/// inbox can tell the tool is, now, the one the reviewer was shown.
-async fn from_now_on(
-    inbox: &Inbox,
-    session: &Session,
-    run: &str,
-    digest: &TurnDigest,
-    answer: Answer,
-    tool: &str,
-    fresh: &str,
-) -> Result<Response, Refused> {
-    let refused = |status: StatusCode, why: String| {
-        Ok((status, pages::refused(&why, Some(fresh))).into_response())
-    };
-    let Some(registry) = inbox
-        .inner
-        .registry
-        .as_ref()
-        .filter(|_| session.may_declare)
-    else {
-        return refused(
-            StatusCode::FORBIDDEN,
-            "you may not declare tools from the inbox (an operator gives that with `toolgate operator add NAME --may-declare`); nothing was recorded".to_owned(),
-        );
-    };
-    let Some((server, _)) = tool.split_once('.') else {
-        return refused(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "`{}` is not an imported tool; nothing was recorded",
-                toolgate::visible::visible(tool)
-            ),
-        );
-    };
-    let decider = decider(session)?;
-    let shown = match inbox.store().acceptance(server, &[tool.to_owned()]).await {
-        Ok(acceptance) => acceptance.digest,
-        Err(error) => return refused(StatusCode::FORBIDDEN, error.to_string()),
-    };
-    let Ok(toolgate::suspend::SuspendedRun::AwaitingApproval(waiting)) =
-        inbox.store().load_suspended(run).await
-    else {
-        return refused(
-            StatusCode::CONFLICT,
-            "this run no longer waits for approval; nothing was recorded".to_owned(),
-        );
-    };
-    let now = waiting.reviewed_again(registry).await;
-    let binding = toolgate_store::FromNowOn {
-        tool,
-        shown: &shown,
-        now: now.review(),
-    };
-    match inbox
-        .store()
-        .decide_and_allow_tool(run, Some(digest), &decider, answer, binding)
-        .await
-    {
-        Ok(allowed) => match allowed.declared {
-            Ok(_) => Ok(Redirect::to(fresh).into_response()),
-            Err(error) => refused(
-                StatusCode::CONFLICT,
-                format!(
-                    "the call is approved, but tool `{}` was not declared: {error}",
-                    toolgate::visible::visible(tool)
-                ),
-            ),
-        },
-        Err(ClaimError::StaleDigest { .. }) => refused(
-            StatusCode::CONFLICT,
-            "this run changed since the page was shown — decided elsewhere, or paused afresh; nothing was recorded".to_owned(),
-        ),
-        Err(error) => refused(StatusCode::FORBIDDEN, error.to_string()),
-    }
-}
-
-/// Run again, or not, a call whose outcome is unknown: `csrf`, `call`,
-/// `digest` (the one shown beside the call), `choice` (`rerun` or `skip`)
-/// and `reason`.
-async fn choose(
-    State(inbox): State<Inbox>,
-    headers: HeaderMap,
-    Path((key, run)): Path<(String, String)>,
-    Form(pairs): Form<Vec<(String, String)>>,
-) -> Result<Response, Refused> {
-    same_origin(&inbox, &headers)?;
-    let (_, session) = session_of(&inbox, &headers, &key).await?;
-    let form = DecideForm::new(pairs).map_err(|_| Refused::BadToken)?;
-    token_matches(&session, form.get("csrf"))?;
-    let choice = match form.get("choice") {
-        "rerun" => toolgate_store::Choice::Rerun,
-        "skip" => toolgate_store::Choice::Skip,
-        _ => {
-            return Ok((
-                StatusCode::BAD_REQUEST,
-                pages::refused("the form names no choice: rerun or skip", None),
-            )
-                .into_response());
-        }
-    };
-    let decider = decider(&session)?;
-    let digest = toolgate::suspend::RerunDigest::from_text(form.get("digest"));
-    let choosing = toolgate_store::Choosing {
-        call_id: form.get("call"),
-        digest: &digest,
-        choice,
-        reason: form.get("reason"),
-    };
-    let fresh = format!(
-        "{}/runs/{}",
-        pages::base(&session),
-        pages::path_segment(&run)
-    );
-    match inbox.store().choose(&run, &decider, &choosing).await {
-        Ok(_) => Ok(Redirect::to(&fresh).into_response()),
-        Err(error) => Ok((
-            StatusCode::FORBIDDEN,
-            pages::refused(&error.to_string(), Some(&fresh)),
-        )
-            .into_response()),
-    }
+/// Now, in milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
 }

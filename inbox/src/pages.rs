@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use maud::{DOCTYPE, Markup, html};
 use toolgate::suspend::SuspendedRun;
 use toolgate::visible::{visible, visible_json};
-use toolgate_store::{OpenRun, RunHistory, Session, UnknownCall};
+use toolgate_store::{RunHistory, Session, UnknownCall};
 
 /// The inbox's one style sheet, served from `/style.css`.
 pub(crate) const STYLE: &str = include_str!("style.css");
@@ -70,7 +70,7 @@ pub(crate) fn base(session: &Session) -> String {
 }
 
 /// A time, in UTC, from milliseconds since the Unix epoch.
-fn at(ms: i64) -> String {
+pub(crate) fn at(ms: i64) -> String {
     match cookie::time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000)) {
         Ok(t) => format!(
             "{:04}-{:02}-{:02} {:02}:{:02}:{:02}Z",
@@ -85,7 +85,20 @@ fn at(ms: i64) -> String {
     }
 }
 
-fn page(title: &str, session: Option<&Session>, body: &Markup) -> Markup {
+pub(crate) fn page(title: &str, session: Option<&Session>, body: &Markup) -> Markup {
+    page_with(title, session, None, body)
+}
+
+/// A page; a run's stable address names its run (`data-run`) for the
+/// inbox's script, which opens it in the session the browser kept. A
+/// signed-in page names its session's address (`data-session`), which
+/// the script keeps.
+pub(crate) fn page_with(
+    title: &str,
+    session: Option<&Session>,
+    run: Option<&str>,
+    body: &Markup,
+) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -94,13 +107,14 @@ fn page(title: &str, session: Option<&Session>, body: &Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " — toolgate inbox" }
                 link rel="stylesheet" href="/style.css";
+                script src="/inbox.js" defer {}
             }
-            body {
+            body data-session=[session.map(base)] data-run=[run] {
                 header {
                     @if let Some(session) = session {
                         a.home href={ (base(session)) "/" } { "toolgate inbox" }
                         span.who { "signed in as " (shown(&session.operator)) }
-                        form.inline method="post" action={ (base(session)) "/sign-out" } {
+                        form.inline.sign-out method="post" action={ (base(session)) "/sign-out" } {
                             input type="hidden" name="csrf" value=(session.csrf_token);
                             button type="submit" { "Sign out" }
                         }
@@ -130,21 +144,6 @@ pub(crate) fn sign_in(token: &str) -> Markup {
     )
 }
 
-pub(crate) fn signed_out() -> Markup {
-    page(
-        "Signed out",
-        None,
-        &html! {
-            h1 { "Not signed in here" }
-            p {
-                "Your pages are at the address signing in took you to. Lost it, or signed out? "
-                "Sign in again with a new one-time link: "
-                code { "toolgate operator add NAME" } "."
-            }
-        },
-    )
-}
-
 /// A refusal: what happened, and where to go from here.
 pub(crate) fn refused(why: &str, fresh: Option<&str>) -> Markup {
     page(
@@ -155,54 +154,6 @@ pub(crate) fn refused(why: &str, fresh: Option<&str>) -> Markup {
             p.refusal { (shown(why)) }
             @if let Some(fresh) = fresh {
                 p { a href=(fresh) { "See the run as it is now" } }
-            }
-        },
-    )
-}
-
-/// The runs that wait, newest first.
-pub(crate) fn waiting(session: &Session, runs: &[OpenRun], next: Option<i64>) -> Markup {
-    page(
-        "Waiting",
-        Some(session),
-        &html! {
-            h1 { "Waiting" }
-            @if runs.is_empty() {
-                p { "Nothing waits." }
-            } @else {
-                table {
-                    thead { tr {
-                        th { "run" } th { "requested by" } th { "through" } th { "host" }
-                        th { "state" } th { "since" } th { "expires" }
-                    } }
-                    tbody {
-                        @for run in runs {
-                            tr {
-                                td { a href={ (base(session)) "/runs/" (path_segment(&run.run_id)) } { code { (shown(&run.run_id)) } } }
-                                td { (shown(&run.requested_by)) }
-                                td {
-                                    @if toolgate_store::is_reserved_host_name(&run.owner) {
-                                        "an MCP client, through the gateway"
-                                    } @else {
-                                        "an agent's host"
-                                    }
-                                }
-                                td { (shown(&run.owner)) }
-                                td { (shown(&run.standing())) }
-                                td { (at(run.created_at)) }
-                                td {
-                                    @match run.expires_at.and_then(|e| i64::try_from(e).ok()) {
-                                        Some(expires) => { (at(expires)) }
-                                        None => { "—" }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                @if let Some(next) = next {
-                    p { a href={ (base(session)) "/?before=" (next) } { "Older runs" } }
-                }
             }
         },
     )

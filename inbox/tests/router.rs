@@ -356,7 +356,9 @@ async fn the_waiting_page_and_a_run_render_what_a_model_wrote_as_text() {
         .to_str()
         .unwrap();
     assert!(
-        csp.contains("default-src 'none'") && !csp.contains("script-src"),
+        csp.contains("default-src 'none'")
+            && csp.contains("script-src 'self';")
+            && !csp.contains("unsafe"),
         "{csp}"
     );
     assert_eq!(page.headers[header::X_FRAME_OPTIONS], "DENY");
@@ -1448,4 +1450,282 @@ async fn from_now_on_is_refused_under_four_eyes() {
             .decisions
             .is_empty()
     );
+}
+
+/// A run's stable address — the link a notification carries — is one page
+/// for every request: with the session's cookie or without, it shows the
+/// run's id and how to sign in, names the script that opens it in a kept
+/// session, and never the session's address.
+#[tokio::test]
+async fn a_runs_stable_address_reveals_no_session_to_the_cookie() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
+    let (cookie, key) = signed_in(&inbox, &store, "bob").await;
+    let link = toolgate_inbox::run_link(&format!("{ORIGIN}/"), run.run_id());
+    assert_eq!(link, format!("{ORIGIN}/runs/{}", run.run_id()));
+    let path = link.strip_prefix(ORIGIN).unwrap();
+
+    let without = send(&inbox, get(path, None)).await;
+    let with = send(&inbox, get(path, Some(&cookie))).await;
+    assert_eq!(with.status, StatusCode::OK, "{}", with.body);
+    assert_eq!(with.body, without.body, "the cookie changes nothing");
+    assert!(
+        !with.body.contains(&key),
+        "the session's address given away"
+    );
+    assert!(!with.headers.contains_key(header::SET_COOKIE));
+    assert!(!with.headers.contains_key(header::LOCATION));
+    assert!(
+        with.body
+            .contains(&format!("data-run=\"{}\"", run.run_id())),
+        "{}",
+        with.body
+    );
+    assert!(
+        with.body
+            .contains("toolgate operator add YOUR-NAME --public-url http://127.0.0.1:8640"),
+        "{}",
+        with.body
+    );
+    // The one script, from the inbox itself; none inline.
+    assert_eq!(with.body.matches("<script").count(), 1, "{}", with.body);
+    assert!(with.body.contains("<script src=\"/inbox.js\" defer>"));
+    let csp = with.headers[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    assert!(!csp.contains("unsafe"), "{csp}");
+
+    // Not a run id: refused, and nothing of it is markup.
+    for bad in ["%3Cscript%3Ealert(1)%3C%2Fscript%3E", "a.b", "x%20y"] {
+        let answer = send(&inbox, get(&format!("/runs/{bad}"), Some(&cookie))).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{bad}");
+        assert!(!answer.body.contains("<script>alert"), "{}", answer.body);
+        assert!(!answer.body.contains(&key));
+    }
+    // An id that no run has is the same page: the address is no oracle.
+    let unknown = send(&inbox, get("/runs/no-such-run", Some(&cookie))).await;
+    assert_eq!(unknown.status, StatusCode::OK);
+    assert_eq!(
+        unknown.body.replace("no-such-run", "X"),
+        without.body.replace(run.run_id(), "X")
+    );
+}
+
+/// The script the pages load keeps the session's address in the origin's
+/// storage, follows only an address of a session's shape, and forgets it
+/// at sign-out; a signed-in page names its address for it.
+#[tokio::test]
+async fn the_signed_in_pages_hand_their_address_to_the_inbox_script_only() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
+    let (cookie, key) = signed_in(&inbox, &store, "bob").await;
+    let script = send(&inbox, get("/inbox.js", None)).await;
+    assert_eq!(script.status, StatusCode::OK);
+    assert_eq!(
+        script.headers[header::CONTENT_TYPE],
+        "text/javascript; charset=utf-8"
+    );
+    for part in [
+        "localStorage",
+        "removeItem",
+        "form.sign-out",
+        "^\\/s\\/[A-Za-z0-9_-]+$",
+    ] {
+        assert!(script.body.contains(part), "{part}");
+    }
+    for path in [
+        format!("/s/{key}/"),
+        format!("/s/{key}/runs/{}", run.run_id()),
+    ] {
+        let page = send(&inbox, get(&path, Some(&cookie))).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}");
+        assert!(
+            page.body.contains(&format!("data-session=\"/s/{key}\"")),
+            "{path}: {}",
+            page.body
+        );
+        assert!(page.body.contains("class=\"inline sign-out\""), "{path}");
+        assert_eq!(page.body.matches("<script").count(), 1, "{path}");
+    }
+}
+
+/// A lost session's address is not a dead end: the root page and the page
+/// an ended session leads to say how to get back in — a fresh link, the
+/// command that prints it — and, with the cookie or without, the same.
+#[tokio::test]
+async fn the_root_page_says_how_to_get_back_in() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let (cookie, key) = signed_in(&inbox, &store, "bob").await;
+    for path in ["/", "/signed-out"] {
+        let with = send(&inbox, get(path, Some(&cookie))).await;
+        let without = send(&inbox, get(path, None)).await;
+        assert_eq!(with.status, StatusCode::OK, "{path}");
+        assert_eq!(
+            with.body, without.body,
+            "{path}: the cookie changes nothing"
+        );
+        assert!(!with.body.contains(&key), "{path}");
+        assert!(
+            with.body
+                .contains("toolgate operator add YOUR-NAME --public-url http://127.0.0.1:8640"),
+            "{path}: {}",
+            with.body
+        );
+    }
+    // The way back is the browser's, shown by the script: hidden here.
+    let root = send(&inbox, get("/", Some(&cookie))).await;
+    assert!(root.body.contains("id=\"back\" hidden"), "{}", root.body);
+}
+
+/// The list says how many runs there are and, per row, what each is —
+/// server, tools, requester and the way it came, its arguments in one
+/// escaped line, its age — and narrows by server, tool, requester, state
+/// and a search through a plain `GET` form; decided runs are in the
+/// history.
+#[tokio::test]
+async fn the_list_shows_what_each_run_is_and_narrows_in_the_store() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let long = "x".repeat(300);
+    let local = paused(
+        &store,
+        json!({"branch": "<b>old</b>\u{202e}", "note": long}),
+        RunOptions::default(),
+    )
+    .await;
+    let (_, remote) = remote_call(&store, RunOptions::default()).await;
+    let decided = paused(&store, json!({"branch": "gone"}), RunOptions::default()).await;
+    let (cookie, key) = signed_in(&inbox, &store, "bob").await;
+    let answer = decide_as(
+        &inbox,
+        &format!("/s/{key}/runs/{}/decide", decided.run_id()),
+        &cookie,
+        &key,
+        decided.digest().as_str(),
+        "deny",
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let list = |query: &str| {
+        let inbox = inbox.clone();
+        let path = format!("/s/{key}/{query}");
+        let cookie = cookie.clone();
+        async move {
+            let answer = send(&inbox, get(&path, Some(&cookie))).await;
+            assert_eq!(answer.status, StatusCode::OK, "{path}: {}", answer.body);
+            answer.body
+        }
+    };
+    let rows = |body: &str| body.matches(&format!("href=\"/s/{key}/runs/")).count();
+
+    let all = list("").await;
+    assert!(all.contains("3 runs waiting"), "{all}");
+    assert_eq!(rows(&all), 3);
+    // A short id that links to the run; the whole id in its title.
+    let short = &local.run_id()[..8];
+    assert!(
+        all.contains(&format!(
+            "href=\"/s/{key}/runs/{id}\" title=\"{id}\"><code>{short}…</code>",
+            id = local.run_id()
+        )),
+        "{all}"
+    );
+    // Server, tool, requester and channel.
+    assert!(all.contains(">notes</bdi></a>"), "{all}");
+    assert!(all.contains(">write_note</bdi></a>"), "{all}");
+    assert!(all.contains(">delete_branch</bdi></a>"), "{all}");
+    assert!(all.contains("<span class=\"local\">local</span>"), "{all}");
+    assert!(all.contains("agent host <bdi>demo</bdi>"), "{all}");
+    assert!(all.contains("gateway <bdi>gateway</bdi>"), "{all}");
+    assert!(all.contains("just now"), "{all}");
+    // The arguments in one line: escaped once, hidden characters shown,
+    // cut short.
+    assert!(
+        all.contains("branch: &quot;&lt;b&gt;old&lt;/b&gt;\\u{202e}&quot;, note: &quot;xxx"),
+        "{all}"
+    );
+    assert!(!all.contains("<b>old") && !all.contains('\u{202e}'));
+    assert!(!all.contains(&long), "the summary is cut");
+    // The filters: a plain GET form, kept in the links a row makes.
+    assert!(all.contains(&format!(
+        "<form class=\"filters\" method=\"get\" action=\"/s/{key}/\">"
+    )));
+    assert!(
+        all.contains(&format!("href=\"/s/{key}/?server=notes\"")),
+        "{all}"
+    );
+
+    let notes = list("?server=notes").await;
+    assert_eq!(rows(&notes), 1);
+    assert!(notes.contains(remote.run_id()) && notes.contains("1 run waiting, matching the filter"));
+    assert!(
+        notes.contains("value=\"notes\""),
+        "the form keeps the filter"
+    );
+    let tool = list("?tool=delete_branch").await;
+    assert_eq!(rows(&tool), 2);
+    assert!(!tool.contains(remote.run_id()));
+    let mut by = list("?requester=alice&state=approval").await;
+    assert_eq!(rows(&by), 2, "{by}");
+    assert!(by.contains("<option value=\"approval\" selected>"), "{by}");
+    by = list("?requester=nobody").await;
+    assert_eq!(rows(&by), 0);
+    assert!(by.contains("No run matches."), "{by}");
+    let search = list(&format!("?q={}", &remote.run_id()[..6])).await;
+    assert_eq!(rows(&search), 1, "{search}");
+    assert!(search.contains(remote.run_id()));
+    // Hostile filter text is shown as text.
+    let hostile = list("?q=%3Cscript%3E&tool=%22%3E%3Cimg").await;
+    assert!(
+        !hostile.contains("<script>") && !hostile.contains("\"><img"),
+        "{hostile}"
+    );
+    assert!(hostile.contains("value=\"&lt;script&gt;\""), "{hostile}");
+
+    // The history: the decided run, who decided it.
+    let history = list("?view=history").await;
+    assert_eq!(rows(&history), 1, "{history}");
+    assert!(history.contains(decided.run_id()));
+    assert!(history.contains("1 run decided"), "{history}");
+    assert!(history.contains("decided by <bdi>bob</bdi>"), "{history}");
+    assert!(history.contains("<input type=\"hidden\" name=\"view\" value=\"history\">"));
+}
+
+/// The list is a page at a time; the next page's link keeps the filter.
+#[tokio::test]
+async fn the_list_pages_keep_their_filter() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    for _ in 0..=toolgate_inbox::PAGE {
+        paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
+    }
+    let (cookie, key) = signed_in(&inbox, &store, "bob").await;
+    let first = send(
+        &inbox,
+        get(&format!("/s/{key}/?tool=delete_branch"), Some(&cookie)),
+    )
+    .await;
+    let rows = |body: &str| body.matches(&format!("href=\"/s/{key}/runs/")).count();
+    assert_eq!(rows(&first.body), toolgate_inbox::PAGE as usize);
+    assert!(first.body.contains("51 runs waiting, matching the filter"));
+    let next = first
+        .body
+        .split(&format!("href=\"/s/{key}/?tool=delete_branch&amp;before="))
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("a link to the next page: {}", first.body));
+    let second = send(
+        &inbox,
+        get(
+            &format!("/s/{key}/?tool=delete_branch&before={next}"),
+            Some(&cookie),
+        ),
+    )
+    .await;
+    assert_eq!(rows(&second.body), 1, "{}", second.body);
+    assert!(!second.body.contains("Older runs"));
 }

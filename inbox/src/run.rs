@@ -1,0 +1,301 @@
+//! A run's page, and the forms that decide it: a verdict on the turn or
+//! call by call, input for a call that waits, "and from now on", and the
+//! choice on a call whose outcome is unknown.
+
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use toolgate::suspend::{CallVerdict, TurnDigest};
+use toolgate_store::{Answer, ClaimError, Session};
+
+use crate::guard::{decider, same_origin, session_of, token_matches};
+use crate::{Inbox, Refused, pages};
+
+pub(crate) async fn run_page(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Path((key, run)): Path<(String, String)>,
+) -> Result<Response, Refused> {
+    let (_, session) = session_of(&inbox, &headers, &key).await?;
+    let history = inbox.store().run_history(&run).await?;
+    let paused = inbox.store().latest_suspended(&run).await.ok();
+    let unknown = inbox.store().unknown_calls(&run).await?;
+    if history.suspensions.is_empty() {
+        return Ok((
+            StatusCode::NOT_FOUND,
+            pages::refused("there is no such run", None),
+        )
+            .into_response());
+    }
+    let may_declare = session.may_declare && inbox.inner.registry.is_some();
+    Ok(pages::run(
+        &session,
+        &run,
+        paused.as_ref(),
+        &history,
+        &unknown,
+        may_declare,
+    )
+    .into_response())
+}
+
+/// A decision form's fields, each named once: `csrf`, `digest`, `verdict`
+/// (`approve`, `deny`, or `calls` — then `call:ID` = `approve`, `deny` or
+/// `edit` for each call, with `reason:ID` and `args:ID`).
+struct DecideForm {
+    fields: std::collections::BTreeMap<String, String>,
+}
+
+impl DecideForm {
+    /// The fields, or the first one named twice: a form whose meaning
+    /// depends on which copy is read is refused.
+    fn new(pairs: Vec<(String, String)>) -> Result<Self, String> {
+        let mut fields = std::collections::BTreeMap::new();
+        for (name, value) in pairs {
+            if fields.contains_key(&name) {
+                return Err(name);
+            }
+            fields.insert(name, value);
+        }
+        Ok(Self { fields })
+    }
+
+    fn get(&self, name: &str) -> &str {
+        self.fields.get(name).map_or("", String::as_str)
+    }
+
+    /// The answer the form gives, or why it gives none.
+    fn answer(&self) -> Result<Answer, String> {
+        match self.get("verdict") {
+            "approve" => Ok(Answer::Approve),
+            "deny" => Ok(Answer::Deny),
+            "input" => serde_json::from_str(self.get("input"))
+                .map(Answer::Input)
+                .map_err(|error| format!("the input is not JSON: {error}")),
+            "calls" => {
+                let mut calls = std::collections::BTreeMap::new();
+                for (name, choice) in &self.fields {
+                    let Some(call) = name.strip_prefix("call:") else {
+                        continue;
+                    };
+                    let verdict = match choice.as_str() {
+                        "approve" => CallVerdict::Approve,
+                        "deny" => CallVerdict::Deny {
+                            reason: self.get(&format!("reason:{call}")).trim().to_owned(),
+                        },
+                        "edit" => {
+                            let text = self.get(&format!("args:{call}"));
+                            let arguments = serde_json::from_str(text).map_err(|error| {
+                                format!(
+                                    "the edited arguments of call `{}` are not JSON: {error}",
+                                    toolgate::visible::visible(call)
+                                )
+                            })?;
+                            CallVerdict::Edit { arguments }
+                        }
+                        other => {
+                            return Err(format!(
+                                "call `{}`: `{}` is no verdict (approve, deny or edit)",
+                                toolgate::visible::visible(call),
+                                toolgate::visible::visible(other)
+                            ));
+                        }
+                    };
+                    calls.insert(call.to_owned(), verdict);
+                }
+                Ok(Answer::Calls(calls))
+            }
+            _ => Err("the form names no verdict: approve, deny, call by call, or input".to_owned()),
+        }
+    }
+}
+
+pub(crate) async fn decide(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Path((key, run)): Path<(String, String)>,
+    Form(pairs): Form<Vec<(String, String)>>,
+) -> Result<Response, Refused> {
+    same_origin(&inbox, &headers)?;
+    let (_, session) = session_of(&inbox, &headers, &key).await?;
+    let bad_form =
+        |why: String| (StatusCode::BAD_REQUEST, pages::refused(&why, None)).into_response();
+    // A field named twice: no form the inbox gave names one twice.
+    let form = DecideForm::new(pairs).map_err(|twice| {
+        tracing::warn!(field = %toolgate::visible::visible(&twice), "a decision form names a field twice");
+        Refused::BadToken
+    })?;
+    token_matches(&session, form.get("csrf"))?;
+    let answer = match form.answer() {
+        Ok(answer) => answer,
+        Err(why) => return Ok(bad_form(why)),
+    };
+    let decider = decider(&session)?;
+    let digest = TurnDigest::from_text(form.get("digest"));
+    let fresh = format!(
+        "{}/runs/{}",
+        pages::base(&session),
+        pages::path_segment(&run)
+    );
+    let allow_tool = form.get("allow_tool").trim();
+    if !allow_tool.is_empty() {
+        return from_now_on(&inbox, &session, &run, &digest, answer, allow_tool, &fresh).await;
+    }
+    match inbox
+        .store()
+        .decide(&run, Some(&digest), &decider, answer)
+        .await
+    {
+        Ok(_) => Ok(Redirect::to(&fresh).into_response()),
+        Err(ClaimError::StaleDigest { .. }) => Ok((
+            StatusCode::CONFLICT,
+            pages::refused(
+                "this run changed since the page was shown — decided elsewhere, or paused afresh; nothing was recorded",
+                Some(&fresh),
+            ),
+        )
+            .into_response()),
+        Err(ClaimError::NotFound(_)) => Ok((
+            StatusCode::CONFLICT,
+            pages::refused(
+                "this run no longer waits for a decision; nothing was recorded",
+                Some(&fresh),
+            ),
+        )
+            .into_response()),
+        Err(error @ ClaimError::AlreadyDecided { .. }) => Ok((
+            StatusCode::CONFLICT,
+            pages::refused(&error.to_string(), Some(&fresh)),
+        )
+            .into_response()),
+        Err(error) => Ok((
+            StatusCode::FORBIDDEN,
+            pages::refused(&error.to_string(), Some(&fresh)),
+        )
+            .into_response()),
+    }
+}
+
+/// An approval "and from now on": the decision, and `tool` declared "no
+/// approval" — only for an operator given that power, only where the
+/// inbox can tell the tool is, now, the one the reviewer was shown.
+async fn from_now_on(
+    inbox: &Inbox,
+    session: &Session,
+    run: &str,
+    digest: &TurnDigest,
+    answer: Answer,
+    tool: &str,
+    fresh: &str,
+) -> Result<Response, Refused> {
+    let refused = |status: StatusCode, why: String| {
+        Ok((status, pages::refused(&why, Some(fresh))).into_response())
+    };
+    let Some(registry) = inbox
+        .inner
+        .registry
+        .as_ref()
+        .filter(|_| session.may_declare)
+    else {
+        return refused(
+            StatusCode::FORBIDDEN,
+            "you may not declare tools from the inbox (an operator gives that with `toolgate operator add NAME --may-declare`); nothing was recorded".to_owned(),
+        );
+    };
+    let Some((server, _)) = tool.split_once('.') else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "`{}` is not an imported tool; nothing was recorded",
+                toolgate::visible::visible(tool)
+            ),
+        );
+    };
+    let decider = decider(session)?;
+    let shown = match inbox.store().acceptance(server, &[tool.to_owned()]).await {
+        Ok(acceptance) => acceptance.digest,
+        Err(error) => return refused(StatusCode::FORBIDDEN, error.to_string()),
+    };
+    let Ok(toolgate::suspend::SuspendedRun::AwaitingApproval(waiting)) =
+        inbox.store().load_suspended(run).await
+    else {
+        return refused(
+            StatusCode::CONFLICT,
+            "this run no longer waits for approval; nothing was recorded".to_owned(),
+        );
+    };
+    let now = waiting.reviewed_again(registry).await;
+    let binding = toolgate_store::FromNowOn {
+        tool,
+        shown: &shown,
+        now: now.review(),
+    };
+    match inbox
+        .store()
+        .decide_and_allow_tool(run, Some(digest), &decider, answer, binding)
+        .await
+    {
+        Ok(allowed) => match allowed.declared {
+            Ok(_) => Ok(Redirect::to(fresh).into_response()),
+            Err(error) => refused(
+                StatusCode::CONFLICT,
+                format!(
+                    "the call is approved, but tool `{}` was not declared: {error}",
+                    toolgate::visible::visible(tool)
+                ),
+            ),
+        },
+        Err(ClaimError::StaleDigest { .. }) => refused(
+            StatusCode::CONFLICT,
+            "this run changed since the page was shown — decided elsewhere, or paused afresh; nothing was recorded".to_owned(),
+        ),
+        Err(error) => refused(StatusCode::FORBIDDEN, error.to_string()),
+    }
+}
+
+/// Run again, or not, a call whose outcome is unknown: `csrf`, `call`,
+/// `digest` (the one shown beside the call), `choice` (`rerun` or `skip`)
+/// and `reason`.
+pub(crate) async fn choose(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Path((key, run)): Path<(String, String)>,
+    Form(pairs): Form<Vec<(String, String)>>,
+) -> Result<Response, Refused> {
+    same_origin(&inbox, &headers)?;
+    let (_, session) = session_of(&inbox, &headers, &key).await?;
+    let form = DecideForm::new(pairs).map_err(|_| Refused::BadToken)?;
+    token_matches(&session, form.get("csrf"))?;
+    let choice = match form.get("choice") {
+        "rerun" => toolgate_store::Choice::Rerun,
+        "skip" => toolgate_store::Choice::Skip,
+        _ => {
+            return Ok((
+                StatusCode::BAD_REQUEST,
+                pages::refused("the form names no choice: rerun or skip", None),
+            )
+                .into_response());
+        }
+    };
+    let decider = decider(&session)?;
+    let digest = toolgate::suspend::RerunDigest::from_text(form.get("digest"));
+    let choosing = toolgate_store::Choosing {
+        call_id: form.get("call"),
+        digest: &digest,
+        choice,
+        reason: form.get("reason"),
+    };
+    let fresh = format!(
+        "{}/runs/{}",
+        pages::base(&session),
+        pages::path_segment(&run)
+    );
+    match inbox.store().choose(&run, &decider, &choosing).await {
+        Ok(_) => Ok(Redirect::to(&fresh).into_response()),
+        Err(error) => Ok((
+            StatusCode::FORBIDDEN,
+            pages::refused(&error.to_string(), Some(&fresh)),
+        )
+            .into_response()),
+    }
+}
