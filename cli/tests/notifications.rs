@@ -429,13 +429,7 @@ async fn a_dispatcher_killed_mid_delivery_loses_nothing_and_never_holds_a_decisi
     // Restarted: the event is sent again under the same id, then the
     // decision's; a receiver that de-duplicates sees each once.
     let mut second = dispatcher();
-    let mut deliveries = Vec::new();
     for _ in 0..400 {
-        deliveries = hooks
-            .records()
-            .into_iter()
-            .filter(|r| r["path"] == "/hold")
-            .collect();
         let status: Value =
             serde_json::from_str(&toolgate(dir, &["--json", "notify", "status"])).unwrap();
         let done = status
@@ -450,6 +444,12 @@ async fn a_dispatcher_killed_mid_delivery_loses_nothing_and_never_holds_a_decisi
     }
     second.kill().unwrap();
     second.wait().unwrap();
+    // Read after the status said so: a receiver logs before it answers.
+    let deliveries: Vec<Value> = hooks
+        .records()
+        .into_iter()
+        .filter(|r| r["path"] == "/hold")
+        .collect();
     let ids: Vec<&str> = deliveries
         .iter()
         .map(|r| r["webhook-id"].as_str().unwrap())

@@ -3,6 +3,8 @@
 //! (a line break a model wrote is shown as `\n`, never a new header), and
 //! the HTML escapes every value.
 
+use std::fmt::Write as _;
+
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
@@ -28,13 +30,13 @@ pub fn email_parts(out: &Outgoing) -> (String, String, String) {
             .as_deref()
             .map_or_else(|| "builtin".to_owned(), |s| format!("server {s}"));
         let summary = call.summary.as_deref().unwrap_or(message::WITHHELD);
-        text.push_str(&format!("\n- {} ({server}): {summary}", call.tool));
+        let _ = write!(text, "\n- {} ({server}): {summary}", call.tool);
     }
     if let Some(why) = &event.data.why {
-        text.push_str(&format!("\n\n{why}"));
+        let _ = write!(text, "\n\n{why}");
     }
     if let Some(link) = &out.link {
-        text.push_str(&format!("\n\nOpen it in the inbox: {link}"));
+        let _ = write!(text, "\n\nOpen it in the inbox: {link}");
     }
     text.push('\n');
     let markup = html! {

@@ -111,10 +111,10 @@ impl Default for DispatchOptions {
         Self {
             inbox_url: None,
             poll: Duration::from_millis(500),
-            lease: Duration::from_secs(60),
+            lease: Duration::from_mins(1),
             batch: 32,
-            give_up_after: Duration::from_secs(72 * 3600),
-            keep: Duration::from_secs(30 * 24 * 3600),
+            give_up_after: Duration::from_hours(72),
+            keep: Duration::from_hours(30 * 24),
         }
     }
 }
@@ -176,7 +176,7 @@ impl Dispatcher {
                 }
             };
             rounds = rounds.wrapping_add(1);
-            if rounds % 7200 == 0 {
+            if rounds.is_multiple_of(7200) {
                 match self.store.prune_notifications(self.options.keep).await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(events = n, "notifications: settled events deleted"),
@@ -293,9 +293,7 @@ impl Dispatcher {
     /// once the event is older than the give-up age, or when it can never
     /// be sent.
     fn retry_at(&self, delivery: &Delivery, error: &NotifyError) -> Option<i64> {
-        if delivery.event.is_none() {
-            return None;
-        }
+        delivery.event.as_ref()?;
         if let NotifyError::NoSuchSink(_) = error {
             return None;
         }

@@ -39,10 +39,14 @@ class Handler(BaseHTTPRequestHandler):
             while os.path.exists(hold_file):
                 time.sleep(0.05)
         status = 503 if self.path == "/down" else 200
-        self.send_response(status)
-        self.send_header("content-type", "text/plain")
-        self.end_headers()
-        self.wfile.write(b"ok" if status == 200 else b"down")
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "text/plain")
+            self.end_headers()
+            self.wfile.write(b"ok" if status == 200 else b"down")
+        except (BrokenPipeError, ConnectionResetError):
+            # The sender is gone (a dispatcher killed mid-delivery).
+            pass
 
     def log_message(self, *args):
         pass
