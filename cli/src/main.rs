@@ -350,6 +350,21 @@ pub(crate) enum RunsCommand {
         #[arg(long)]
         data: String,
     },
+    /// Review waiting runs on this terminal: each call shown with its gate,
+    /// a verdict asked per call (approve, deny with a reason, edit, skip),
+    /// input asked field by field, a call whose outcome is unknown rerun or
+    /// skipped; one confirmation records the decision bound to what was
+    /// shown. Then the next waiting run. Needs a terminal.
+    Review(ReviewArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct ReviewArgs {
+    /// The run to review first; without it, the oldest that waits.
+    pub(crate) run: Option<String>,
+    /// Who decides (as for `approve`).
+    #[arg(long = "as")]
+    pub(crate) operator: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]

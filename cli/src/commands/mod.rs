@@ -16,6 +16,7 @@ mod import;
 mod inbox;
 mod notify;
 mod operators;
+mod review;
 mod run_ids;
 mod runs;
 mod servers;

@@ -28,15 +28,8 @@ fn typed_run(command: &mut RunsCommand) -> Option<&mut String> {
             Some(&mut decide.run)
         }
         RunsCommand::Rerun(args) | RunsCommand::Skip(args) => Some(&mut args.run),
+        RunsCommand::Review(args) => args.run.as_mut(),
         RunsCommand::List { .. } => None,
-        // A command that names its run in a field of its own resolves it
-        // with `resolve`.
-        #[allow(
-            unreachable_patterns,
-            clippy::match_wildcard_for_single_variants,
-            reason = "commands added beside these resolve their own run"
-        )]
-        _ => None,
     }
 }
 

@@ -67,6 +67,7 @@ pub(super) async fn runs(
             let data: Value = decide::json_argument("--data", &data)?;
             decide::command(store, out, decide, Answer::Input(data)).await
         }
+        RunsCommand::Review(args) => super::review::review(store, out, args).await,
         RunsCommand::Rerun(args) => decide::choose(store, out, &args, Choice::Rerun).await,
         RunsCommand::Skip(args) => decide::choose(store, out, &args, Choice::Skip).await,
     }
