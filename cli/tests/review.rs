@@ -253,7 +253,13 @@ fn an_edit_the_schema_refuses_is_asked_again_on_the_line() {
         r###"{"path":"CHANGELOG.md","content":"## 0.2.0\n- Edited by bob.\n"}"###,
     );
     assert!(refused.contains("not JSON"), "{refused}");
-    answer(&mut session, "record it as bob?", "y");
+    let summary = answer(&mut session, "record it as bob?", "y");
+    assert!(
+        summary.contains(
+            r###"call_2b write_file: approve with edited arguments {"content":"## 0.2.0\n- Edited by bob.\n","path":"CHANGELOG.md"}"###
+        ),
+        "{summary}"
+    );
     expect(&mut session, "recorded: approved by bob");
     let (_, code) = ended(session);
     assert_eq!(code, 0);

@@ -280,14 +280,24 @@ fn verdicts(
         say!("your decision on run {}:", pending.run_id());
         for (index, call) in pending.pending().iter().enumerate() {
             let verdict = match given.get(&call.id) {
-                Some(CallVerdict::Approve) => "approve".to_owned(),
-                Some(CallVerdict::Deny { reason }) if reason.is_empty() => "deny".to_owned(),
-                Some(CallVerdict::Deny { reason }) => format!("deny: {reason}"),
-                Some(CallVerdict::Edit { arguments }) => {
-                    format!("approve with edited arguments {arguments}")
+                Some(CallVerdict::Approve) => "approve",
+                Some(CallVerdict::Deny { reason }) if reason.is_empty() => "deny",
+                Some(CallVerdict::Deny { reason }) => {
+                    say!("  {} {}: deny: {}", call.id, call.name, reason);
+                    continue;
                 }
-                None if pending.needs_verdict(index) => "no verdict".to_owned(),
-                None => "runs (needs no verdict)".to_owned(),
+                Some(CallVerdict::Edit { arguments }) => {
+                    // The arguments as JSON, escaped as JSON: not as text.
+                    say!(
+                        "  {} {}: approve with edited arguments {}",
+                        call.id,
+                        call.name,
+                        arguments
+                    );
+                    continue;
+                }
+                None if pending.needs_verdict(index) => "no verdict",
+                None => "runs (needs no verdict)",
             };
             say!("  {} {}: {}", call.id, call.name, verdict);
         }
