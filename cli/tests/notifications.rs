@@ -112,7 +112,13 @@ impl Peer {
 fn notify_once(dir: &Path) -> String {
     toolgate(
         dir,
-        &["notify", "run", "--once", "--inbox-url", "http://inbox.test:8640/"],
+        &[
+            "notify",
+            "run",
+            "--once",
+            "--inbox-url",
+            "http://inbox.test:8640/",
+        ],
     )
 }
 
@@ -238,7 +244,10 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
     ]);
     let listed = toolgate(dir, &["notify", "list"]);
     assert!(listed.contains("file "), "{listed}");
-    assert!(!listed.contains("C2FVsBQIhrsc"), "no secret is shown: {listed}");
+    assert!(
+        !listed.contains("C2FVsBQIhrsc"),
+        "no secret is shown: {listed}"
+    );
 
     // A held write.
     let client = session(dir, &["--wait", "1"], ()).await;
@@ -263,8 +272,14 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
     assert_eq!(data["calls"][0]["tool"], "notes.write_note", "{event}");
     assert_eq!(data["calls"][0]["server"], "notes", "{event}");
     let summary = data["calls"][0]["summary"].as_str().unwrap();
-    assert!(summary.contains("<!channel>"), "the JSON carries the text: {summary}");
-    assert!(!summary.contains('\u{202e}'), "hidden characters shown: {summary}");
+    assert!(
+        summary.contains("<!channel>"),
+        "the JSON carries the text: {summary}"
+    );
+    assert!(
+        !summary.contains('\u{202e}'),
+        "hidden characters shown: {summary}"
+    );
     let run = data["run_id"].as_str().unwrap().to_owned();
     assert_eq!(
         data["link"],
@@ -292,11 +307,17 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
             withheld += 1;
             assert!(!all.contains("<!channel>"), "{all}");
         } else {
-            assert!(all.contains("<!channel>"), "the summary as plain text: {all}");
+            assert!(
+                all.contains("<!channel>"),
+                "the summary as plain text: {all}"
+            );
         }
         assert_eq!(message["unfurl_links"], false, "{message}");
     }
-    assert_eq!(withheld, 1, "the team sink is below editor_content: {slack:?}");
+    assert_eq!(
+        withheld, 1,
+        "the team sink is below editor_content: {slack:?}"
+    );
 
     // Email: one message, headers whole, HTML escaped.
     let mails = mail.wait_for(1);
@@ -313,7 +334,10 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
         .split("Content-Type: text/html")
         .nth(1)
         .expect("an HTML part");
-    assert!(html.contains("&lt;script&gt;"), "the HTML part escapes: {html}");
+    assert!(
+        html.contains("&lt;script&gt;"),
+        "the HTML part escapes: {html}"
+    );
     assert!(!html.contains("<script>"), "the HTML part escapes: {html}");
 
     // Decided: the same sinks hear who decided; delivered once each.
@@ -321,7 +345,9 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
     let digest = shown["digest"].as_str().expect("a digest").to_owned();
     toolgate(
         dir,
-        &["runs", "deny", &run, "--digest", &digest, "--as", "bob", "--reason", "not now"],
+        &[
+            "runs", "deny", &run, "--digest", &digest, "--as", "bob", "--reason", "not now",
+        ],
     );
     let said = notify_once(dir);
     assert!(said.contains("4 delivered"), "{said}");
@@ -340,7 +366,8 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
     assert_eq!(decided["data"]["run_id"], json!(run), "{decided}");
     assert_ne!(decided["id"], event["id"], "a new event, a new id");
 
-    let status: Value = serde_json::from_str(&toolgate(dir, &["--json", "notify", "status"])).unwrap();
+    let status: Value =
+        serde_json::from_str(&toolgate(dir, &["--json", "notify", "status"])).unwrap();
     for sink in status.as_array().unwrap() {
         assert_eq!(sink["pending"], 0, "{status}");
         assert_eq!(sink["delivered"], 2, "{status}");
@@ -402,7 +429,10 @@ async fn a_dispatcher_killed_mid_delivery_loses_nothing_and_never_holds_a_decisi
     let id = taken["webhook-id"].as_str().unwrap().to_owned();
 
     // While a delivery hangs, a decision is recorded as ever.
-    let run = verified(taken)["data"]["run_id"].as_str().unwrap().to_owned();
+    let run = verified(taken)["data"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let shown = json_of(dir, &["runs", "show", &run]);
     let digest = shown["digest"].as_str().unwrap().to_owned();
     let approved = command(dir)
@@ -454,12 +484,19 @@ async fn a_dispatcher_killed_mid_delivery_loses_nothing_and_never_holds_a_decisi
         .iter()
         .map(|r| r["webhook-id"].as_str().unwrap())
         .collect();
-    assert!(ids.iter().filter(|i| **i == id).count() >= 2, "sent again: {ids:?}");
+    assert!(
+        ids.iter().filter(|i| **i == id).count() >= 2,
+        "sent again: {ids:?}"
+    );
     let mut unique = ids.clone();
     unique.dedup();
     unique.sort_unstable();
     unique.dedup();
-    assert_eq!(unique.len(), 2, "two events, each id de-duplicated: {ids:?}");
+    assert_eq!(
+        unique.len(),
+        2,
+        "two events, each id de-duplicated: {ids:?}"
+    );
     let kinds: Vec<String> = deliveries
         .iter()
         .map(|r| verified(r)["type"].as_str().unwrap().to_owned())
@@ -482,7 +519,10 @@ async fn a_dispatcher_killed_mid_delivery_loses_nothing_and_never_holds_a_decisi
         "{status}"
     );
     let shown = toolgate(dir, &["notify", "status"]);
-    assert!(shown.contains("FAILING") && shown.contains("down"), "{shown}");
+    assert!(
+        shown.contains("FAILING") && shown.contains("down"),
+        "{shown}"
+    );
     drop(client);
 }
 
@@ -498,38 +538,92 @@ fn a_sink_is_refused_with_the_reason_and_nothing_is_stored() {
     };
     refused(
         &[
-            "notify", "add", "webhook", "hook", "--url", "ftp://x.example/", "--secret-env",
-            "S", "--max-data-class", "source_code", "--as", "olga",
+            "notify",
+            "add",
+            "webhook",
+            "hook",
+            "--url",
+            "ftp://x.example/",
+            "--secret-env",
+            "S",
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
         ],
         "http or https",
     );
     refused(
         &[
-            "notify", "add", "webhook", "hook", "--url", "https://x.example/", "--secret-env",
-            "S", "--max-data-class", "everything", "--as", "olga",
+            "notify",
+            "add",
+            "webhook",
+            "hook",
+            "--url",
+            "https://x.example/",
+            "--secret-env",
+            "S",
+            "--max-data-class",
+            "everything",
+            "--as",
+            "olga",
         ],
         "unknown data class",
     );
     refused(
         &[
-            "notify", "add", "email", "mail", "--smtp", "smtp://user:pw@relay.example",
-            "--from", "a@example.com", "--to", "b@example.com", "--max-data-class",
-            "source_code", "--as", "olga",
+            "notify",
+            "add",
+            "email",
+            "mail",
+            "--smtp",
+            "smtp://user:pw@relay.example",
+            "--from",
+            "a@example.com",
+            "--to",
+            "b@example.com",
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
         ],
         "carries credentials",
     );
     refused(
         &[
-            "notify", "add", "email", "mail", "--smtp", "smtp://relay.example", "--from",
-            "a@example.com", "--to", "b@example.com", "--smtp-user", "u", "--password-env",
-            "P", "--max-data-class", "source_code", "--as", "olga",
+            "notify",
+            "add",
+            "email",
+            "mail",
+            "--smtp",
+            "smtp://relay.example",
+            "--from",
+            "a@example.com",
+            "--to",
+            "b@example.com",
+            "--smtp-user",
+            "u",
+            "--password-env",
+            "P",
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
         ],
         "unencrypted",
     );
     refused(
         &[
-            "notify", "add", "slack", "Team!", "--url-env", "U", "--max-data-class",
-            "source_code", "--as", "olga",
+            "notify",
+            "add",
+            "slack",
+            "Team!",
+            "--url-env",
+            "U",
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
         ],
         "unusable sink name",
     );

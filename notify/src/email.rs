@@ -58,7 +58,7 @@ pub fn email_parts(out: &Outgoing) -> (String, String, String) {
         }
         @if let Some(why) = &event.data.why { p { (why) } }
         @if let Some(link) = &out.link {
-            p { a href=(link.as_str()) { "Open the run in the inbox" } }
+            p { a href=(link) { "Open the run in the inbox" } }
         }
     };
     (subject, text, markup.into_string())

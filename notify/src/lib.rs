@@ -52,7 +52,7 @@ mod settings;
 mod webhook;
 
 pub use email::email_parts;
-pub use message::{Outgoing, run_link};
+pub use message::Outgoing;
 pub use settings::{EmailSettings, SecretSource, SinkSettings, SlackSettings, WebhookSettings};
 pub use webhook::{slack_body, slack_escape, webhook_body};
 
@@ -317,7 +317,7 @@ impl Dispatcher {
 pub fn outgoing(event: RunEvent, sink: &SinkRecord, inbox: Option<&Url>) -> Outgoing {
     let fits = sink.max_class.is_some_and(|max| event.class().fits(max));
     let has_summaries = event.data.calls.iter().any(|c| c.summary.is_some());
-    let link = inbox.and_then(|inbox| run_link(inbox, &event.data.run_id));
+    let link = inbox.map(|inbox| toolgate_inbox::run_link(inbox.as_str(), &event.data.run_id));
     let event = match sink.max_class {
         Some(max) if fits => event.for_ceiling(max),
         _ => {

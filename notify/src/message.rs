@@ -2,7 +2,6 @@
 //! for its own medium.
 
 use toolgate_store::outbox::{EventKind, RunEvent, WaitsFor};
-use url::Url;
 
 /// An event as one sink sends it: the summaries it may see, and the link to
 /// the run in the inbox when the dispatcher knows the inbox's address.
@@ -10,27 +9,11 @@ use url::Url;
 pub struct Outgoing {
     /// The event, its summaries dropped above the sink's ceiling.
     pub event: RunEvent,
-    /// The run's page in the inbox.
-    pub link: Option<Url>,
+    /// The run's stable address in the inbox
+    /// ([`toolgate_inbox::run_link`]).
+    pub link: Option<String>,
     /// True when the summaries were withheld for the sink's ceiling.
     pub withheld: bool,
-}
-
-/// The address of a run's page in the inbox at `inbox`: `/runs/ID` under
-/// it, the id one path segment, percent-encoded. A signed-in browser opens
-/// it on the run; any other is told how to sign in.
-pub fn run_link(inbox: &Url, run_id: &str) -> Option<Url> {
-    let mut url = inbox.clone();
-    if url.cannot_be_a_base() {
-        return None;
-    }
-    url.set_query(None);
-    url.set_fragment(None);
-    {
-        let mut segments = url.path_segments_mut().ok()?;
-        segments.pop_if_empty().push("runs").push(run_id);
-    }
-    Some(url)
 }
 
 /// A short form of a run id for a person's eye: its first 8 characters.
@@ -122,21 +105,6 @@ pub fn timestamp(at_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_run_link_is_one_encoded_segment_under_the_inbox() {
-        let inbox = Url::parse("https://inbox.example/toolgate/").unwrap();
-        let link = run_link(&inbox, "a/b?c#d").unwrap();
-        assert_eq!(
-            link.as_str(),
-            "https://inbox.example/toolgate/runs/a%2Fb%3Fc%23d"
-        );
-        let bare = Url::parse("http://127.0.0.1:8080").unwrap();
-        assert_eq!(
-            run_link(&bare, "r-1").unwrap().as_str(),
-            "http://127.0.0.1:8080/runs/r-1"
-        );
-    }
 
     #[test]
     fn times_are_rfc_3339() {

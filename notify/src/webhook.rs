@@ -30,7 +30,7 @@ pub fn webhook_body(out: &Outgoing) -> Value {
     let event = &out.event;
     let mut data = serde_json::to_value(&event.data).unwrap_or(Value::Null);
     if let (Value::Object(map), Some(link)) = (&mut data, &out.link) {
-        map.insert("link".to_owned(), Value::String(link.to_string()));
+        map.insert("link".to_owned(), Value::String(link.clone()));
     }
     if let (Value::Object(map), true) = (&mut data, out.withheld) {
         map.insert("arguments_withheld".to_owned(), Value::Bool(true));
@@ -120,7 +120,7 @@ pub fn slack_body(out: &Outgoing) -> Value {
     if let Some(link) = &out.link {
         blocks.push(json!({"type": "section", "text": {
             "type": "mrkdwn",
-            "text": format!("<{}|Open the run in the inbox>", slack_escape(link.as_str())),
+            "text": format!("<{}|Open the run in the inbox>", slack_escape(link)),
         }}));
     }
     json!({

@@ -117,7 +117,13 @@ async fn each_change_of_a_run_writes_one_event_per_sink_and_a_refused_change_non
     let store = Store::open(db.location()).await.unwrap();
     let registry = registry();
     add_sink(&store, "a", "https://a.example/hook", DataClass::SourceCode).await;
-    add_sink(&store, "b", "https://b.example/hook", DataClass::PublicContent).await;
+    add_sink(
+        &store,
+        "b",
+        "https://b.example/hook",
+        DataClass::PublicContent,
+    )
+    .await;
 
     let run = suspended(&registry, "old\u{202e}gpj.exe").await;
     store.save_suspended(&run, "worker").await.unwrap();
@@ -135,14 +141,22 @@ async fn each_change_of_a_run_writes_one_event_per_sink_and_a_refused_change_non
     assert_eq!(waiting.data.calls[0].server, None);
     let summary = waiting.data.calls[0].summary.as_deref().unwrap();
     assert!(summary.contains("old"), "{summary}");
-    assert!(!summary.contains('\u{202e}'), "hidden characters shown: {summary}");
+    assert!(
+        !summary.contains('\u{202e}'),
+        "hidden characters shown: {summary}"
+    );
     assert!(waiting.id.starts_with("evt_"), "{}", waiting.id);
 
     // Refused decisions tell no one.
     let wrong = suspended(&registry, "other").await.digest();
     assert!(
         store
-            .decide(run.run_id(), Some(&wrong), &operator("bob"), Answer::Approve)
+            .decide(
+                run.run_id(),
+                Some(&wrong),
+                &operator("bob"),
+                Answer::Approve
+            )
             .await
             .is_err()
     );
@@ -151,7 +165,12 @@ async fn each_change_of_a_run_writes_one_event_per_sink_and_a_refused_change_non
     // Decided, then resumed.
     let digest = run.digest();
     store
-        .decide(run.run_id(), Some(&digest), &operator("bob"), Answer::Approve)
+        .decide(
+            run.run_id(),
+            Some(&digest),
+            &operator("bob"),
+            Answer::Approve,
+        )
         .await
         .unwrap();
     let host = Host::new(store.clone(), "worker").unwrap();
@@ -167,7 +186,10 @@ async fn each_change_of_a_run_writes_one_event_per_sink_and_a_refused_change_non
     let decided = &told[1].0;
     assert_eq!(decided.data.verdict.as_deref(), Some("approved"));
     assert_eq!(decided.data.decided_by, ["bob"]);
-    assert_eq!(decided.data.calls, waiting.data.calls, "told as it was shown");
+    assert_eq!(
+        decided.data.calls, waiting.data.calls,
+        "told as it was shown"
+    );
     assert!(told.iter().all(|(_, deliveries)| *deliveries == 2));
     let ids: std::collections::BTreeSet<&str> = told.iter().map(|(e, _)| e.id.as_str()).collect();
     assert_eq!(ids.len(), 3, "each event its own id");
@@ -185,10 +207,16 @@ async fn a_delivery_is_leased_to_one_dispatcher_settled_once_retried_and_given_u
         .await
         .unwrap();
 
-    let lease = Duration::from_secs(60);
+    let lease = Duration::from_mins(1);
     let first = store.lease_deliveries("one", lease, 10).await.unwrap();
     assert_eq!(first.len(), 2);
-    assert!(store.lease_deliveries("two", lease, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .lease_deliveries("two", lease, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // Settled by the lease's holder only, and once.
     assert!(!store.delivered(&first[0], "two").await.unwrap());
@@ -209,7 +237,10 @@ async fn a_delivery_is_leased_to_one_dispatcher_settled_once_retried_and_given_u
     let status = store.notification_status().await.unwrap();
     let failing = status.iter().find(|s| s.name == first[1].sink).unwrap();
     assert_eq!((failing.pending, failing.failing), (1, 1), "{status:?}");
-    assert_eq!(failing.last_error.as_deref(), Some("the receiver answered 503"));
+    assert_eq!(
+        failing.last_error.as_deref(),
+        Some("the receiver answered 503")
+    );
 
     // Given up: never leased again, counted as such.
     assert!(
@@ -218,7 +249,13 @@ async fn a_delivery_is_leased_to_one_dispatcher_settled_once_retried_and_given_u
             .await
             .unwrap()
     );
-    assert!(store.lease_deliveries("three", lease, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .lease_deliveries("three", lease, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let status = store.notification_status().await.unwrap();
     let delivered: i64 = status.iter().map(|s| s.delivered).sum();
     let given_up: i64 = status.iter().map(|s| s.given_up).sum();
@@ -235,7 +272,13 @@ async fn a_sink_added_later_hears_what_follows_and_one_removed_takes_its_deliver
         .save_suspended(&suspended(&registry, "before").await, "worker")
         .await
         .unwrap();
-    add_sink(&store, "late", "https://late.example/hook", DataClass::SourceCode).await;
+    add_sink(
+        &store,
+        "late",
+        "https://late.example/hook",
+        DataClass::SourceCode,
+    )
+    .await;
     store
         .save_suspended(&suspended(&registry, "after").await, "worker")
         .await
@@ -244,17 +287,21 @@ async fn a_sink_added_later_hears_what_follows_and_one_removed_takes_its_deliver
     let deliveries: Vec<i64> = told.iter().map(|(_, d)| *d).collect();
     assert_eq!(deliveries, [0, 1], "{told:?}");
 
-    assert!(store.add_sink(
-        &NewSink {
-            name: "late".into(),
-            kind: SinkKind::Slack,
-            settings: json!({}),
-            max_class: DataClass::SourceCode,
-        },
-        &operator("olga"),
-    )
-    .await
-    .is_err(), "a name is one sink");
+    assert!(
+        store
+            .add_sink(
+                &NewSink {
+                    name: "late".into(),
+                    kind: SinkKind::Slack,
+                    settings: json!({}),
+                    max_class: DataClass::SourceCode,
+                },
+                &operator("olga"),
+            )
+            .await
+            .is_err(),
+        "a name is one sink"
+    );
     store.remove_sink("late").await.unwrap();
     assert!(store.remove_sink("late").await.is_err());
     let deliveries: Vec<i64> = events(&store).await.iter().map(|(_, d)| *d).collect();
@@ -268,7 +315,13 @@ async fn a_sink_whose_secret_cannot_be_read_is_retried_and_says_where_from_never
     let store = Store::open(db.location()).await.unwrap();
     let registry = registry();
     // A receiver that is never reached: the secret is read first.
-    add_sink(&store, "a", "http://127.0.0.1:9/hook", DataClass::SourceCode).await;
+    add_sink(
+        &store,
+        "a",
+        "http://127.0.0.1:9/hook",
+        DataClass::SourceCode,
+    )
+    .await;
     store
         .save_suspended(&suspended(&registry, "x").await, "worker")
         .await

@@ -338,8 +338,8 @@ async fn list(store: &Store, out: Out) -> Result<(), Failure> {
     let rows: Vec<(String, String, String, String, String)> = sinks
         .iter()
         .map(|sink| {
-            let target = SinkSettings::of(sink)
-                .map_or_else(|e| format!("unusable: {e}"), |s| target(&s));
+            let target =
+                SinkSettings::of(sink).map_or_else(|e| format!("unusable: {e}"), |s| target(&s));
             (
                 sink.name.clone(),
                 sink.kind.map_or("unknown", |k| k.as_str()).to_owned(),
@@ -417,7 +417,10 @@ async fn status(store: &Store, out: Out) -> Result<(), Failure> {
             Col::from(s.failing.to_string()),
             Col::from(s.delivered.to_string()),
             Col::from(s.given_up.to_string()),
-            Col::from(s.last_delivered_at.map_or_else(|| "-".to_owned(), timestamp)),
+            Col::from(
+                s.last_delivered_at
+                    .map_or_else(|| "-".to_owned(), timestamp),
+            ),
             Col::from(s.next_at.map_or_else(|| "-".to_owned(), timestamp)),
             Col::from(s.last_error.clone().unwrap_or_else(|| "-".to_owned())),
         ]);

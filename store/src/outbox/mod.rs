@@ -401,8 +401,8 @@ async fn server_of(tx: &mut Tx, tool: &str) -> Result<(Option<String>, RunClass)
     .await?;
     let row = match row {
         Some(row) => Some(row),
-        None => match tool.split_once('.') {
-            Some((server, _)) => {
+        None => match crate::runs::server_of(tool) {
+            Some(server) => {
                 Query::new("SELECT id, data_class FROM mcp_server WHERE id = $1")
                     .bind(server)
                     .fetch_optional(&mut *tx)
