@@ -65,6 +65,7 @@ pub(crate) async fn own_host(
             (
                 StatusCode::MISDIRECTED_REQUEST,
                 pages::refused(
+                    None,
                     &format!(
                         "this inbox answers at {} only, not at the address this request named",
                         inbox.inner.origin
@@ -101,7 +102,7 @@ pub(crate) async fn as_a_page(response: Response) -> Response {
         StatusCode::METHOD_NOT_ALLOWED => "this address takes no such request".to_owned(),
         _ => "the request could not be answered; nothing was recorded".to_owned(),
     };
-    (status, pages::refused(&why, Some("/"))).into_response()
+    (status, pages::refused(None, &why, Some("/"))).into_response()
 }
 
 /// The security headers of every answer: no script but the inbox's own

@@ -260,7 +260,7 @@ impl IntoResponse for Refused {
             Refused::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         tracing::warn!(status = status.as_u16(), reason = %self, "inbox request refused");
-        (status, pages::refused(&self.to_string(), None)).into_response()
+        (status, pages::refused(None, &self.to_string(), None)).into_response()
     }
 }
 

@@ -72,6 +72,7 @@ pub(crate) async fn run_address(State(inbox): State<Inbox>, Path(run): Path<Stri
         return (
             StatusCode::NOT_FOUND,
             pages::refused(
+                None,
                 "this is not the address of a run: a run's address is /runs/ followed by its id",
                 Some("/"),
             ),

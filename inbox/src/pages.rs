@@ -144,19 +144,48 @@ pub(crate) fn sign_in(token: &str) -> Markup {
     )
 }
 
-/// A refusal: what happened, and where to go from here.
-pub(crate) fn refused(why: &str, fresh: Option<&str>) -> Markup {
+/// A refusal: what happened, and where to go from here — under the
+/// page's header when the session is known: who is signed in, the way
+/// back.
+pub(crate) fn refused(session: Option<&Session>, why: &str, fresh: Option<&str>) -> Markup {
     page(
         "Refused",
-        None,
+        session,
         &html! {
             h1 { "Refused" }
             p.refusal { (shown(why)) }
-            @if let Some(fresh) = fresh {
-                p { a href=(fresh) { "See the run as it is now" } }
-            }
+            (way_back(session, fresh))
         },
     )
+}
+
+/// News, not an alarm: the run changed under the operator's form —
+/// decided elsewhere, or paused afresh — and where it stands now.
+pub(crate) fn news(session: &Session, headline: &str, what: &str, fresh: &str) -> Markup {
+    page(
+        headline,
+        Some(session),
+        &html! {
+            h1 { (headline) }
+            p.news { (shown(what)) }
+            p { "Nothing was recorded from your form." }
+            (way_back(Some(session), Some(fresh)))
+        },
+    )
+}
+
+/// The links on from a refusal or a piece of news: the run as it is now,
+/// and the session's list.
+fn way_back(session: Option<&Session>, fresh: Option<&str>) -> Markup {
+    html! {
+        @if fresh.is_some() || session.is_some() {
+            p.back {
+                @if let Some(fresh) = fresh { a href=(fresh) { "See the run as it is now" } }
+                @if fresh.is_some() && session.is_some() { " · " }
+                @if let Some(session) = session { a href={ (base(session)) "/" } { "Back to the waiting runs" } }
+            }
+        }
+    }
 }
 
 /// One run: its pending turn call by call, the decision forms while it
@@ -219,10 +248,14 @@ pub(crate) fn run(
                     }
                 }
                 @if open && paused.status().as_str() == "awaiting_approval" {
-                    (approve_as_recorded(session, run_id, paused, history))
-                    (decide_forms(session, run_id, paused))
-                    @if may_declare {
-                        (from_now_on_forms(session, run_id, paused))
+                    @if own_under_four_eyes(session, paused) {
+                        (deny_only_form(session, run_id, paused))
+                    } @else {
+                        (approve_as_recorded(session, run_id, paused, history))
+                        (decide_forms(session, run_id, paused))
+                        @if may_declare {
+                            (from_now_on_forms(session, run_id, paused))
+                        }
                     }
                 }
                 @if open && paused.status().as_str() == "waiting_for_input" {
@@ -345,6 +378,30 @@ fn from_now_on_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> 
                     button type="submit" { "Approve, and let " (shown(tool)) " run unattended from now on" }
                 }
             }
+        }
+    }
+}
+
+/// Whether the signed-in operator asked for `paused`, a run under four
+/// eyes: their approval is refused, so none is offered.
+fn own_under_four_eyes(session: &Session, paused: &SuspendedRun) -> bool {
+    paused.state().options.four_eyes
+        && toolgate::identity::same_person(&session.operator, &paused.state().requested_by)
+}
+
+/// For the requester of a run under four eyes: what they may do — deny
+/// it — and who approves it.
+fn deny_only_form(session: &Session, run_id: &str, paused: &SuspendedRun) -> Markup {
+    html! {
+        h2 { "Decide" }
+        p.note {
+            "You asked for this run, and it requires four eyes: another operator approves it. "
+            "You may deny it."
+        }
+        form method="post" action={ (base(session)) "/runs/" (path_segment(run_id)) "/decide" } {
+            input type="hidden" name="csrf" value=(session.csrf_token);
+            input type="hidden" name="digest" value=(paused.digest().as_str());
+            button type="submit" name="verdict" value="deny" { "Deny every call" }
         }
     }
 }

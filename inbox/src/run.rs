@@ -23,7 +23,7 @@ pub(crate) async fn run_page(
     if history.suspensions.is_empty() {
         return Ok((
             StatusCode::NOT_FOUND,
-            pages::refused("there is no such run", None),
+            pages::refused(Some(&session), "there is no such run", None),
         )
             .into_response());
     }
@@ -118,8 +118,13 @@ pub(crate) async fn decide(
 ) -> Result<Response, Refused> {
     same_origin(&inbox, &headers)?;
     let (_, session) = session_of(&inbox, &headers, &key).await?;
-    let bad_form =
-        |why: String| (StatusCode::BAD_REQUEST, pages::refused(&why, None)).into_response();
+    let bad_form = |why: String| {
+        (
+            StatusCode::BAD_REQUEST,
+            pages::refused(Some(&session), &why, None),
+        )
+            .into_response()
+    };
     // A field named twice: no form the inbox gave names one twice.
     let form = DecideForm::new(pairs).map_err(|twice| {
         tracing::warn!(field = %toolgate::visible::visible(&twice), "a decision form names a field twice");
@@ -147,33 +152,65 @@ pub(crate) async fn decide(
         .await
     {
         Ok(_) => Ok(Redirect::to(&fresh).into_response()),
-        Err(ClaimError::StaleDigest { .. }) => Ok((
-            StatusCode::CONFLICT,
-            pages::refused(
-                "this run changed since the page was shown — decided elsewhere, or paused afresh; nothing was recorded",
-                Some(&fresh),
-            ),
-        )
-            .into_response()),
-        Err(ClaimError::NotFound(_)) => Ok((
-            StatusCode::CONFLICT,
-            pages::refused(
-                "this run no longer waits for a decision; nothing was recorded",
-                Some(&fresh),
-            ),
-        )
-            .into_response()),
-        Err(error @ ClaimError::AlreadyDecided { .. }) => Ok((
-            StatusCode::CONFLICT,
-            pages::refused(&error.to_string(), Some(&fresh)),
-        )
-            .into_response()),
+        Err(
+            ClaimError::StaleDigest { .. }
+            | ClaimError::NotFound(_)
+            | ClaimError::AlreadyDecided { .. },
+        ) => Ok(changed(&inbox, &session, &run, &fresh).await),
         Err(error) => Ok((
             StatusCode::FORBIDDEN,
-            pages::refused(&error.to_string(), Some(&fresh)),
+            pages::refused(Some(&session), &error.to_string(), Some(&fresh)),
         )
             .into_response()),
     }
+}
+
+/// A run that changed under the operator's form — decided elsewhere, or
+/// paused afresh — told as news, not as an alarm: where it stands now,
+/// who decided it and through which channel, and the way to it. Nothing
+/// was recorded.
+async fn changed(inbox: &Inbox, session: &Session, run: &str, fresh: &str) -> Response {
+    let history = inbox.store().run_history(run).await.ok();
+    let latest = history.as_ref().and_then(|h| h.suspensions.last());
+    let decision = history.as_ref().and_then(|h| {
+        h.decisions
+            .iter()
+            .rev()
+            .find(|d| d.record.voided.is_none() && !d.partial)
+    });
+    let (headline, what) = match (latest, decision) {
+        (Some(latest), _) if latest.state == "open" => (
+            "The run changed",
+            format!(
+                "this run changed since the page was shown: it was paused afresh, and waits for a decision on its turn as it is now ({})",
+                latest.standing()
+            ),
+        ),
+        (Some(latest), Some(decision)) => (
+            "Decided elsewhere",
+            format!(
+                "this run changed since the page was shown: {} by {}{}, and now {}",
+                decision.record.verdict.as_str(),
+                decision.record.decided_by,
+                decision
+                    .record
+                    .channel
+                    .map(|channel| format!(" through {}", channel.as_str()))
+                    .unwrap_or_default(),
+                latest.standing()
+            ),
+        ),
+        _ => (
+            "The run changed",
+            "this run changed since the page was shown, and no longer waits for a decision"
+                .to_owned(),
+        ),
+    };
+    (
+        StatusCode::CONFLICT,
+        pages::news(session, headline, &what, fresh),
+    )
+        .into_response()
 }
 
 /// An approval "and from now on": the decision, and `tool` declared "no
@@ -189,7 +226,7 @@ async fn from_now_on(
     fresh: &str,
 ) -> Result<Response, Refused> {
     let refused = |status: StatusCode, why: String| {
-        Ok((status, pages::refused(&why, Some(fresh))).into_response())
+        Ok((status, pages::refused(Some(session), &why, Some(fresh))).into_response())
     };
     let Some(registry) = inbox
         .inner
@@ -219,10 +256,7 @@ async fn from_now_on(
     let Ok(toolgate::suspend::SuspendedRun::AwaitingApproval(waiting)) =
         inbox.store().load_suspended(run).await
     else {
-        return refused(
-            StatusCode::CONFLICT,
-            "this run no longer waits for approval; nothing was recorded".to_owned(),
-        );
+        return Ok(changed(inbox, session, run, fresh).await);
     };
     let now = waiting.reviewed_again(registry).await;
     let binding = toolgate_store::FromNowOn {
@@ -245,10 +279,11 @@ async fn from_now_on(
                 ),
             ),
         },
-        Err(ClaimError::StaleDigest { .. }) => refused(
-            StatusCode::CONFLICT,
-            "this run changed since the page was shown — decided elsewhere, or paused afresh; nothing was recorded".to_owned(),
-        ),
+        Err(
+            ClaimError::StaleDigest { .. }
+            | ClaimError::NotFound(_)
+            | ClaimError::AlreadyDecided { .. },
+        ) => Ok(changed(inbox, session, run, fresh).await),
         Err(error) => refused(StatusCode::FORBIDDEN, error.to_string()),
     }
 }
@@ -272,7 +307,11 @@ pub(crate) async fn choose(
         _ => {
             return Ok((
                 StatusCode::BAD_REQUEST,
-                pages::refused("the form names no choice: rerun or skip", None),
+                pages::refused(
+                    Some(&session),
+                    "the form names no choice: rerun or skip",
+                    None,
+                ),
             )
                 .into_response());
         }
@@ -294,7 +333,7 @@ pub(crate) async fn choose(
         Ok(_) => Ok(Redirect::to(&fresh).into_response()),
         Err(error) => Ok((
             StatusCode::FORBIDDEN,
-            pages::refused(&error.to_string(), Some(&fresh)),
+            pages::refused(Some(&session), &error.to_string(), Some(&fresh)),
         )
             .into_response()),
     }

@@ -1661,7 +1661,9 @@ async fn the_list_shows_what_each_run_is_and_narrows_in_the_store() {
 
     let notes = list("?server=notes").await;
     assert_eq!(rows(&notes), 1);
-    assert!(notes.contains(remote.run_id()) && notes.contains("1 run waiting, matching the filter"));
+    assert!(
+        notes.contains(remote.run_id()) && notes.contains("1 run waiting, matching the filter")
+    );
     assert!(
         notes.contains("value=\"notes\""),
         "the form keeps the filter"
@@ -1728,4 +1730,139 @@ async fn the_list_pages_keep_their_filter() {
     .await;
     assert_eq!(rows(&second.body), 1, "{}", second.body);
     assert!(!second.body.contains("Older runs"));
+}
+
+/// A run decided elsewhere while its page was open is news, not an alarm:
+/// who decided, through which channel, where it stands now, under the
+/// page's header; a refusal keeps the header too — who is signed in, the
+/// way back.
+#[tokio::test]
+async fn a_run_decided_elsewhere_is_news_and_refusals_keep_the_header() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = paused(&store, json!({"branch": "old"}), RunOptions::default()).await;
+    let (cookie, key) = signed_in(&inbox, &store, "bob").await;
+    let path = format!("/s/{key}/runs/{}/decide", run.run_id());
+
+    // A form that does not read: refused, under the header.
+    let bad = send(
+        &inbox,
+        post(
+            &path,
+            Some(&cookie),
+            Some(ORIGIN),
+            &[
+                ("csrf", &key),
+                ("digest", run.digest().as_str()),
+                ("verdict", "maybe"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    for part in [
+        "<h1>Refused</h1>",
+        "signed in as <bdi>bob</bdi>",
+        &format!("href=\"/s/{key}/\">Back to the waiting runs"),
+    ] {
+        assert!(bad.body.contains(part), "{part}: {}", bad.body);
+    }
+
+    // Carol denies it from the console while bob's page is open.
+    let carol =
+        toolgate::identity::Operator::new("carol", toolgate::identity::IdentitySource::Flag)
+            .unwrap()
+            .via(toolgate::identity::Channel::Console);
+    store
+        .decide(
+            run.run_id(),
+            Some(&run.digest()),
+            &carol,
+            toolgate_store::Answer::Deny,
+        )
+        .await
+        .unwrap();
+    let late = decide_as(
+        &inbox,
+        &path,
+        &cookie,
+        &key,
+        run.digest().as_str(),
+        "approve",
+    )
+    .await;
+    assert_eq!(late.status, StatusCode::CONFLICT);
+    for part in [
+        "<h1>Decided elsewhere</h1>",
+        "denied by carol through console",
+        "Nothing was recorded from your form.",
+        "signed in as <bdi>bob</bdi>",
+        &format!(
+            "href=\"/s/{key}/runs/{}\">See the run as it is now",
+            run.run_id()
+        ),
+    ] {
+        assert!(late.body.contains(part), "{part}: {}", late.body);
+    }
+    assert!(!late.body.contains("Refused") && !late.body.contains("class=\"refusal\""));
+    assert_eq!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .len(),
+        1
+    );
+}
+
+/// Under four eyes the requester is offered no approval — the store would
+/// refuse it — only a denial, and told who approves; another operator is
+/// offered every form.
+#[tokio::test]
+async fn the_requester_is_offered_no_approval_under_four_eyes() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let options = RunOptions {
+        four_eyes: true,
+        ..RunOptions::default()
+    };
+    let run = paused(&store, json!({"branch": "old"}), options).await;
+    let page = |name: &'static str| {
+        let (inbox, store) = (inbox.clone(), store.clone());
+        let run = run.run_id().to_owned();
+        async move {
+            let (cookie, key) = signed_in(&inbox, &store, name).await;
+            let page = send(&inbox, get(&format!("/s/{key}/runs/{run}"), Some(&cookie))).await;
+            assert_eq!(page.status, StatusCode::OK);
+            (cookie, key, page.body)
+        }
+    };
+    let (cookie, key, own) = page("Alice").await;
+    assert!(
+        own.contains("requires four eyes: another operator approves it"),
+        "{own}"
+    );
+    assert!(own.contains("Deny every call"), "{own}");
+    for offered in [
+        "Approve every call",
+        "value=\"approve\"",
+        "value=\"edit\"",
+        "value=\"calls\"",
+    ] {
+        assert!(!own.contains(offered), "{offered} offered to the requester");
+    }
+    let (_, _, other) = page("bob").await;
+    assert!(other.contains("Approve every call") && !other.contains("requires four eyes"));
+    // The denial offered is taken.
+    let denied = decide_as(
+        &inbox,
+        &format!("/s/{key}/runs/{}/decide", run.run_id()),
+        &cookie,
+        &key,
+        run.digest().as_str(),
+        "deny",
+    )
+    .await;
+    assert_eq!(denied.status, StatusCode::SEE_OTHER, "{}", denied.body);
 }
