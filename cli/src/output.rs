@@ -46,7 +46,9 @@ impl Out {
         }
     }
 
-    /// A table with a header row.
+    /// A table with a header row, fitted to [`Out::width`] when there is
+    /// one: long cells wrap at spaces, and the columns marked with
+    /// [`Grid::whole`] (ids, names) are never split.
     pub(crate) fn table(self, header: &[&str]) -> Grid {
         let mut table = Table::new();
         table
@@ -55,13 +57,33 @@ impl Out {
         if !self.colour {
             table.force_no_tty();
         }
-        // A terminal that reports no usable width (a pseudo-terminal nobody
-        // sized) gets the width a pipe gets, not one column per letter.
-        if table.width().is_some_and(|w| w < 40) {
-            table.set_width(120);
+        if let Some(width) = self.width() {
+            table.set_width(width);
         }
         table.set_header(header.iter().map(|h| Cell::new(visible(h))));
         Grid { table, out: self }
+    }
+
+    /// The width tables fit: `COLUMNS` when it holds a number (at least
+    /// 20), else the terminal's — 120 for a terminal that reports no
+    /// usable width (a pseudo-terminal nobody sized) — and none on a pipe,
+    /// where rows stay whole for the programs that read them.
+    #[allow(
+        clippy::unused_self,
+        reason = "called as `out.width()` beside the table printers"
+    )]
+    pub(crate) fn width(self) -> Option<u16> {
+        if let Some(columns) = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<u16>().ok())
+            .filter(|c| *c >= 20)
+        {
+            return Some(columns);
+        }
+        if !std::io::stdout().is_terminal() {
+            return None;
+        }
+        Some(Table::new().width().filter(|w| *w >= 40).unwrap_or(120))
     }
 
     /// Prints a value as JSON.
@@ -87,6 +109,65 @@ pub(crate) enum Col<'a> {
     Json(&'a Value),
     /// A gate word, coloured on a terminal.
     Gate(&'a str),
+    /// Text and JSON in one cell, each piece escaped as its kind.
+    Mixed(Mixed),
+}
+
+/// A cell's text built of pieces — words, and JSON values — each escaped
+/// as its kind when the row is added: JSON inside a sentence is written
+/// once (`{"a":"x\ny"}`), never escaped a second time as text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Mixed(Vec<Piece>);
+
+/// One piece of a [`Mixed`] cell.
+#[derive(Debug, Clone, PartialEq)]
+enum Piece {
+    Text(String),
+    Json(Value),
+}
+
+impl Mixed {
+    /// Appends text.
+    pub(crate) fn text(mut self, text: impl Into<String>) -> Self {
+        self.0.push(Piece::Text(text.into()));
+        self
+    }
+
+    /// Appends a JSON value.
+    pub(crate) fn json(mut self, value: &Value) -> Self {
+        self.0.push(Piece::Json(value.clone()));
+        self
+    }
+
+    /// The pieces as one plain string (JSON as compact text), for `--json`
+    /// output, which escapes its own strings.
+    pub(crate) fn plain(&self) -> String {
+        self.0
+            .iter()
+            .map(|piece| match piece {
+                Piece::Text(text) => text.clone(),
+                Piece::Json(value) => value.to_string(),
+            })
+            .collect()
+    }
+
+    /// The pieces escaped for a person: text with [`visible`], JSON with
+    /// [`visible_json`].
+    fn shown(&self) -> String {
+        self.0
+            .iter()
+            .map(|piece| match piece {
+                Piece::Text(text) => visible(text).into_owned(),
+                Piece::Json(value) => visible_json(value),
+            })
+            .collect()
+    }
+}
+
+impl From<Mixed> for Col<'_> {
+    fn from(mixed: Mixed) -> Self {
+        Col::Mixed(mixed)
+    }
 }
 
 impl<'a> From<&'a str> for Col<'a> {
@@ -152,7 +233,19 @@ impl Grid {
             Col::Text(text) => Cell::new(visible(&text)),
             Col::Json(value) => Cell::new(visible_json(value)),
             Col::Gate(word) => out.gate(word),
+            Col::Mixed(mixed) => Cell::new(mixed.shown()),
         }));
+    }
+
+    /// Marks columns (by index) that hold ids and names: they keep their
+    /// content's width, so a narrow terminal wraps the other columns
+    /// rather than split an id or a name.
+    pub(crate) fn whole(&mut self, columns: &[usize]) {
+        for index in columns {
+            if let Some(column) = self.table.column_mut(*index) {
+                column.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+            }
+        }
     }
 
     /// Without a terminal there is no width to fit: a table whose cells hold
@@ -344,6 +437,13 @@ pub(crate) fn log_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields
     .delimited(" ")
 }
 
+/// Milliseconds since the epoch as a UTC date and time to the minute, as
+/// tables show it (`2026-12-03 07:41`).
+pub(crate) fn date_utc(ms: i64) -> String {
+    let stamp = timestamp(ms);
+    stamp.get(..16).map_or(stamp.clone(), str::to_owned)
+}
+
 /// Milliseconds since the epoch as a UTC timestamp.
 pub(crate) fn timestamp(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
@@ -372,6 +472,7 @@ mod tests {
         assert_eq!(timestamp(0), "1970-01-01 00:00:00Z");
         assert_eq!(timestamp(1_700_000_000_000), "2023-11-14 22:13:20Z");
         assert_eq!(timestamp(951_782_400_000), "2000-02-29 00:00:00Z");
+        assert_eq!(date_utc(1_700_000_000_000), "2023-11-14 22:13");
     }
 
     #[test]

@@ -26,7 +26,18 @@ fn temp() -> tempfile::TempDir {
 }
 
 fn toolgate(dir: &Path, args: &[&str]) -> Output {
-    common::command(dir)
+    toolgate_in(dir, args, None)
+}
+
+/// `toolgate` with tables fitted to `columns`, or (none) not fitted, as on
+/// a pipe.
+fn toolgate_in(dir: &Path, args: &[&str], columns: Option<u16>) -> Output {
+    let mut command = common::command(dir);
+    match columns {
+        Some(columns) => command.env("COLUMNS", columns.to_string()),
+        None => command.env_remove("COLUMNS"),
+    };
+    command
         .args(args)
         .env("NO_COLOR", "1")
         .env_remove("TOOLGATE_OPERATOR")
@@ -322,7 +333,12 @@ fn a_url_of_another_scheme_is_never_a_file_name() {
             let output = command.args(["runs", "list"]).output().unwrap();
             let err = stderr(&output);
             assert_eq!(output.status.code(), Some(2), "{url}: {err}");
-            for form in ["postgres://", "postgresql://", "sqlite:PATH", "without `://`"] {
+            for form in [
+                "postgres://",
+                "postgresql://",
+                "sqlite:PATH",
+                "without `://`",
+            ] {
                 assert!(err.contains(form), "{url}: {err}");
             }
             assert!(!err.contains("s3cret"), "{err}");
@@ -348,7 +364,16 @@ fn usage_errors_exit_2_and_say_what_is_missing() {
     for command in [
         vec!["runs", "approve", &run[..8], "--as", "bob"],
         vec!["runs", "deny", &run[..8], "--as", "bob", "--reason", "no"],
-        vec!["runs", "edit", &run[..8], "call_2", "--args", "{}", "--as", "bob"],
+        vec![
+            "runs",
+            "edit",
+            &run[..8],
+            "call_2",
+            "--args",
+            "{}",
+            "--as",
+            "bob",
+        ],
     ] {
         let missing = fails(dir, &command, 2);
         assert!(
@@ -360,8 +385,16 @@ fn usage_errors_exit_2_and_say_what_is_missing() {
     let bad = fails(
         dir,
         &[
-            "runs", "edit", &run, "call_2", "--args", r#"{"path": "a", oops}"#, "--digest",
-            &digest, "--as", "bob",
+            "runs",
+            "edit",
+            &run,
+            "call_2",
+            "--args",
+            r#"{"path": "a", oops}"#,
+            "--digest",
+            &digest,
+            "--as",
+            "bob",
         ],
         2,
     );
@@ -373,13 +406,24 @@ fn usage_errors_exit_2_and_say_what_is_missing() {
     let bad = fails(
         dir,
         &[
-            "runs", "approve", &run, "--edit", "call_2=[1,", "--digest", &digest, "--as", "bob",
+            "runs",
+            "approve",
+            &run,
+            "--edit",
+            "call_2=[1,",
+            "--digest",
+            &digest,
+            "--as",
+            "bob",
         ],
         2,
     );
     assert!(bad.contains("`--edit` is not JSON"), "{bad}");
     // Nothing was recorded by any of them.
-    assert_eq!(json(dir, &["runs", "show", &run])["decisions"], Value::Array(vec![]));
+    assert_eq!(
+        json(dir, &["runs", "show", &run])["decisions"],
+        Value::Array(vec![])
+    );
 }
 
 #[test]
@@ -389,7 +433,14 @@ fn a_preview_that_changes_nothing_is_no_error() {
     ok(dir, &["demo", "--detach", "--as", "alice"]);
     for command in [
         &["server", "set-approval", "notes", "off"][..],
-        &["tool", "set-approval", "notes.write_note", "off", "--as", "olga"],
+        &[
+            "tool",
+            "set-approval",
+            "notes.write_note",
+            "off",
+            "--as",
+            "olga",
+        ],
         &["server", "accept", "notes"],
     ] {
         let output = toolgate(dir, command);
@@ -398,5 +449,123 @@ fn a_preview_that_changes_nothing_is_no_error() {
         assert!(stdout(&output).contains("digest: sha256:"), "{command:?}");
         assert!(err.starts_with("nothing "), "{command:?}: {err}");
         assert!(!err.to_lowercase().contains("error"), "{command:?}: {err}");
+    }
+}
+
+#[test]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
+fn tables_a_person_can_read() {
+    let dir = temp();
+    let dir = dir.path();
+    ok(
+        dir,
+        &["demo", "--detach", "--approvals", "2", "--as", "alice"],
+    );
+    let runs = json(dir, &["runs", "list"]);
+    let run = runs[0]["run"].as_str().unwrap().to_owned();
+    assert_eq!(runs[0]["status"], "waiting");
+    assert_eq!(runs[0]["waits_for"], "approval");
+    assert_eq!(runs[0]["kind"], "awaiting_approval");
+    let digest = json(dir, &["runs", "show", &run])["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let edit = r###"call_2b={"path":"CHANGELOG.md","content":"## 0.2.0\n- \"quoted\""}"###;
+    for approver in ["bob", "carol"] {
+        ok(
+            dir,
+            &[
+                "runs", "approve", &run, "--digest", &digest, "--as", approver, "--edit", edit,
+                "--call", "call_2",
+            ],
+        );
+    }
+    // Every approver is listed, and the run says what it waits for now.
+    let runs = json(dir, &["runs", "list"]);
+    assert_eq!(runs[0]["deciders"], serde_json::json!(["bob", "carol"]));
+    assert_eq!(runs[0]["status"], "decided");
+    assert_eq!(runs[0]["waits_for"], "host");
+    let listed = ok(dir, &["runs", "list"]);
+    assert!(listed.contains("bob, carol"), "{listed}");
+    assert!(listed.contains(&run), "a pipe gets whole ids: {listed}");
+    // Dates to the minute, in UTC.
+    let since = runs[0]["since"].as_str().unwrap();
+    assert!(
+        listed.contains("SINCE (UTC)") && listed.contains(&since[..16]),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains(&since[..17]),
+        "no seconds in the table: {listed}"
+    );
+
+    // The decision log writes edited arguments as JSON, escaped once.
+    let shown = ok(dir, &["runs", "show", &run]);
+    assert!(
+        shown.contains(r###"approved with edited arguments {"content":"## 0.2.0\n- \"quoted\"","path":"CHANGELOG.md"}"###),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(
+            r###"approved, edited to {"content":"## 0.2.0\n- \"quoted\"","path":"CHANGELOG.md"}"###
+        ),
+        "{shown}"
+    );
+    assert!(!shown.contains(r"\\n"), "nothing escaped twice: {shown}");
+
+    // A narrow terminal: every line fits, ids are shortened (and name
+    // their runs), names and dates are never split.
+    ok(dir, &["demo", "--detach", "--as", "dora"]);
+    let narrow = stdout(&toolgate_in(dir, &["runs", "list"], Some(80)));
+    for line in narrow
+        .lines()
+        .filter(|l| l.starts_with(['│', '┌', '└', '╞']))
+    {
+        assert!(
+            line.chars().count() <= 80,
+            "wider than 80: {line}\n{narrow}"
+        );
+    }
+    assert!(
+        !narrow.contains(&run) && narrow.contains(&run[..8]),
+        "{narrow}"
+    );
+    assert!(narrow.contains("run ids shortened to fit"), "{narrow}");
+    assert!(
+        narrow.contains("alice") && narrow.contains("dora"),
+        "{narrow}"
+    );
+    assert!(narrow.contains(&since[..16]), "{narrow}");
+    let shown_narrow = stdout(&toolgate_in(dir, &["runs", "show", &run[..8]], Some(80)));
+    for line in shown_narrow.lines().filter(|l| l.starts_with('│')) {
+        assert!(line.chars().count() <= 80, "wider than 80: {line}");
+    }
+    for name in ["call_2b", "write_file", "carol"] {
+        assert!(shown_narrow.contains(name), "{name} whole: {shown_narrow}");
+    }
+}
+
+#[test]
+fn runs_list_all_shows_one_row_per_run() {
+    let dir = temp();
+    let dir = dir.path();
+    // The demo pauses three times in one run; a second run pauses once.
+    ok(dir, &["demo", "--yes", "--as", "alice"]);
+    ok(dir, &["demo", "--detach", "--as", "alice"]);
+    let all = json(dir, &["runs", "list", "--all"]);
+    let runs = all.as_array().unwrap();
+    let mut ids: Vec<&str> = runs.iter().map(|r| r["run"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2, "{all}");
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "{all}");
+    let done = runs
+        .iter()
+        .find(|r| r["status"] == "done")
+        .expect("the finished run");
+    assert_eq!(done["waits_for"], Value::Null);
+    assert_eq!(done["kind"], "waiting_for_input", "its last pause: {done}");
+    let table = ok(dir, &["runs", "list", "--all"]);
+    for id in ids {
+        assert_eq!(table.matches(id).count(), 1, "{table}");
     }
 }

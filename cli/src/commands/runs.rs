@@ -5,12 +5,12 @@ use serde_json::{Value, json};
 use toolgate::run::ToolCall;
 use toolgate::suspend::CallVerdict;
 use toolgate::{Registry, suspend::SuspendedRun};
-use toolgate_store::{Answer, Choice, Store};
+use toolgate_store::{Answer, Choice, OpenRun, Store};
 
 use super::decide;
 use super::turn::{gate, registry_less, show_with_states};
 use crate::agent::{self, Workspace};
-use crate::output::{Col, Out, say, timestamp};
+use crate::output::{Col, Mixed, Out, date_utc, say, timestamp};
 use crate::{Failure, RunsCommand};
 
 pub(super) async fn runs(
@@ -74,11 +74,15 @@ pub(super) async fn runs(
 }
 
 async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
-    let runs = if all {
+    let listed = if all {
         store.all_runs().await?
     } else {
         store.open_runs().await?
     };
+    let runs = newest_per_run(listed);
+    let suspensions: Vec<i64> = runs.iter().map(|r| r.suspension_id).collect();
+    let deciders = store.deciders(&suspensions).await?;
+    let deciders_of = |r: &OpenRun| deciders.get(&r.suspension_id).cloned().unwrap_or_default();
     if out.json {
         // No digest here: it is shown only beside the turn itself
         // (`runs show`), so nobody decides a turn they were not shown.
@@ -86,11 +90,13 @@ async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
             &runs
                 .iter()
                 .map(|r| {
+                    let (status, waits_for) = waiting(r);
                     json!({
-                        "run": r.run_id, "status": r.status, "requested_by": r.requested_by,
+                        "run": r.run_id, "status": status, "waits_for": waits_for,
+                        "kind": r.status, "requested_by": r.requested_by,
                         "owner": r.owner, "state": r.state, "execution": r.execution,
                         "standing": r.standing(), "executing": r.executing,
-                        "decided_by": r.decided_by,
+                        "decided_by": r.decided_by, "deciders": deciders_of(r),
                         "approvals": {"have": r.approvals.0, "need": r.approvals.1},
                         "since": timestamp(r.created_at), "problem": r.problem,
                         "authenticated": store.is_authenticated(),
@@ -99,6 +105,11 @@ async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
                 .collect::<Vec<_>>(),
         );
     }
+    // A full id is 36 characters: where the table would not fit, each run is
+    // shown by the shortest prefix (at least 8) that tells it from the
+    // others listed — any unique prefix names a run.
+    let short = out.width().is_some_and(|w| w < 150);
+    let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
     let mut table = out.table(&[
         "RUN",
         "PAUSE",
@@ -106,12 +117,17 @@ async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
         "STATE",
         "REQUESTED BY",
         "DECIDED BY",
-        "SINCE",
+        "SINCE (UTC)",
         "PROBLEM",
     ]);
     for r in &runs {
+        let deciders = deciders_of(r);
         table.row([
-            Col::from(&r.run_id),
+            Col::from(if short {
+                short_id(&r.run_id, &ids)
+            } else {
+                r.run_id.clone()
+            }),
             Col::Gate(if r.status == "waiting_for_input" {
                 "input"
             } else {
@@ -120,12 +136,22 @@ async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
             Col::from(&r.owner),
             Col::from(r.standing()),
             Col::from(&r.requested_by),
-            Col::from(r.decided_by.as_deref().unwrap_or("-")),
-            Col::from(timestamp(r.created_at)),
+            Col::from(if deciders.is_empty() {
+                "-".to_owned()
+            } else {
+                deciders.join(", ")
+            }),
+            Col::from(date_utc(r.created_at)),
             Col::from(r.problem.as_deref().unwrap_or("-")),
         ]);
     }
+    table.whole(&[0, 1, 2, 6]);
     table.print();
+    if short && !runs.is_empty() {
+        say!(
+            "(run ids shortened to fit the terminal: any unique prefix of 6 or more characters names a run; `--json` or a wider terminal shows them whole)"
+        );
+    }
     if store.requires_key() && !store.is_authenticated() {
         say!(
             "note: this store authenticates its runs and {}; open it with its key (TOOLGATE_INTEGRITY_KEY_FILE)",
@@ -141,6 +167,59 @@ async fn list(store: &Store, out: Out, all: bool) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// One row per run: the newest of its suspensions listed, in the order of
+/// those rows.
+fn newest_per_run(listed: Vec<OpenRun>) -> Vec<OpenRun> {
+    let mut newest: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    for r in &listed {
+        let id = newest.entry(r.run_id.clone()).or_insert(r.suspension_id);
+        *id = (*id).max(r.suspension_id);
+    }
+    listed
+        .into_iter()
+        .filter(|r| newest.get(&r.run_id) == Some(&r.suspension_id))
+        .collect()
+}
+
+/// Whether a listed run still waits, and for what: its `status` in
+/// `runs list --json`, and what it waits for (none once nothing is
+/// awaited: resuming, or done).
+fn waiting(r: &OpenRun) -> (&'static str, Option<&'static str>) {
+    let expired = r.expires_at.is_some_and(|at| u128::from(at) < now_ms());
+    match (r.state.as_str(), r.execution.as_str()) {
+        ("open", _) if r.status == "waiting_for_input" => ("waiting", Some("input")),
+        ("open", _) if expired => ("expired", Some("deny_or_ask_again")),
+        ("open", _) => ("waiting", Some("approval")),
+        ("decided", "pending") if toolgate_store::is_reserved_host_name(&r.owner) => {
+            ("decided", Some("client"))
+        }
+        ("decided", "pending") => ("decided", Some("host")),
+        ("decided", "resuming") => ("resuming", None),
+        ("decided", "outcome_unknown") => ("outcome_unknown", Some("choice")),
+        (_, "done") => ("done", None),
+        _ => ("unreadable", None),
+    }
+}
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+/// The shortest prefix of `id`, of at least 8 characters, that begins no
+/// other of `ids`.
+fn short_id(id: &str, ids: &[String]) -> String {
+    let chars: Vec<char> = id.chars().collect();
+    (8..chars.len())
+        .map(|n| chars[..n].iter().collect::<String>())
+        .find(|prefix| {
+            !ids.iter()
+                .any(|other| other != id && other.starts_with(prefix.as_str()))
+        })
+        .unwrap_or_else(|| id.to_owned())
 }
 
 /// A run: its newest pause (the turn call by call, and its digest while it
@@ -165,7 +244,7 @@ async fn show_run(
         });
     let unknown = store.unknown_calls(run).await?;
     let turn = i64::from(paused.state().iterations);
-    let states: Vec<String> = paused
+    let states: Vec<Mixed> = paused
         .pending()
         .iter()
         .enumerate()
@@ -187,7 +266,8 @@ async fn show_run(
         return out.json(&run_json(&paused, latest, &history, &states, &unknown));
     }
     if waiting {
-        show_with_states(registry, out, &paused, Some(&states)).await?;
+        let plain: Vec<String> = states.iter().map(Mixed::plain).collect();
+        show_with_states(registry, out, &paused, Some(&plain)).await?;
     } else {
         say!(
             "run {} — last paused for {} — requested by {}",
@@ -197,8 +277,13 @@ async fn show_run(
         );
         let mut table = out.table(&["CALL", "TOOL", "STATE"]);
         for (call, state) in paused.pending().iter().zip(&states) {
-            table.row([Col::from(&call.id), Col::from(&call.name), Col::from(state)]);
+            table.row([
+                Col::from(&call.id),
+                Col::from(&call.name),
+                Col::from(state.clone()),
+            ]);
         }
+        table.whole(&[0, 1]);
         table.print();
     }
     if schema {
@@ -261,9 +346,9 @@ fn print_unknown(run: &str, unknown: &[toolgate_store::UnknownCall]) {
 /// decisions, journaled calls and unknown calls.
 fn run_json(
     paused: &SuspendedRun,
-    latest: &toolgate_store::OpenRun,
+    latest: &OpenRun,
     history: &toolgate_store::RunHistory,
-    states: &[String],
+    states: &[Mixed],
     unknown: &[toolgate_store::UnknownCall],
 ) -> Value {
     json!({
@@ -282,7 +367,7 @@ fn run_json(
             "definition": t.definition_digest(),
         }))).collect::<Vec<_>>(),
         "turn": paused.pending().iter().enumerate().zip(states).map(|((i, c), state)| json!({
-            "call": c.id, "tool": c.name, "gate": gate(registry_less(paused, i)), "state": state,
+            "call": c.id, "tool": c.name, "gate": gate(registry_less(paused, i)), "state": state.plain(),
         })).collect::<Vec<_>>(),
         "decisions": history.decisions.iter().map(|d| json!({
             "verdict": d.record.verdict.as_str(), "summary": d.record.summary(),
@@ -359,6 +444,7 @@ fn print_decisions(out: Out, decisions: &[toolgate_store::StoredDecision]) {
                 ),
             ]);
         }
+        table.whole(&[1, 2, 3]);
         say!("decisions:");
         table.print();
     }
@@ -390,35 +476,45 @@ fn print_calls(out: Out, calls: &[toolgate_store::CallRow]) {
                 }),
             ]);
         }
+        table.whole(&[1, 2, 3]);
         say!("calls run by the host:");
         table.print();
     }
 }
 
-/// A decision's verdicts call by call, as one cell.
-pub(super) fn audited_calls(record: &toolgate::audit::DecisionRecord) -> String {
+/// A decision's verdicts call by call, as one cell: arguments as JSON,
+/// reasons as text, each escaped once.
+pub(super) fn audited_calls(record: &toolgate::audit::DecisionRecord) -> Mixed {
     if record.calls.is_empty() {
-        return record.tools.join(", ");
+        return Mixed::default().text(record.tools.join(", "));
     }
-    record
-        .calls
-        .iter()
-        .map(|c| match &c.verdict {
-            None => format!("{} {}: runs (no approval needed)", c.call_id, c.tool),
-            Some(CallVerdict::Approve) => format!("{} {}: approved", c.call_id, c.tool),
+    let mut cell = Mixed::default();
+    for (index, c) in record.calls.iter().enumerate() {
+        if index > 0 {
+            cell = cell.text("; ");
+        }
+        let named = format!("{} {}: ", c.call_id, c.tool);
+        cell = match &c.verdict {
+            None => cell.text(named).text("runs (no approval needed)"),
+            Some(CallVerdict::Approve) => cell.text(named).text("approved"),
             Some(CallVerdict::Deny { reason }) if reason.is_empty() => {
-                format!("{} {}: denied", c.call_id, c.tool)
+                cell.text(named).text("denied")
             }
-            Some(CallVerdict::Deny { reason }) => {
-                format!("{} {}: denied ({reason})", c.call_id, c.tool)
-            }
-            Some(CallVerdict::Edit { arguments }) => format!(
-                "{} {}: approved with edited arguments {} (model's: {})",
-                c.call_id, c.tool, arguments, c.arguments
-            ),
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
+            Some(CallVerdict::Deny { reason }) => cell
+                .text(named)
+                .text("denied (")
+                .text(reason.clone())
+                .text(")"),
+            Some(CallVerdict::Edit { arguments }) => cell
+                .text(named)
+                .text("approved with edited arguments ")
+                .json(arguments)
+                .text(" (model's: ")
+                .json(&c.arguments)
+                .text(")"),
+        };
+    }
+    cell
 }
 
 /// Where one call of the newest pause stands.
@@ -429,12 +525,13 @@ fn call_state(
     decided: Option<&toolgate::audit::DecisionRecord>,
     ran: Option<&toolgate_store::CallRow>,
     waiting: bool,
-) -> String {
+) -> Mixed {
+    let said = |text: &str| Mixed::default().text(text);
     if let Some(ran) = ran {
         return match (&ran.state[..], &ran.result) {
-            ("ended", Some(result)) => format!("ran: {result}"),
-            ("ended", None) => "ran".to_owned(),
-            _ => "executing, or its outcome unknown".to_owned(),
+            ("ended", Some(result)) => said("ran: ").text(result.clone()),
+            ("ended", None) => said("ran"),
+            _ => said("executing, or its outcome unknown"),
         };
     }
     let verdict = decided.and_then(|d| {
@@ -444,19 +541,19 @@ fn call_state(
             .and_then(|c| c.verdict.clone())
     });
     match (waiting, verdict) {
-        (true, _) => match registry_less(paused, index) {
-            Some("approval") => "needs a verdict".to_owned(),
-            Some("input") => "waits for input".to_owned(),
-            Some("runs") => "runs without a verdict".to_owned(),
-            _ => "-".to_owned(),
-        },
-        (false, Some(CallVerdict::Approve)) => "approved".to_owned(),
-        (false, Some(CallVerdict::Deny { reason })) if reason.is_empty() => "denied".to_owned(),
-        (false, Some(CallVerdict::Deny { reason })) => format!("denied: {reason}"),
+        (true, _) => said(match registry_less(paused, index) {
+            Some("approval") => "needs a verdict",
+            Some("input") => "waits for input",
+            Some("runs") => "runs without a verdict",
+            _ => "-",
+        }),
+        (false, Some(CallVerdict::Approve)) => said("approved"),
+        (false, Some(CallVerdict::Deny { reason })) if reason.is_empty() => said("denied"),
+        (false, Some(CallVerdict::Deny { reason })) => said("denied: ").text(reason),
         (false, Some(CallVerdict::Edit { arguments })) => {
-            format!("approved, edited to {arguments}")
+            said("approved, edited to ").json(&arguments)
         }
-        (false, None) => "runs without a verdict (needed no approval)".to_owned(),
+        (false, None) => said("runs without a verdict (needed no approval)"),
     }
 }
 

@@ -71,6 +71,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
             claims.as_ref().map_or(Col::from("-"), Col::from),
         ]);
     }
+    table.whole(&[0, 1, 4]);
     table.print();
     say!(
         "A server's claims are shown as it sent them; no decision reads them. A remote tool's effect is assumed, not claimed."

@@ -104,6 +104,7 @@ pub(super) async fn show_with_states(
             ),
         ]);
     }
+    table.whole(&[0, 1, 2]);
     table.print();
     let mut described: Vec<&str> = Vec::new();
     for tool in run.review().tools.iter().flatten() {

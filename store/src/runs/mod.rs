@@ -16,6 +16,7 @@ use crate::{Store, StoreError, now_ms};
 
 mod decide;
 pub(crate) use decide::channel_of;
+mod deciders;
 mod error;
 mod prefix;
 mod standing;
