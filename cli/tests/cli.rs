@@ -436,7 +436,7 @@ fn four_eyes_refuses_the_requesters_own_approval() {
     );
     let denied_by_self = ok(dir, &["host", "--once"]);
     assert!(
-        denied_by_self.contains("write_file → error: the operator (alice) denied this call"),
+        denied_by_self.contains("write_file → error: the call was denied by alice"),
         "{denied_by_self}"
     );
 }
@@ -698,7 +698,7 @@ fn a_turn_decided_call_by_call_with_an_edit() {
     let resumed = ok(dir, &["host", "--once"]);
     assert!(
         resumed.contains(
-            "write_file → error: the operator (bob) denied this call: keep 0.1 until Friday"
+            "write_file → error: the call was denied by bob: keep 0.1 until Friday"
         ),
         "{resumed}"
     );
@@ -1624,7 +1624,7 @@ fn a_denied_read_beside_approved_writes_is_recorded_as_denied() {
     );
     let resumed = ok(dir, &["host", "--once"]);
     assert!(
-        resumed.contains("read_file → error: the operator (bob) denied this call: not now"),
+        resumed.contains("read_file → error: the call was denied by bob: not now"),
         "{resumed}"
     );
 }

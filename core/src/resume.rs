@@ -48,9 +48,9 @@ async fn run_decided<S>(
 /// What the model reads for a denied call.
 pub(crate) fn denied_text(by: &str, reason: &str) -> String {
     if reason.trim().is_empty() {
-        format!("the operator ({by}) denied this call; it was not executed")
+        format!("the call was denied by {by}; it was not executed")
     } else {
-        format!("the operator ({by}) denied this call: {reason}; it was not executed")
+        format!("the call was denied by {by}: {reason}; it was not executed")
     }
 }
 

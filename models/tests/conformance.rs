@@ -691,12 +691,12 @@ fn result(call: &ToolCall, outcome: &OutcomeGen) -> Message {
         ),
         OutcomeGen::Failed(text) => (text.clone(), true, None),
         OutcomeGen::Denied(by, None) => (
-            format!("the operator ({by}) denied this call; it was not executed"),
+            format!("the call was denied by {by}; it was not executed"),
             true,
             None,
         ),
         OutcomeGen::Denied(by, Some(reason)) => (
-            format!("the operator ({by}) denied this call: {reason}; it was not executed"),
+            format!("the call was denied by {by}: {reason}; it was not executed"),
             true,
             None,
         ),

@@ -230,7 +230,7 @@ async fn a_run_of_one_call_is_resumed_only_by_the_host_that_holds_it() {
     };
     assert_eq!(
         answer,
-        "the operator (bob) denied this call; it was not executed"
+        "the call was denied by bob; it was not executed"
     );
     assert_eq!(ran.load(Ordering::SeqCst), 1, "a denied call never runs");
 }

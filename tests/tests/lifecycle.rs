@@ -338,7 +338,7 @@ async fn approval_denied_every_pending_call_gets_an_error_result() {
         ..approve(&run, "bob")
     };
     let state = finished(run.decide(&agent, decision).await);
-    let denied = "the operator (bob) denied this call; it was not executed";
+    let denied = "the call was denied by bob; it was not executed";
     assert_eq!(
         results(&state),
         [

@@ -112,7 +112,7 @@ async fn a_write_waits_and_finishes_with_its_result_or_its_denial() {
     };
     assert_eq!(
         answer,
-        "the operator (bob) denied this call; it was not executed"
+        "the call was denied by bob; it was not executed"
     );
     assert_eq!(results(&state), [(true, answer)]);
 }

@@ -194,7 +194,7 @@ async fn approve_deny_and_edit_by_call_id_whatever_the_order() {
             results["c2"],
             (
                 true,
-                "the operator (bob) denied this call: that note stays; it was not executed"
+                "the call was denied by bob: that note stays; it was not executed"
                     .to_owned()
             )
         );
