@@ -218,7 +218,7 @@ fn deny_one_call_with_a_reason_and_approve_another() {
     // The host runs what was recorded: the denied write does not run.
     let resumed = common::toolgate(dir, &["host", "--once"]);
     assert!(
-        resumed.contains("the operator (bob) denied this call: keep 0.1 until Friday"),
+        resumed.contains("the call was denied by bob: keep 0.1 until Friday"),
         "{resumed}"
     );
 }
@@ -231,15 +231,25 @@ fn an_edit_the_schema_refuses_is_asked_again_on_the_line() {
     let mut session = review(dir, &["--as", "bob"], &[]);
     answer(&mut session, "call_2 (write_file): [a]pprove", "a");
     answer(&mut session, "call_2b (write_file): [a]pprove", "e");
+    answer(
+        &mut session,
+        "arguments (JSON; an empty line edits nothing):",
+        "",
+    );
+    let nothing = answer(&mut session, "call_2b (write_file): [a]pprove", "e");
+    assert!(
+        nothing.contains("no edit; the call's verdict is asked again"),
+        "{nothing}"
+    );
     let shown = answer(
         &mut session,
-        "arguments (JSON; Enter keeps the current ones):",
+        "arguments (JSON; an empty line edits nothing):",
         r#"{"path": 5}"#,
     );
     assert!(shown.contains("current arguments:"), "{shown}");
     let refused = answer(
         &mut session,
-        "arguments (JSON; Enter keeps the current ones):",
+        "arguments (JSON; an empty line edits nothing):",
         "{not json",
     );
     assert!(
@@ -249,7 +259,7 @@ fn an_edit_the_schema_refuses_is_asked_again_on_the_line() {
     );
     let refused = answer(
         &mut session,
-        "arguments (JSON; Enter keeps the current ones):",
+        "arguments (JSON; an empty line edits nothing):",
         r###"{"path":"CHANGELOG.md","content":"## 0.2.0\n- Edited by bob.\n"}"###,
     );
     assert!(refused.contains("not JSON"), "{refused}");
@@ -771,4 +781,30 @@ fn two_approvers_and_the_next_run_offered() {
         .collect();
     assert_eq!(by, [("bob", true), ("carol", false)]);
     assert_eq!(decisions(dir, &second)[0]["by"], "bob");
+}
+
+/// An editor that fails edits nothing: the verdict is asked again, and
+/// nothing of the edit is recorded.
+#[test]
+fn a_failing_editor_asks_the_verdict_again() {
+    let dir = temp();
+    let dir = dir.path();
+    let run = demo_run(dir, &[]);
+    let mut session = review(dir, &["--as", "bob"], &[("EDITOR", "false")]);
+    answer(&mut session, "call_2 (write_file): [a]pprove", "e");
+    let failed = answer(&mut session, "call_2 (write_file): [a]pprove", "a");
+    assert!(
+        failed.contains("the editor `false` failed: it ended with exit status: 1")
+            && failed.contains("no edit; the call's verdict is asked again"),
+        "{failed}"
+    );
+    answer(&mut session, "call_2b (write_file): [a]pprove", "a");
+    answer(&mut session, "record it as bob?", "y");
+    expect(&mut session, "recorded: approved by bob");
+    assert_eq!(ended(session).1, 0);
+    let recorded = decisions(dir, &run);
+    assert_eq!(
+        verdict(&recorded[0], "call_2"),
+        &json!({"verdict": "approve"})
+    );
 }

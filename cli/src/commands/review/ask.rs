@@ -76,12 +76,9 @@ pub(super) fn verdict(
             }
             "e" => {
                 if let Some(arguments) = edit(pending, call, given, operator)? {
-                    if arguments == call.arguments {
-                        say!("  unchanged: the call is approved as the model asked");
-                        return Ok(Some(CallVerdict::Approve));
-                    }
                     return Ok(Some(CallVerdict::Edit { arguments }));
                 }
+                say!("  no edit; the call's verdict is asked again");
             }
             _ => return Ok(None),
         }
@@ -89,8 +86,11 @@ pub(super) fn verdict(
 }
 
 /// New arguments for `call`, asked until they are JSON that fits the
-/// tool's parameter schema as the reviewer was shown it; `None` when the
-/// editor fails (the verdict is asked again).
+/// tool's parameter schema as the reviewer was shown it; `None` — the
+/// verdict is asked again — when nothing is typed (an empty line, a file
+/// left empty), the model's arguments come back unchanged, or the editor
+/// fails. So an edit the check can never take (a turn paused before
+/// reviews were kept) always has a way out.
 fn edit(
     pending: &Suspended<AwaitingApproval>,
     call: &ToolCall,
@@ -108,6 +108,10 @@ fn edit(
     .into_owned();
     loop {
         let typed = if let Some(editor) = &editor {
+            say!(
+                "  editing the arguments in {} (a file left empty edits nothing)",
+                editor
+            );
             match in_editor(editor, &text) {
                 Ok(typed) => typed,
                 Err(why) => {
@@ -117,9 +121,11 @@ fn edit(
             }
         } else {
             say!("  current arguments: {}", call.arguments);
-            let line = ask_line("  arguments (JSON; Enter keeps the current ones):")?;
-            if line.is_empty() { text.clone() } else { line }
+            ask_line("  arguments (JSON; an empty line edits nothing):")?
         };
+        if typed.trim().is_empty() {
+            return Ok(None);
+        }
         let arguments = match serde_json::from_str::<Value>(&typed) {
             Ok(arguments) => arguments,
             Err(error) => {
@@ -128,6 +134,9 @@ fn edit(
                 continue;
             }
         };
+        if arguments == call.arguments {
+            return Ok(None);
+        }
         match edit_problems(pending, call, &arguments, given, operator) {
             None => return Ok(Some(arguments)),
             Some(problems) => {
