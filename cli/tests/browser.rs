@@ -294,6 +294,45 @@ async fn an_operator_decides_in_a_real_browser_and_nothing_injected_runs() {
     assert!(ended.contains(&edited.as_str()), "{ran}");
     snap(&client, "5-ran").await;
 
+    // The history holds the decided run; the search narrows the list.
+    client.goto(&format!("{base}/?view=history")).await.unwrap();
+    let history = page_with(&client, "decided by").await;
+    assert!(
+        history.contains(&run) && !history.contains(&hostile),
+        "{history}"
+    );
+    snap(&client, "5a-history").await;
+    client.goto(&format!("{base}/")).await.unwrap();
+    client
+        .find(Locator::Css("form.filters input[name=q]"))
+        .await
+        .unwrap()
+        .send_keys("carol")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("form.filters button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let narrowed = page_with(&client, "matching the filter").await;
+    assert!(
+        narrowed.contains(&hostile) && !narrowed.contains(&run),
+        "{narrowed}"
+    );
+    assert!(
+        client
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .contains("q=carol"),
+        "a plain GET form"
+    );
+    snap(&client, "5b-search").await;
+
     hostile_checks(&client, dir, &base, &hostile).await;
     client.close().await.unwrap();
 }

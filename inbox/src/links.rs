@@ -140,7 +140,7 @@ fn how_to_get_in(origin: &str) -> Markup {
         h2 { "Getting in" }
         p {
             "The inbox opens with a one-time sign-in link, which works once and "
-            "for 15 minutes. Lost your session's address, signed out, or in "
+            "expires (after 15 minutes, unless told otherwise). Lost your session's address, signed out, or in "
             "another browser? Ask for a fresh link; whoever administers the "
             "inbox prints one for you (your decisions so far stay yours):"
         }

@@ -223,11 +223,11 @@ impl Listed<'_> {
                     input type="hidden" name="view" value="history";
                 }
                 input.search type="search" name="q" value=(value(&self.filter.search))
-                    placeholder="Search: run, requester, host, tool" aria-label="Search";
+                    placeholder="Search: run id, requester, host, tool" aria-label="Search";
                 input type="text" name="server" value=(value(&self.filter.server))
                     placeholder="server" aria-label="Server";
                 input type="text" name="tool" value=(value(&self.filter.tool))
-                    placeholder="tool (server.tool)" aria-label="Tool";
+                    placeholder="tool" aria-label="Tool";
                 input type="text" name="requester" value=(value(&self.filter.requester))
                     placeholder="requester" aria-label="Requester";
                 select name="state" aria-label="State" {
