@@ -808,3 +808,35 @@ fn a_failing_editor_asks_the_verdict_again() {
         &json!({"verdict": "approve"})
     );
 }
+
+/// A turn asked again while it is reviewed — paused afresh, with a new
+/// digest — refuses the decision taken on what was shown, says the run
+/// changed, records nothing, and offers the run again as it is now.
+#[test]
+fn a_run_that_changed_while_reviewed_is_offered_again() {
+    let dir = temp();
+    let dir = dir.path();
+    let run = demo_run(dir, &["--decision-ttl", "1"]);
+    std::thread::sleep(std::time::Duration::from_millis(1_200));
+    let mut session = review(dir, &["--as", "bob"], &[]);
+    answer(&mut session, "call_2 (write_file): [a]pprove", "d");
+    answer(&mut session, "why (the model reads it", "");
+    answer(&mut session, "call_2b (write_file): [a]pprove", "d");
+    answer(&mut session, "why (the model reads it", "");
+    expect(&mut session, "record it as bob?");
+    common::toolgate(dir, &["runs", "ask-again", &run, "--as", "carol"]);
+    session.send_line("y").expect("sent");
+    expect(
+        &mut session,
+        "changed while you reviewed it (its turn waits with another digest now); nothing was recorded",
+    );
+    let offered = answer(&mut session, "[r]eview it or [q]uit?", "q");
+    assert!(offered.contains(&format!("next: run {run}")), "{offered}");
+    let (rest, code) = ended(session);
+    assert_eq!(code, 3, "{rest}");
+    assert!(
+        decisions(dir, &run).iter().all(|d| d["by"] != "bob"),
+        "nothing of bob's was recorded"
+    );
+    assert_eq!(waiting_run(dir), run, "the run still waits");
+}
