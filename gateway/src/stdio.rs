@@ -546,7 +546,9 @@ fn not_a_message(line: &[u8], error: &serde_json::Error) -> Heard {
         ),
         Ok(Value::Object(object)) => {
             let id = match object.get("id") {
-                Some(Value::Number(number)) => Some(number.to_string()),
+                // The id's own text, never the number read back: an integer
+                // past 64 bits would come back as a float, another id.
+                Some(Value::Number(_)) => recover_id(line),
                 Some(Value::String(text)) if text.len() <= MAX_ID_LENGTH => {
                     serde_json::to_string(text).ok()
                 }
@@ -583,6 +585,13 @@ fn not_a_message(line: &[u8], error: &serde_json::Error) -> Heard {
                     id.as_deref(),
                     &reason,
                 ))
+            } else if let Some(Value::Number(number)) = object.get("id")
+                && number.as_i64().is_none()
+            {
+                invalid(
+                    id.as_deref(),
+                    "the id is a number outside the 64-bit integers (a fraction, or too large): use a string or an integer id",
+                )
             } else {
                 invalid(id.as_deref(), &error.to_string())
             }
@@ -827,6 +836,16 @@ mod tests {
     /// Every line of `input` through the transport: what it hands rmcp, and
     /// what it writes back, line by line.
     async fn through(input: Vec<u8>, max: usize) -> (Vec<ClientJsonRpcMessage>, Vec<Value>) {
+        let (messages, written) = through_raw(input, max).await;
+        let answers = written
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        (messages, answers)
+    }
+
+    /// What reached rmcp, and the answers' text as written.
+    async fn through_raw(input: Vec<u8>, max: usize) -> (Vec<ClientJsonRpcMessage>, String) {
         let (mut client_out, server_out) = tokio::io::duplex(64 * 1024);
         let writer = tokio::spawn(async move {
             use tokio::io::AsyncWriteExt as _;
@@ -842,11 +861,35 @@ mod tests {
         drop(transport);
         let mut written = String::new();
         client_in.read_to_string(&mut written).await.unwrap();
-        let answers = written
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect();
-        (messages, answers)
+        (messages, written)
+    }
+
+    #[tokio::test]
+    async fn an_id_no_64_bit_integer_holds_is_echoed_as_written_and_said_why() {
+        let mut input = Vec::new();
+        for id in [
+            "18446744073709551616",
+            "123456789012345678901234567890",
+            "1.5",
+        ] {
+            input.extend_from_slice(
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).as_bytes(),
+            );
+            input.push(b'\n');
+        }
+        let (messages, written) = through_raw(input, MAX_LINE_LENGTH).await;
+        assert!(messages.is_empty(), "{messages:?}");
+        let lines: Vec<&str> = written.lines().collect();
+        assert_eq!(lines.len(), 3, "{written}");
+        for (line, id) in lines.iter().zip([
+            "18446744073709551616",
+            "123456789012345678901234567890",
+            "1.5",
+        ]) {
+            assert!(line.contains(&format!(r#""id":{id},"#)), "{line}");
+            assert!(line.contains("-32600"), "{line}");
+            assert!(line.contains("outside the 64-bit integers"), "{line}");
+        }
     }
 
     fn nested(depth: usize) -> String {
