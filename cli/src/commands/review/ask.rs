@@ -18,16 +18,22 @@ use crate::output::say;
 /// prompt), asked until the answer is one of them.
 pub(super) fn choice(prompt: &str, options: &[&str]) -> Result<String, Failure> {
     loop {
-        let answer = ask_line(prompt)?.to_lowercase();
-        // `a`, or `approve` where the prompt offers `[a]pprove`.
-        let offered = |o: &&&str| {
-            answer.starts_with(**o) && prompt.contains(&format!("[{o}]{}", &answer[o.len()..]))
-        };
-        if let Some(option) = options.iter().find(offered) {
-            return Ok((*option).to_owned());
+        let answer = ask_line(prompt)?;
+        if let Some(option) = picked(prompt, options, &answer) {
+            return Ok(option.to_owned());
         }
         say!("answer one of: {}", options.join(", "));
     }
+}
+
+/// The option an answer picks: its letter (`a`), or the word the prompt
+/// spells around it (`approve` where it offers `[a]pprove`), in any case.
+fn picked<'a>(prompt: &str, options: &[&'a str], answer: &str) -> Option<&'a str> {
+    let answer = answer.to_lowercase();
+    options
+        .iter()
+        .copied()
+        .find(|o| answer.starts_with(o) && prompt.contains(&format!("[{o}]{}", &answer[o.len()..])))
 }
 
 /// What the reviewer does with the decision they were shown.
@@ -219,4 +225,27 @@ fn in_editor(editor: &str, text: &str) -> Result<String, String> {
         return Err(format!("it ended with {status}"));
     }
     std::fs::read_to_string(file.path()).map_err(|e| format!("cannot read the edited file: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::picked;
+
+    #[test]
+    fn an_answer_picks_by_letter_or_by_the_word_offered() {
+        let prompt = "call_2 (write_file): [a]pprove, [d]eny, [e]dit or [s]kip the run?";
+        let options = ["a", "d", "e", "s"];
+        for (answer, expected) in [
+            ("a", Some("a")),
+            ("Approve", Some("a")),
+            ("deny", Some("d")),
+            ("skip", Some("s")),
+            ("", None),
+            ("approved", None),
+            ("x", None),
+            ("yes", None),
+        ] {
+            assert_eq!(picked(prompt, &options, answer), expected, "{answer:?}");
+        }
+    }
 }
