@@ -167,8 +167,13 @@ pub(crate) enum ServerCommand {
         /// The streamable HTTP endpoint: an `http://` or `https://` URL.
         #[arg(long, conflicts_with = "command", value_parser = parse_url)]
         url: Option<String>,
-        /// What the server's tools return; without it the server is inert.
-        #[arg(long, value_parser = parse_class)]
+        /// What the server's tools return, least sensitive first:
+        /// public_content, editor_content, source_code,
+        /// internal_configuration, system_diagnostics, secret_adjacent.
+        /// Without it the server is inert — it supplies no tools — until
+        /// one is declared (`server set-data-class`); a notification sink
+        /// is sent only runs of servers up to its ceiling.
+        #[arg(long, value_name = "CLASS", value_parser = parse_class)]
         data_class: Option<toolgate_store::DataClass>,
         /// The program and arguments of a stdio server, after `--`.
         #[arg(last = true)]

@@ -569,3 +569,154 @@ fn runs_list_all_shows_one_row_per_run() {
         assert_eq!(table.matches(id).count(), 1, "{table}");
     }
 }
+
+/// Registers the workspace's MCP test server as `id`, with `extra` flags
+/// for `server add` before the `--`.
+fn add_test_server(dir: &Path, id: &str, name: &str, extra: &[&str]) {
+    let mut args = vec!["server", "add", id, "--name", name];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", common::TOOLGATE, "mcp-test-server"]);
+    ok(dir, &args);
+}
+
+#[test]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
+fn listings_tell_the_truth_about_this_store() {
+    let dir = temp();
+    let dir = dir.path();
+    // A store that never ran the demo lists its servers' tools only.
+    add_test_server(dir, "docs", "Docs", &["--data-class", "editor_content"]);
+    ok(dir, &["import", "docs"]);
+    let tools = json(dir, &["tools"]);
+    let listed = tools["tools"].as_array().unwrap();
+    assert!(!listed.is_empty(), "{tools}");
+    assert!(
+        listed
+            .iter()
+            .all(|t| t["name"].as_str().unwrap().starts_with("docs.")),
+        "no builtin of the demo's: {tools}"
+    );
+    assert_eq!(tools["demo_builtins_listed"], false);
+    let table = ok(dir, &["tools"]);
+    assert!(
+        !table.contains("demo builtin") && !table.contains("write_file"),
+        "{table}"
+    );
+    assert!(table.contains("Registry::explain_all"), "{table}");
+
+    // A tool named without its server is a usage error that names it whole.
+    let bare = fails(dir, &["server", "accept", "docs", "write_note"], 2);
+    assert!(bare.contains("`docs.write_note`"), "{bare}");
+
+    // The data classes are listed where a server is added.
+    let help = ok(dir, &["server", "add", "--help"]);
+    for class in [
+        "public_content",
+        "editor_content",
+        "source_code",
+        "internal_configuration",
+        "system_diagnostics",
+        "secret_adjacent",
+    ] {
+        assert!(help.contains(class), "{class}: {help}");
+    }
+
+    // An import of a server that offers nothing says so.
+    add_test_server(dir, "bare", "Bare", &[]);
+    let output = toolgate(dir, &["import", "bare"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("warning: server `bare` supplies no tools: no data class declared"),
+        "{}",
+        stderr(&output)
+    );
+    let shown = json(dir, &["server", "show", "docs"]);
+    let names: Vec<String> = shown["catalogue"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["orphaned"] == false)
+        .map(|t| t["local_name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!names.is_empty(), "{shown}");
+    for name in &names {
+        ok(
+            dir,
+            &["tool", "set-approval", name, "block", "--as", "olga"],
+        );
+    }
+    let output = toolgate(dir, &["import", "docs"]);
+    assert!(
+        stderr(&output).contains("warning: every tool of server `docs` is blocked"),
+        "{}",
+        stderr(&output)
+    );
+    let warned = json(dir, &["import", "docs"]);
+    assert_eq!(
+        warned["warnings"].as_array().map(Vec::len),
+        Some(1),
+        "{warned}"
+    );
+
+    // The demo never rewrites a server someone else registered under its
+    // name.
+    add_test_server(
+        dir,
+        "notes",
+        "My notes",
+        &["--data-class", "public_content"],
+    );
+    let before = json(dir, &["server", "show", "notes"]);
+    let refused = fails(dir, &["demo", "--yes"], 3);
+    assert!(
+        refused.contains("registered already, and not by the demo"),
+        "{refused}"
+    );
+    let after = json(dir, &["server", "show", "notes"]);
+    assert_eq!(before, after, "the demo changed nothing of it");
+
+    // Once the demo has run on a store, its builtins are listed too.
+    let own = temp();
+    ok(own.path(), &["demo", "--yes"]);
+    let tools = json(own.path(), &["tools"]);
+    assert_eq!(tools["demo_builtins_listed"], true);
+    assert!(
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "write_file"),
+        "{tools}"
+    );
+}
+
+#[test]
+fn the_host_says_how_it_learns_of_decisions() {
+    use std::io::BufRead as _;
+    let dir = temp();
+    let dir = dir.path();
+    let mut child = common::command(dir)
+        .args(["host", "--poll-ms", "1000"])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    if common::backend::on_postgres() {
+        assert!(
+            first.contains("listens for PostgreSQL's notifications")
+                && first.contains("looks every 1000 ms as well"),
+            "{first}"
+        );
+    } else {
+        assert!(first.contains("looking every 1000 ms"), "{first}");
+        assert!(!first.contains("PostgreSQL"), "{first}");
+    }
+}

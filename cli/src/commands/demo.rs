@@ -29,6 +29,10 @@ use crate::agent::{self, DEMO_HOST, DEMO_SERVER, DemoModel, Workspace};
 use crate::output::{Col, Out, say};
 use crate::{DemoArgs, Failure};
 
+/// The name the demo registers its server under: how it knows the
+/// registration is its own.
+const DEMO_SERVER_NAME: &str = "Notes (the built-in MCP test server)";
+
 pub(super) async fn demo(
     store: &Store,
     workspace: &Workspace,
@@ -44,14 +48,23 @@ pub(super) async fn demo(
         command: vec![exe.to_string_lossy().into_owned(), "mcp-test-server".into()],
     };
     match store.server(DEMO_SERVER).await {
-        Ok(_) => {
+        // The demo's own registration: pointed at this program again, which
+        // may have moved since.
+        Ok(server) if server.name == DEMO_SERVER_NAME => {
             store.set_transport(DEMO_SERVER, &transport).await?;
+        }
+        // Someone registered a server of that name: it is theirs, and the
+        // demo changes nothing of it.
+        Ok(_) => {
+            return Err(Failure::Refused(format!(
+                "server `{DEMO_SERVER}` is registered already, and not by the demo: the demo leaves it as it is; run the demo on a data directory of its own (`--data-dir`), or remove that server first (`toolgate server remove {DEMO_SERVER}`)"
+            )));
         }
         Err(StoreError::NoSuchServer(_)) => {
             store
                 .add_server(NewServer {
                     id: DEMO_SERVER.into(),
-                    name: "Notes (the built-in MCP test server)".into(),
+                    name: DEMO_SERVER_NAME.into(),
                     transport,
                     data_class: Some(DataClass::EditorContent),
                 })

@@ -8,7 +8,7 @@ use toolgate_mcp::{Deadlines, ImportLimits, ImportProgress, ImportReport};
 use toolgate_store::Store;
 
 use crate::Failure;
-use crate::output::{Col, Out, say};
+use crate::output::{Col, Out, say, say_err};
 
 pub(super) async fn import(
     store: &Store,
@@ -39,8 +39,10 @@ pub(super) async fn import(
     let result = toolgate_mcp::import_within(store, server, deadlines, limits, &mut progress).await;
     bar.finish_and_clear();
     let report = result?;
+    let warnings = inert(store, server).await?;
     if out.json {
         out.json(&json!({
+            "warnings": warnings,
             "server": report.server, "pages": report.pages, "listed": report.listed,
             "digest": report.change.digest,
             "new": report.change.added, "changed": report.change.changed,
@@ -52,7 +54,48 @@ pub(super) async fn import(
         return Ok(report);
     }
     print_report(out, &report);
+    for warning in &warnings {
+        say_err!("warning: {}", warning);
+    }
     Ok(report)
+}
+
+/// Why the server, as imported, offers no tool at all: it lists none,
+/// every tool it lists is blocked, or the server itself supplies nothing
+/// (disabled, no data class). Nothing of the import is undone; the operator
+/// is told.
+async fn inert(store: &Store, server: &str) -> Result<Vec<String>, Failure> {
+    let record = store.server(server).await?;
+    let live: Vec<_> = store
+        .catalogue(server)
+        .await?
+        .into_iter()
+        .filter(|row| !row.orphaned)
+        .collect();
+    let mut warnings = Vec::new();
+    if live.is_empty() {
+        warnings.push(format!(
+            "server `{server}` lists no tools: it offers nothing to a host or a client"
+        ));
+    } else if live
+        .iter()
+        .all(|row| row.gate(record.approval) == toolgate_store::ToolGate::Blocked)
+    {
+        warnings.push(format!(
+            "every tool of server `{server}` is blocked: it offers nothing (`toolgate tool set-approval {server}.TOOL inherit` unblocks one)"
+        ));
+    }
+    if let Some(reason) = record.inert_reason() {
+        warnings.push(format!(
+            "server `{server}` supplies no tools: {reason}{}",
+            if record.data_class.is_none() {
+                " (`toolgate server set-data-class` declares one)"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(warnings)
 }
 
 /// The import's summary as a table, with the digest of what it left.

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 use toolgate::OperatorDeclaration;
+use toolgate::visible::visible;
 use toolgate_store::{DataClass, NewServer, ServerRecord, Store, Transport};
 
 use crate::output::{Col, Out, say, stored_json, timestamp};
@@ -221,6 +222,17 @@ async fn accept(
     tools: &[String],
     digest: Option<&str>,
 ) -> Result<(), Failure> {
+    for tool in tools {
+        if !tool.contains(toolgate_mcp::SEPARATOR) {
+            return Err(Failure::Usage(format!(
+                "`{}` names no tool: a tool is named with its server, `{}{}{}` (as `toolgate server show {id}` lists it)",
+                visible(tool),
+                id,
+                toolgate_mcp::SEPARATOR,
+                visible(tool)
+            )));
+        }
+    }
     let Some(digest) = digest else {
         let acceptance = store.acceptance(id, tools).await?;
         show_acceptance(out, &acceptance)?;

@@ -9,7 +9,19 @@ use crate::output::{Col, Out, say, stored_json};
 
 pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Result<(), Failure> {
     let (registry, provider) = agent::registry(store, workspace).map_err(Failure::Error)?;
-    let explanations = registry.explain_all().await;
+    // A builtin belongs to a host program, not to the store: the demo's are
+    // listed only where the demo's host has run on this store.
+    let demo_ran = store
+        .run_owners()
+        .await?
+        .iter()
+        .any(|owner| owner == agent::DEMO_HOST);
+    let explanations: Vec<_> = registry
+        .explain_all()
+        .await
+        .into_iter()
+        .filter(|e| demo_ran || e.server.is_some())
+        .collect();
     let rows = store.live_catalogue().await?;
     let claims = |name: &str| {
         rows.iter()
@@ -42,6 +54,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
         return out.json(&json!({
             "quarantined": quarantined(&rows, &servers).iter().map(|(r, why)| json!({"tool": r.local_name, "reason": why.as_str()})).collect::<Vec<_>>(),
             "tools": tools,
+            "demo_builtins_listed": demo_ran,
             "skipped": skipped.iter().map(|s| json!({"tool": s.local_name, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
             "inert_servers": servers.iter().filter_map(|s| s.inert_reason().map(|r| json!({"server": s.id, "reason": r}))).collect::<Vec<_>>(),
         }));
@@ -79,9 +92,20 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
     say!(
         "A model or an MCP client calls each tool by its wire name; runs and decisions keep the tool's name."
     );
-    say!(
-        "The builtin tools listed are the demo host's (`toolgate demo`, `toolgate host`); a host of your own lists its own builtins with `Registry::explain_all`."
-    );
+    if demo_ran {
+        say!(
+            "The builtin tools listed are the demo host's (`toolgate demo`, `toolgate host`); a host of your own lists its own builtins with `Registry::explain_all`."
+        );
+    } else {
+        say!(
+            "These are the tools this store's servers offer. A host program's own builtins are its own, not the store's: it lists them with `Registry::explain_all` (the demo's appear here once `toolgate demo` has run on this store)."
+        );
+    }
+    if explanations.is_empty() {
+        say!(
+            "No tool is offered: register a server (`toolgate server add`) and import it (`toolgate import`)."
+        );
+    }
     for s in servers.iter().filter(|s| !s.is_usable()) {
         if let Some(reason) = s.inert_reason() {
             say!("server `{}` supplies no tools: {}", s.id, reason);

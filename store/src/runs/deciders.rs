@@ -1,5 +1,5 @@
-//! Who decided a suspension: every approver of a run that needs several,
-//! not only the last.
+//! Who decided a suspension — every approver of a run that needs several,
+//! not only the last — and which hosts own the stored runs.
 
 use std::collections::BTreeMap;
 
@@ -39,5 +39,20 @@ impl Store {
             }
         }
         Ok(deciders)
+    }
+}
+
+impl Store {
+    /// The hosts that own a stored run, by name, each once, in order: the
+    /// host programs that have used this store.
+    pub async fn run_owners(&self) -> Result<Vec<String>, StoreError> {
+        let mut owners = Vec::new();
+        for row in Query::new("SELECT DISTINCT owner FROM suspended_run ORDER BY owner")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            owners.push(row.try_get::<String, _>("owner")?);
+        }
+        Ok(owners)
     }
 }
