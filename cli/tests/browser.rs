@@ -216,13 +216,18 @@ async fn hostile_run(dir: &Path) -> String {
 /// A page on another port of 127.0.0.1 with a form that posts a decision
 /// to the inbox: what a hostile site the operator visits would send.
 fn hostile_site(target: &str) -> (u16, std::thread::JoinHandle<()>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let page = format!(
+    another_port(format!(
         "<!DOCTYPE html><html><body><form method=\"post\" action=\"{target}\">\
          <input name=\"verdict\" value=\"approve\"><input name=\"digest\" value=\"x\">\
          <input name=\"csrf\" value=\"guess\"><button id=\"go\" type=\"submit\">win</button></form></body></html>"
-    );
+    ))
+}
+
+/// A server on another port of 127.0.0.1 that answers one request with
+/// `page`.
+fn another_port(page: String) -> (u16, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
     let handle = std::thread::spawn(move || {
         if let Ok((mut stream, _)) = listener.accept() {
             let mut buffer = [0u8; 4096];
@@ -602,6 +607,53 @@ async fn a_runs_stable_address_opens_it_in_the_signed_in_browser_only() {
         assert!(answer.starts_with("HTTP/1.1 200"), "{path}: {answer}");
         assert!(!answer.contains(&key), "{path} gave the address away");
     }
+
+    // A page on another port opens the stable address in a window of the
+    // signed-in browser and tries to read where it went: it cannot.
+    let (port, site) = another_port(format!(
+        "<!DOCTYPE html><html><head><title>waiting</title></head><body><script>\
+         var w = window.open({stable:?});\
+         setTimeout(function () {{\
+           var seen;\
+           try {{ seen = 'read: ' + w.location.href; }} catch (e) {{ seen = 'refused: ' + e.name; }}\
+           document.title = seen;\
+         }}, 1500);</script></body></html>"
+    ));
+    let windows = signed.windows().await.unwrap();
+    signed
+        .goto(&format!("http://127.0.0.1:{port}/"))
+        .await
+        .unwrap();
+    let mut title = String::new();
+    for _ in 0..50 {
+        title = signed.title().await.unwrap();
+        if title != "waiting" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = site.join();
+    assert!(title.starts_with("refused: "), "{title}");
+    assert!(!title.contains(&key), "{title}");
+    let opened: Vec<_> = signed
+        .windows()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|w| !windows.contains(w))
+        .collect();
+    assert!(!opened.is_empty(), "the other port's page opened a window");
+    for window in opened {
+        // The window it opened did go on to the run, in the session.
+        signed.switch_to_window(window).await.unwrap();
+        assert_eq!(
+            signed.current_url().await.unwrap().as_str(),
+            format!("{base}/runs/{run}")
+        );
+        signed.close_window().await.unwrap();
+    }
+    signed.switch_to_window(windows[0].clone()).await.unwrap();
+    signed.goto(&format!("{url}/")).await.unwrap();
 
     // The cookie alone in a browser: the signed-in one, its kept address
     // gone — still only the hint.

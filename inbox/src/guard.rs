@@ -106,8 +106,9 @@ pub(crate) async fn as_a_page(response: Response) -> Response {
 }
 
 /// The security headers of every answer: no script but the inbox's own
-/// file (`/inbox.js`, never inline), no frame, no referrer to another
-/// origin, no caching, no sniffing.
+/// file (`/inbox.js`, never inline), no frame, no window shared with
+/// another origin, no referrer to another origin, no caching, no
+/// sniffing.
 pub(crate) async fn secured(mut response: Response) -> Response {
     let headers = response.headers_mut();
     let set = |headers: &mut HeaderMap, name: header::HeaderName, value: &'static str| {
@@ -125,6 +126,19 @@ pub(crate) async fn secured(mut response: Response) -> Response {
     set(headers, header::REFERRER_POLICY, "same-origin");
     set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
     set(headers, header::CACHE_CONTROL, "no-store");
+    // A page of another origin that opens the inbox in a window keeps no
+    // handle on it — it cannot watch a run's stable address go on to the
+    // session's pages — and embeds none of its answers.
+    set(
+        headers,
+        header::HeaderName::from_static("cross-origin-opener-policy"),
+        "same-origin",
+    );
+    set(
+        headers,
+        header::HeaderName::from_static("cross-origin-resource-policy"),
+        "same-origin",
+    );
     response
 }
 

@@ -1496,6 +1496,8 @@ async fn a_runs_stable_address_reveals_no_session_to_the_cookie() {
         .unwrap();
     assert!(csp.contains("script-src 'self'"), "{csp}");
     assert!(!csp.contains("unsafe"), "{csp}");
+    assert_eq!(with.headers["cross-origin-opener-policy"], "same-origin");
+    assert_eq!(with.headers["cross-origin-resource-policy"], "same-origin");
 
     // Not a run id: refused, and nothing of it is markup.
     for bad in ["%3Cscript%3Ealert(1)%3C%2Fscript%3E", "a.b", "x%20y"] {
