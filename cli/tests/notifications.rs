@@ -179,21 +179,49 @@ fn inert_mrkdwn(text: &str) -> bool {
     own_link || !text.contains(['<', '>', '*', '_', '~', '`', '@', '!'])
 }
 
+/// The notes server registered and imported in `dir`, a webhook receiver
+/// started, and the signing secret in a file: the receiver and the file.
+fn set_up(dir: &Path) -> (Peer, PathBuf) {
+    notes(dir, &dir.join("ledger.jsonl"), &[]);
+    let hooks = Peer::start(dir, "receiver.py");
+    let secret_file = dir.join("secret");
+    std::fs::write(&secret_file, SECRET).unwrap();
+    (hooks, secret_file)
+}
+
+/// `toolgate notify add webhook NAME` to `url`, signed with the secret in
+/// `secret_file`, up to `max`.
+fn add_webhook(dir: &Path, name: &str, url: &str, secret_file: &Path, max: &str) {
+    toolgate(
+        dir,
+        &[
+            "notify",
+            "add",
+            "webhook",
+            name,
+            "--url",
+            url,
+            "--secret-file",
+            secret_file.to_str().unwrap(),
+            "--max-data-class",
+            max,
+            "--as",
+            "olga",
+        ],
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let ledger = dir.join("ledger.jsonl");
-    notes(dir, &ledger, &[]);
-    let hooks = Peer::start(dir, "receiver.py");
+    let (hooks, secret_file) = set_up(dir);
     let mail = Peer::start(dir, "smtp.py");
-    std::fs::write(dir.join("secret"), SECRET).unwrap();
     std::fs::write(
         dir.join("slack-url"),
         format!("http://127.0.0.1:{}/slack\n", hooks.port),
     )
     .unwrap();
-    let secret_file = dir.join("secret");
     let slack_file = dir.join("slack-url");
     let add = |args: &[&str]| {
         let mut all = vec!["notify", "add"];
@@ -202,16 +230,7 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
         toolgate(dir, &all)
     };
     let hook_url = format!("http://127.0.0.1:{}/ok", hooks.port);
-    add(&[
-        "webhook",
-        "hook",
-        "--url",
-        &hook_url,
-        "--secret-file",
-        secret_file.to_str().unwrap(),
-        "--max-data-class",
-        "secret_adjacent",
-    ]);
+    add_webhook(dir, "hook", &hook_url, &secret_file, "secret_adjacent");
     // The notes server's class is editor_content: above this sink's ceiling.
     add(&[
         "slack",
@@ -379,30 +398,10 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
 async fn a_dispatcher_killed_mid_delivery_loses_nothing_and_never_holds_a_decision_up() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let ledger = dir.join("ledger.jsonl");
-    notes(dir, &ledger, &[]);
-    let hooks = Peer::start(dir, "receiver.py");
-    std::fs::write(dir.join("secret"), SECRET).unwrap();
-    let secret_file = dir.join("secret");
+    let (hooks, secret_file) = set_up(dir);
     for (name, path) in [("held", "hold"), ("down", "down")] {
         let url = format!("http://127.0.0.1:{}/{path}", hooks.port);
-        toolgate(
-            dir,
-            &[
-                "notify",
-                "add",
-                "webhook",
-                name,
-                "--url",
-                &url,
-                "--secret-file",
-                secret_file.to_str().unwrap(),
-                "--max-data-class",
-                "secret_adjacent",
-                "--as",
-                "olga",
-            ],
-        );
+        add_webhook(dir, name, &url, &secret_file, "secret_adjacent");
     }
     // The receiver takes the request and does not answer while HOLD exists.
     let hold = hooks.log.parent().unwrap().join("HOLD");

@@ -54,9 +54,7 @@ pub(crate) async fn send_webhook(
         source_: settings.secret.to_string(),
         problem: "it is not a signing secret (`whsec_` and base64)".to_owned(),
     })?;
-    let body = serde_json::to_vec(&webhook_body(out)).map_err(|e| NotifyError::Send {
-        reason: format!("the payload could not be written: {e}"),
-    })?;
+    let body = json_bytes(&webhook_body(out))?;
     let timestamp = out.event.at_ms.div_euclid(1000).max(0);
     // Signed at sending time: receivers refuse a timestamp older than a few
     // minutes, and a retry may come much later than the event.
@@ -70,13 +68,27 @@ pub(crate) async fn send_webhook(
         .map_err(|e| NotifyError::Send {
             reason: format!("the payload could not be signed: {e}"),
         })?;
-    let response = http
+    let request = http
         .post(settings.url.clone())
-        .timeout(TIMEOUT)
-        .header("content-type", "application/json")
         .header(standardwebhooks::HEADER_WEBHOOK_ID, &out.event.id)
         .header(standardwebhooks::HEADER_WEBHOOK_TIMESTAMP, now.to_string())
-        .header(standardwebhooks::HEADER_WEBHOOK_SIGNATURE, signature)
+        .header(standardwebhooks::HEADER_WEBHOOK_SIGNATURE, signature);
+    post_json(request, body).await
+}
+
+/// A value as the bytes of its JSON.
+fn json_bytes(value: &Value) -> Result<Vec<u8>, NotifyError> {
+    serde_json::to_vec(value).map_err(|e| NotifyError::Send {
+        reason: format!("the payload could not be written: {e}"),
+    })
+}
+
+/// Sends `body` as JSON with `request`, within [`TIMEOUT`]: done when the
+/// receiver answered 2xx.
+async fn post_json(request: reqwest::RequestBuilder, body: Vec<u8>) -> Result<(), NotifyError> {
+    let response = request
+        .timeout(TIMEOUT)
+        .header("content-type", "application/json")
         .body(body)
         .send()
         .await
@@ -153,20 +165,7 @@ pub(crate) async fn send_slack(
         source_: settings.url.to_string(),
         problem: "it is not a URL".to_owned(),
     })?;
-    let body = serde_json::to_vec(&slack_body(out)).map_err(|e| NotifyError::Send {
-        reason: format!("the payload could not be written: {e}"),
-    })?;
-    let response = http
-        .post(url)
-        .timeout(TIMEOUT)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| NotifyError::Send {
-            reason: transport_error(e),
-        })?;
-    status_ok(response.status())
+    post_json(http.post(url), json_bytes(&slack_body(out))?).await
 }
 
 /// Slack's escaping of text it parses: `&`, `<` and `>`.
