@@ -500,6 +500,10 @@ pub(crate) struct GatewayArgs {
     /// request state it hands back expires then (5 minutes by default).
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) answer_within: u64,
+    #[command(flatten)]
+    pub(crate) http: commands::GatewayHttpArgs,
+    #[command(subcommand)]
+    pub(crate) command: Option<commands::GatewayCommand>,
 }
 
 /// `toolgate inbox`.

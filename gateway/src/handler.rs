@@ -264,6 +264,18 @@ impl ServerHandler for Gateway {
                     .map(|info| info.client_info.clone())
             })
             .map(|info| DeclaredClient::new(&info.name, Some(&info.version)));
+        // Over HTTP, the person of the request's token; else the
+        // gateway's user.
+        let requester = match crate::http::asking(&context.extensions) {
+            crate::http::Asking::Local => self.inner.user.clone(),
+            crate::http::Asking::Person(person) => person.to_owned(),
+            crate::http::Asking::Nobody => {
+                return Ok(crate::answers::refusal(
+                    "the request carries no token's person: it is not served".to_owned(),
+                )
+                .into());
+            }
+        };
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // A client of the stateless protocol is sent no request of the
         // gateway's own: its user is asked in the answer to the call.
@@ -296,6 +308,7 @@ impl ServerHandler for Gateway {
                 .map(|token| (token, context.peer.clone())),
             forms: (forms && !stateless).then(|| context.peer.clone()),
             input: forms && stateless,
+            requester,
         };
         if request.request_state.is_some() || request.input_responses.is_some() {
             // Asked again with the answer to the form it was sent.

@@ -82,6 +82,7 @@ mod elicit;
 mod follow;
 mod handler;
 mod held;
+pub mod http;
 mod known;
 mod lost;
 mod mrtr;
@@ -401,16 +402,20 @@ struct Asker {
     /// The client speaks the stateless protocol (2026-07-28) and shows
     /// forms: its own user is asked in an `input_required` answer instead.
     input: bool,
+    /// Who asks: the gateway's user, or over HTTP the person of the
+    /// request's token.
+    requester: String,
 }
 
 impl Asker {
-    /// A caller that never cancels and asked for no progress.
-    fn patient() -> Self {
+    /// `requester`, who never cancels and asked for no progress.
+    fn patient(requester: String) -> Self {
         Self {
             cancelled: Box::pin(std::future::pending()),
             progress: None,
             forms: None,
             input: false,
+            requester,
         }
     }
 }
@@ -519,7 +524,12 @@ impl Gateway {
         client: Option<DeclaredClient>,
     ) -> CallToolResult {
         match self
-            .asked(wire_name, arguments, client, Asker::patient())
+            .asked(
+                wire_name,
+                arguments,
+                client,
+                Asker::patient(self.inner.user.clone()),
+            )
             .await
         {
             CallToolResponse::Complete(answer) => answer,
@@ -530,12 +540,14 @@ impl Gateway {
 
     /// The tool offered under `wire_name` — by wire name alone: what the
     /// client was shown — its local name, and the key of the call of it
-    /// with `arguments` from `client` ([`SameCall`]); else the refusal.
+    /// with `arguments` from `client` asked by `requester` ([`SameCall`]);
+    /// else the refusal.
     async fn same_call(
         &self,
         wire_name: &str,
         arguments: &Value,
         client: Option<&DeclaredClient>,
+        requester: &str,
     ) -> Result<(String, String), CallToolResult> {
         let catalogue = self.inner.registry.catalogue().await;
         let Some(local) = catalogue.by_wire(wire_name).map(ErasedTool::name) else {
@@ -547,7 +559,7 @@ impl Gateway {
         let same = SameCall {
             gateway: self.inner.host.name(),
             // As the run records it: a name is kept trimmed.
-            requester: self.inner.user.trim(),
+            requester: requester.trim(),
             tool: local,
             arguments,
             client: client.map(|c| c.name.as_str()),
@@ -566,7 +578,10 @@ impl Gateway {
         // of the name — is found by its key: a run of it that ran or was
         // decided answers it (below); one that waits for a decision is
         // joined when the call is held, which saves nothing.
-        let (local, key) = match self.same_call(wire_name, &arguments, client.as_ref()).await {
+        let (local, key) = match self
+            .same_call(wire_name, &arguments, client.as_ref(), &asker.requester)
+            .await
+        {
             Ok(found) => found,
             Err(refused) => return refused.into(),
         };
@@ -605,7 +620,7 @@ impl Gateway {
         };
         let mut request = CallRequest {
             client,
-            ..CallRequest::new(self.inner.user.clone(), context, call)
+            ..CallRequest::new(asker.requester.clone(), context, call)
         };
         request.options.four_eyes = self.inner.four_eyes;
         request.options.approvals_required = self.inner.approvals;

@@ -150,7 +150,10 @@ impl Gateway {
         returned: (Option<String>, Option<InputResponses>),
         asker: Asker,
     ) -> CallToolResult {
-        let key = match self.same_call(wire_name, arguments, client).await {
+        let key = match self
+            .same_call(wire_name, arguments, client, &asker.requester)
+            .await
+        {
             Ok((_, key)) => key,
             Err(refused) => return refused,
         };

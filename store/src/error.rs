@@ -82,6 +82,9 @@ pub enum StoreError {
         "this sign-in link signs no one in: it was used, it expired, or it never was one; an operator gets a new one from `toolgate operator add NAME`"
     )]
     SignInRefused,
+    /// No gateway token has that id, and no person of that name has one.
+    #[error("no gateway token `{0}`: `toolgate gateway token list` shows each one's id and person")]
+    NoSuchGatewayToken(String),
     /// No server has that identifier.
     #[error("no server `{0}`")]
     NoSuchServer(String),

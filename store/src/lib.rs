@@ -41,6 +41,7 @@ mod error;
     expect(unreachable_pub, reason = "public only behind `test-util`")
 )]
 mod flag;
+mod gateway_tokens;
 mod host;
 mod location;
 #[cfg_attr(
@@ -78,6 +79,7 @@ use db::Query;
 pub use db::{Arg, ColumnRef, FromVal, IntoArg, Query, Row, Val};
 pub(crate) use db::{Pool, Tx};
 pub use error::{ArityMismatch, StoreError};
+pub use gateway_tokens::{GatewayTokenHolder, GatewayTokenRecord, NewGatewayToken};
 pub use location::{Location, LocationError};
 #[cfg(not(feature = "test-util"))]
 use open::MigrateTo;

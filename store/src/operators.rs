@@ -105,7 +105,7 @@ fn may_declare_of(row: &crate::db::Row) -> bool {
 }
 
 /// A random secret: 64 hex digits, 244 of their bits random.
-fn secret() -> String {
+pub(crate) fn secret() -> String {
     format!(
         "{}{}",
         uuid::Uuid::new_v4().simple(),
@@ -114,7 +114,7 @@ fn secret() -> String {
 }
 
 /// How a secret is stored: its SHA-256, in hex.
-fn hashed(secret: &str) -> String {
+pub(crate) fn hashed(secret: &str) -> String {
     use std::fmt::Write as _;
     let mut text = String::with_capacity(64);
     for byte in Sha256::digest(secret.as_bytes()) {

@@ -1,14 +1,19 @@
 //! `toolgate gateway`: every registered server's tools as one MCP server
-//! over stdio, each call through the gate (`toolgate_gateway`).
+//! over stdio — or over HTTP (`gateway_http`) — each call through the gate
+//! (`toolgate_gateway`).
 
 use std::time::Duration;
 
 use rmcp::ServiceExt as _;
 use toolgate_store::Store;
 
+use crate::output::Out;
 use crate::{Failure, GatewayArgs};
 
-pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Failure> {
+pub(super) async fn gateway(store: &Store, out: Out, args: GatewayArgs) -> Result<(), Failure> {
+    if let Some(command) = args.command {
+        return super::gateway_http::command(store, out, command).await;
+    }
     let gateway = toolgate_gateway::Gateway::builder(store.clone())
         .user(&args.user)
         .host(&args.name)
@@ -21,6 +26,9 @@ pub(super) async fn gateway(store: &Store, args: GatewayArgs) -> Result<(), Fail
         .answer_within(Duration::from_secs(args.answer_within))
         .build()
         .map_err(|e| Failure::Refused(e.to_string()))?;
+    if let Some(listen) = args.http.listen {
+        return super::gateway_http::serve(gateway, listen, &args).await;
+    }
     tracing::info!(user = %args.user, host = %args.name, "gateway serving over stdio");
     // Runs a stopped gateway of the name left are picked up from the start,
     // whether or not the client ever initialises.

@@ -10,6 +10,7 @@ mod declare;
 mod demo;
 mod form;
 mod gateway;
+mod gateway_http;
 mod host;
 mod identity;
 mod import;
@@ -29,6 +30,7 @@ use std::time::Duration;
 use toolgate_mcp::Deadlines;
 use toolgate_store::{Location, Store};
 
+pub(crate) use gateway_http::{GatewayCommand, GatewayHttpArgs};
 pub(crate) use notify::NotifyCommand;
 
 use crate::agent::Workspace;
@@ -95,7 +97,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Runs(command) => runs::runs(&store, &workspace, out, command).await,
         Command::Demo(args) => demo::demo(&store, &workspace, out, args).await,
         Command::Host(args) => host::host(&store, &workspace, out, args).await,
-        Command::Gateway(args) => gateway::gateway(&store, args).await,
+        Command::Gateway(args) => gateway::gateway(&store, out, args).await,
         Command::Operator(command) => operators::operator(&store, out, command).await,
         Command::Inbox(args) => inbox::inbox(&store, &workspace, args).await,
         Command::Notify(command) => notify::notify(&store, out, command).await,

@@ -1,0 +1,169 @@
+//! `toolgate gateway --listen ADDR`: the gateway over streamable HTTP
+//! (`toolgate_gateway::http`), a person behind every token; and `toolgate
+//! gateway token add|list|revoke`, the tokens.
+
+use serde_json::json;
+use toolgate_store::{Store, StoreError};
+
+use crate::output::{Col, Out, say, timestamp};
+use crate::{Failure, GatewayArgs};
+
+/// `toolgate gateway`'s options for serving over HTTP.
+#[derive(clap::Args, Debug)]
+pub(crate) struct GatewayHttpArgs {
+    /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio: a
+    /// loopback address and port (a port of 0 is chosen by the system).
+    /// Every request carries a token (`toolgate gateway token add NAME`),
+    /// whose person is the requester of its calls; `--user` is not used.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+    /// Let a browser's requests from this origin in (`scheme://host:port`);
+    /// by default a request that carries an `Origin` is refused. May be
+    /// given more than once.
+    #[arg(long, value_name = "ORIGIN", requires = "listen")]
+    pub(crate) allow_origin: Vec<String>,
+}
+
+/// `toolgate gateway …`.
+#[derive(clap::Subcommand, Debug)]
+pub(crate) enum GatewayCommand {
+    /// The tokens of the gateway served over HTTP: one per person.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `toolgate gateway token …`.
+#[derive(clap::Subcommand, Debug)]
+pub(crate) enum TokenCommand {
+    /// Make a token for a person — the requester of every call made with
+    /// it — and print it once: only its hash is stored. A token submits
+    /// calls and reads their answers; it never decides one.
+    Add {
+        /// The person's name, as runs will record their requester.
+        name: String,
+    },
+    /// Every token: its id, its person, when it was made and last used,
+    /// whether it was revoked.
+    List,
+    /// Revoke a token by its id, or every token of a person by their name:
+    /// the next request with it is refused.
+    Revoke {
+        /// A token's id (`token list`), or a person's name.
+        id_or_name: String,
+    },
+}
+
+pub(super) async fn command(
+    store: &Store,
+    out: Out,
+    command: GatewayCommand,
+) -> Result<(), Failure> {
+    let GatewayCommand::Token(command) = command;
+    match command {
+        TokenCommand::Add { name } => {
+            let made = store.add_gateway_token(&name).await?;
+            if out.json {
+                return out.json(&json!({
+                    "id": made.id, "person": made.person,
+                    "token": made.token, "created_at": made.created_at,
+                }));
+            }
+            say!(
+                "token `{}` for `{}` — shown this once; the client sends it as `Authorization: Bearer TOKEN`:\n{}",
+                made.id,
+                made.person,
+                made.token
+            );
+            Ok(())
+        }
+        TokenCommand::List => {
+            let tokens = store.gateway_tokens().await?;
+            if out.json {
+                return out.json(
+                    &tokens
+                        .iter()
+                        .map(|t| {
+                            json!({
+                                "id": t.id, "person": t.person, "created_at": t.created_at,
+                                "last_used_at": t.last_used_at, "revoked_at": t.revoked_at,
+                            })
+                        })
+                        .collect::<Vec<_>>(),
+                );
+            }
+            let mut table = out.table(&["ID", "PERSON", "MADE", "LAST USED", "STATE"]);
+            for t in &tokens {
+                table.row([
+                    Col::from(&t.id),
+                    Col::from(&t.person),
+                    Col::from(timestamp(t.created_at)),
+                    Col::from(t.last_used_at.map_or_else(|| "never".to_owned(), timestamp)),
+                    Col::from(t.revoked_at.map_or_else(
+                        || "active".to_owned(),
+                        |at| format!("revoked at {}", timestamp(at)),
+                    )),
+                ]);
+            }
+            table.print();
+            Ok(())
+        }
+        TokenCommand::Revoke { id_or_name } => {
+            let revoked = match store.revoke_gateway_tokens(&id_or_name).await {
+                Err(error @ StoreError::NoSuchGatewayToken(_)) => {
+                    return Err(Failure::NotFound(error.to_string()));
+                }
+                other => other?,
+            };
+            if out.json {
+                return out.json(&json!({
+                    "revoked": revoked.iter().map(|t| json!({"id": t.id, "person": t.person})).collect::<Vec<_>>(),
+                }));
+            }
+            if revoked.is_empty() {
+                say!(
+                    "`{}`: nothing to revoke, every such token was revoked before",
+                    id_or_name
+                );
+            }
+            for t in &revoked {
+                say!(
+                    "token `{}` of `{}`: revoked; its next request is refused",
+                    t.id,
+                    t.person
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Serves `gateway` over HTTP at `listen`; see the module.
+pub(super) async fn serve(
+    gateway: toolgate_gateway::Gateway,
+    listen: std::net::SocketAddr,
+    args: &GatewayArgs,
+) -> Result<(), Failure> {
+    use toolgate_gateway::http::HttpError;
+    let refused = |e: HttpError| match e {
+        HttpError::NotLoopback(_) | HttpError::Origin(_) => Failure::Refused(e.to_string()),
+        _ => Failure::Error(e.to_string()),
+    };
+    let listener = toolgate_gateway::http::bind(listen)
+        .await
+        .map_err(refused)?;
+    let bound = listener.local_addr().unwrap_or(listen);
+    let mut http = gateway.over_http(bound);
+    for origin in &args.http.allow_origin {
+        http = http.allow_origin(origin).map_err(refused)?;
+    }
+    say!(
+        "the gateway is at http://{}/mcp — every request carries a token (`toolgate gateway token add NAME`)",
+        bound.to_string()
+    );
+    tracing::info!(listen = %bound, host = %args.name, "gateway serving over HTTP");
+    http.serve(listener, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
+    .map_err(refused)
+}

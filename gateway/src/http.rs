@@ -1,0 +1,477 @@
+//! The gateway over MCP's streamable HTTP transport: one gateway for a
+//! team, a person behind every token.
+//!
+//! rmcp's [`StreamableHttpService`] answers at `/mcp`, behind a layer that
+//! sees every request first and lets through only what it should:
+//!
+//! - **Host**: only the address the gateway listens on (and `localhost` at
+//!   its port) — a page that rebinds a name of its own to the loopback
+//!   address is refused, `421 Misdirected Request`.
+//! - **Origin**: a request that carries one — a browser's — only from an
+//!   origin given with [`HttpGateway::allow_origin`]; by default none is,
+//!   `403 Forbidden`.
+//! - **Token**: every request, on every address, loopback included (else
+//!   any local process would be anyone), carries `Authorization: Bearer
+//!   TOKEN`, a live token of the store's
+//!   ([`toolgate_store::Store::gateway_token_holder`]: found by its id, its
+//!   secret's hash compared in constant time). Without one, or with one
+//!   that is unknown or revoked, `401 Unauthorized`, and nothing reaches
+//!   rmcp. A token is never logged.
+//! - **Session**: a client of a protocol before 2026-07-28 opens a session
+//!   (`Mcp-Session-Id`); it is bound to the token that opened it, and a
+//!   request of that session with another token is refused, `403`. One
+//!   that names no session of this gateway's is answered `404`, as MCP
+//!   says, and the client opens a new one. The stateless protocol
+//!   (2026-07-28) has no session: every request's token is checked.
+//!
+//! The token's person is the requester of every call the request makes —
+//! four eyes and several approvers hold across people exactly as across
+//! gateways of different users. A token submits calls and reads their
+//! answers; there is no request by which it decides one. (Where the
+//! server's operator lets the requester's own client decide a held call in
+//! a form — see the crate's docs — that holds here as over stdio.)
+//!
+//! The bounds of the stdio gateway hold: a request body is at most
+//! [`crate::stdio::MAX_LINE_LENGTH`] bytes, JSON nested deeper than
+//! `serde_json` reads is refused, and a held call waits at most
+//! [`crate::Gateway::wait`].
+//!
+//! Only a loopback address is served for now ([`bind`]): a token crosses
+//! the network in the clear without TLS, and neither TLS nor a trusted
+//! proxy is supported yet.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse as _, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{
+    SessionId, SessionManager as _, StreamableHttpServerConfig, StreamableHttpService,
+};
+use toolgate_store::{GatewayTokenHolder, Store};
+
+use crate::Gateway;
+
+/// The header a legacy session's id travels in.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// How often the bindings of sessions that ended are dropped.
+const PRUNE_EVERY: Duration = Duration::from_mins(1);
+
+/// The gateway could not be served over HTTP.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The address is not a loopback one.
+    #[error(
+        "the gateway serves HTTP on a loopback address only (127.0.0.1 or ::1), not {0}: TLS and a trusted proxy in front are not supported yet, and a token must not cross the network in the clear"
+    )]
+    NotLoopback(SocketAddr),
+    /// The address could not be listened on.
+    #[error("cannot listen on {address}: {error}")]
+    Listen {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// An origin to allow is not one.
+    #[error(
+        "`{0}` is not an origin: write its scheme, host and port, e.g. `https://app.example.com:443`, without a path"
+    )]
+    Origin(String),
+    /// Serving stopped.
+    #[error("the gateway stopped serving: {0}")]
+    Serve(std::io::Error),
+}
+
+/// A listener on `address`, which must be a loopback address (a port of 0
+/// is chosen by the system).
+pub async fn bind(address: SocketAddr) -> Result<tokio::net::TcpListener, HttpError> {
+    if !address.ip().is_loopback() {
+        return Err(HttpError::NotLoopback(address));
+    }
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| HttpError::Listen { address, error })
+}
+
+/// The person of the token a request carries: put in the request's
+/// extensions by the layer, read by the gateway as the call's requester.
+#[derive(Debug, Clone)]
+pub(crate) struct Person {
+    /// The person, as their name was first written.
+    pub(crate) name: String,
+}
+
+/// Who asks a call, as a request's extensions say.
+pub(crate) enum Asking<'a> {
+    /// The request did not come over HTTP: the gateway's user.
+    Local,
+    /// The person of the request's token.
+    Person(&'a str),
+    /// A request over HTTP without a token's person — which the layer
+    /// never lets through.
+    Nobody,
+}
+
+/// Who asks the request whose extensions are `extensions`.
+pub(crate) fn asking(extensions: &rmcp::model::Extensions) -> Asking<'_> {
+    match extensions.get::<axum::http::request::Parts>() {
+        None => Asking::Local,
+        Some(parts) => parts
+            .extensions
+            .get::<Person>()
+            .map_or(Asking::Nobody, |p| Asking::Person(p.name.as_str())),
+    }
+}
+
+/// The gateway served over streamable HTTP; see the module.
+pub struct HttpGateway {
+    gateway: Gateway,
+    bound: SocketAddr,
+    origins: Vec<String>,
+}
+
+impl Gateway {
+    /// This gateway served over HTTP at `bound`, the address its listener
+    /// is bound to ([`bind`]): the only one a request's `Host` may name.
+    #[must_use]
+    pub fn over_http(self, bound: SocketAddr) -> HttpGateway {
+        HttpGateway {
+            gateway: self,
+            bound,
+            origins: Vec::new(),
+        }
+    }
+}
+
+/// The state of the layer.
+#[derive(Clone)]
+struct Guard {
+    store: Store,
+    hosts: Arc<[String]>,
+    origins: Arc<[String]>,
+    /// Each live legacy session's id, and the id of the token that opened it.
+    sessions: Arc<Mutex<HashMap<String, String>>>,
+}
+
+impl HttpGateway {
+    /// Lets a browser's request from `origin` (`scheme://host:port`) in:
+    /// by default a request that carries an `Origin` is refused.
+    pub fn allow_origin(mut self, origin: &str) -> Result<Self, HttpError> {
+        let origin = origin.trim().trim_end_matches('/');
+        let rest = origin
+            .strip_prefix("https://")
+            .or_else(|| origin.strip_prefix("http://"));
+        match rest {
+            Some(rest) if !rest.is_empty() && !rest.contains(['/', '?', '#', '*', ' ']) => {
+                self.origins.push(origin.to_ascii_lowercase());
+                Ok(self)
+            }
+            _ => Err(HttpError::Origin(origin.to_owned())),
+        }
+    }
+
+    /// The hosts a request may name: the address listened on, and
+    /// `localhost` at its port.
+    fn hosts(&self) -> Vec<String> {
+        vec![
+            self.bound.to_string(),
+            format!("localhost:{}", self.bound.port()),
+        ]
+    }
+
+    /// The router (`/mcp` behind the layer), the layer's state, the session
+    /// manager, and what ends every session's streams.
+    fn router(
+        &self,
+    ) -> (
+        axum::Router,
+        Guard,
+        Arc<LocalSessionManager>,
+        impl Fn() + Send + Sync + 'static,
+    ) {
+        let hosts = self.hosts();
+        let mut config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts.clone())
+            .with_allowed_origins(self.origins.clone())
+            .with_legacy_session_mode(true)
+            .with_max_request_body_bytes(crate::stdio::MAX_LINE_LENGTH);
+        // rmcp leaves `Origin` unchecked when no origin is allowed, unless
+        // told to check it: then every request that carries one is refused.
+        if self.origins.is_empty() {
+            config = config.enforce_origin_validation();
+        }
+        let cancel = config.cancellation_token.clone();
+        let stop = move || cancel.cancel();
+        let sessions = Arc::new(LocalSessionManager::default());
+        let gateway = self.gateway.clone();
+        let service =
+            StreamableHttpService::new(move || Ok(gateway.clone()), Arc::clone(&sessions), config);
+        let guard = Guard {
+            store: self.gateway.inner.host.store().clone(),
+            hosts: hosts.into(),
+            origins: self.origins.clone().into(),
+            sessions: Arc::default(),
+        };
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn_with_state(guard.clone(), guarded));
+        (router, guard, sessions, stop)
+    }
+
+    /// Serves `listener` until `shutdown` resolves; then the sessions end,
+    /// and the connections to upstream servers close once the resumes
+    /// under way ended ([`Gateway::close`]).
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), HttpError> {
+        let (router, guard, sessions, stop) = self.router();
+        let stop = Arc::new(stop);
+        // A held call's runs stopped gateways left are picked up from the
+        // start, whether or not any client ever initialises.
+        self.gateway.maintain();
+        tokio::spawn(prune(Arc::downgrade(&guard.sessions), sessions));
+        drop(guard);
+        let stopping = Arc::clone(&stop);
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                // Streams kept open (a session's own, a held call's) end.
+                stopping();
+            })
+            .await
+            .map_err(HttpError::Serve);
+        stop();
+        self.gateway.close().await;
+        served
+    }
+}
+
+/// Drops, every [`PRUNE_EVERY`], the bindings of sessions rmcp ended (a
+/// session idle too long, say); ends with the router.
+async fn prune(bindings: Weak<Mutex<HashMap<String, String>>>, sessions: Arc<LocalSessionManager>) {
+    loop {
+        tokio::time::sleep(PRUNE_EVERY).await;
+        let Some(bindings) = bindings.upgrade() else {
+            return;
+        };
+        let ids: Vec<String> = bindings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        for id in ids {
+            let live = sessions
+                .has_session(&SessionId::from(id.as_str()))
+                .await
+                .unwrap_or(true);
+            if !live {
+                bindings
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&id);
+            }
+        }
+    }
+}
+
+/// A refusal: under its status, a JSON-RPC error without an id (the
+/// request was not read) that says what to do.
+struct Refusal {
+    status: StatusCode,
+    message: String,
+}
+
+fn refused(status: StatusCode, message: impl Into<String>) -> Refusal {
+    Refusal {
+        status,
+        message: message.into(),
+    }
+}
+
+impl axum::response::IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": -32001, "message": self.message},
+        });
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"toolgate gateway\""),
+            );
+        }
+        response
+    }
+}
+
+/// The bearer token of `headers`, when there is exactly one.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    let value = value.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Refused unless `headers` name an allowed host, and an allowed origin
+/// if any.
+fn admitted(guard: &Guard, headers: &HeaderMap) -> Result<(), Refusal> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    if !host.is_some_and(|host| guard.hosts.contains(&host)) {
+        tracing::warn!("a request naming another host was refused");
+        return Err(refused(
+            StatusCode::MISDIRECTED_REQUEST,
+            format!(
+                "this gateway answers at {} only: connect to that address",
+                guard.hosts.join(" or ")
+            ),
+        ));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|o| guard.origins.contains(&o.to_ascii_lowercase()));
+        if !allowed {
+            tracing::warn!("a request from an origin not allowed was refused");
+            return Err(refused(
+                StatusCode::FORBIDDEN,
+                "requests from this origin are refused: a page of another site may not call this gateway (an operator allows an origin with `--allow-origin`)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Who the token of `headers` stands for, or the refusal.
+async fn holder(guard: &Guard, headers: &HeaderMap) -> Result<GatewayTokenHolder, Refusal> {
+    let Some(token) = bearer(headers) else {
+        tracing::info!("a request without a token was refused");
+        return Err(refused(
+            StatusCode::UNAUTHORIZED,
+            "this gateway answers only requests that carry a token: send `Authorization: Bearer TOKEN`, with a token an operator made for you (`toolgate gateway token add NAME`)",
+        ));
+    };
+    match guard.store.gateway_token_holder(token).await {
+        Ok(Some(holder)) => Ok(holder),
+        Ok(None) => {
+            tracing::info!("a request with a token that is not live was refused");
+            Err(refused(
+                StatusCode::UNAUTHORIZED,
+                "this token is not one of this gateway's, or it was revoked: ask an operator for a new one (`toolgate gateway token add NAME`)",
+            ))
+        }
+        Err(error) => {
+            tracing::error!(%error, "the gateway's tokens cannot be read; the request was refused");
+            Err(refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the gateway cannot read its tokens now: try again shortly",
+            ))
+        }
+    }
+}
+
+/// The session `headers` name, bound to `holder`'s token; none when they
+/// name none; else the refusal.
+fn session_of(
+    guard: &Guard,
+    headers: &HeaderMap,
+    holder: &GatewayTokenHolder,
+) -> Result<Option<String>, Refusal> {
+    let Some(id) = headers.get(SESSION_HEADER) else {
+        return Ok(None);
+    };
+    let Ok(id) = id.to_str() else {
+        return Err(refused(
+            StatusCode::BAD_REQUEST,
+            "the session id does not read",
+        ));
+    };
+    let opener = guard
+        .sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(id)
+        .cloned();
+    match opener {
+        None => Err(refused(
+            StatusCode::NOT_FOUND,
+            "no session of this gateway has this id (it ended, or the gateway restarted): initialize a new one",
+        )),
+        Some(opener) if opener != holder.id => {
+            tracing::warn!(token = %holder.id, person = %holder.person, "a session opened with another token was refused");
+            Err(refused(
+                StatusCode::FORBIDDEN,
+                "this session was opened with another token: a session is used only with the token that opened it",
+            ))
+        }
+        Some(_) => Ok(Some(id.to_owned())),
+    }
+}
+
+/// The layer in front of rmcp; see the module.
+async fn guarded(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
+    if let Err(refusal) = admitted(&guard, request.headers()) {
+        return refusal.into_response();
+    }
+    let holder = match holder(&guard, request.headers()).await {
+        Ok(holder) => holder,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let session = match session_of(&guard, request.headers(), &holder) {
+        Ok(session) => session,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let deleting = request.method() == Method::DELETE;
+    let token = holder.id.clone();
+    // No one downstream reads the token again.
+    request.headers_mut().remove(header::AUTHORIZATION);
+    request.extensions_mut().insert(Person {
+        name: holder.person,
+    });
+    let response: Response<Body> = next.run(request).await;
+    let mut sessions = guard
+        .sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    match session {
+        None => {
+            if let Some(opened) = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|s| s.to_str().ok())
+            {
+                sessions.insert(opened.to_owned(), token);
+            }
+        }
+        Some(id) if deleting && response.status().is_success() => {
+            sessions.remove(&id);
+        }
+        Some(_) => {}
+    }
+    drop(sessions);
+    response
+}
