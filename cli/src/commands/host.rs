@@ -27,17 +27,18 @@ pub(super) async fn host(
         Host::new(store.clone(), &args.name)?.with_lease(Duration::from_millis(args.lease_ms));
     let poll = Duration::from_millis(args.poll_ms);
     if !args.once && !out.json {
-        match store.backend() {
-            toolgate_store::Backend::Postgres => say!(
+        if store.backend() == toolgate_store::Backend::Postgres {
+            say!(
                 "host `{}` resumes its runs as they are decided: it listens for PostgreSQL's notifications (LISTEN toolgate_inbox, toolgate_operator) and wakes at once when a run is decided or an operator changes a server, and looks every {} ms as well; Ctrl-C stops it",
                 host.name(),
                 args.poll_ms
-            ),
-            _ => say!(
+            );
+        } else {
+            say!(
                 "host `{}` resumes its runs as they are decided (looking every {} ms; Ctrl-C stops it)",
                 host.name(),
                 args.poll_ms
-            ),
+            );
         }
     }
     let result = serve(&host, store, &registry, out, &args, poll).await;

@@ -32,9 +32,3 @@ fn typed_run(command: &mut RunsCommand) -> Option<&mut String> {
         RunsCommand::List { .. } => None,
     }
 }
-
-/// A typed run resolved to the whole id of the one run it names.
-#[allow(dead_code, reason = "for commands that keep their run elsewhere")]
-pub(super) async fn resolve(store: &Store, typed: &str) -> Result<String, Failure> {
-    Ok(store.resolve_run_prefix(typed).await?)
-}

@@ -9,19 +9,7 @@ use crate::output::{Col, Out, say, stored_json};
 
 pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Result<(), Failure> {
     let (registry, provider) = agent::registry(store, workspace).map_err(Failure::Error)?;
-    // A builtin belongs to a host program, not to the store: the demo's are
-    // listed only where the demo's host has run on this store.
-    let demo_ran = store
-        .run_owners()
-        .await?
-        .iter()
-        .any(|owner| owner == agent::DEMO_HOST);
-    let explanations: Vec<_> = registry
-        .explain_all()
-        .await
-        .into_iter()
-        .filter(|e| demo_ran || e.server.is_some())
-        .collect();
+    let (demo_ran, explanations) = offered(store, &registry).await?;
     let rows = store.live_catalogue().await?;
     let claims = |name: &str| {
         rows.iter()
@@ -86,26 +74,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
     }
     table.whole(&[0, 1, 4]);
     table.print();
-    say!(
-        "A server's claims are shown as it sent them; no decision reads them. A remote tool's effect is assumed, not claimed."
-    );
-    say!(
-        "A model or an MCP client calls each tool by its wire name; runs and decisions keep the tool's name."
-    );
-    if demo_ran {
-        say!(
-            "The builtin tools listed are the demo host's (`toolgate demo`, `toolgate host`); a host of your own lists its own builtins with `Registry::explain_all`."
-        );
-    } else {
-        say!(
-            "These are the tools this store's servers offer. A host program's own builtins are its own, not the store's: it lists them with `Registry::explain_all` (the demo's appear here once `toolgate demo` has run on this store)."
-        );
-    }
-    if explanations.is_empty() {
-        say!(
-            "No tool is offered: register a server (`toolgate server add`) and import it (`toolgate import`)."
-        );
-    }
+    print_notes(demo_ran, explanations.is_empty());
     for s in servers.iter().filter(|s| !s.is_usable()) {
         if let Some(reason) = s.inert_reason() {
             say!("server `{}` supplies no tools: {}", s.id, reason);
@@ -130,6 +99,51 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
     }
     provider.close().await;
     Ok(())
+}
+
+/// What this store offers: every tool of its servers, and the demo's
+/// builtins only where the demo's host has run on it — a builtin belongs
+/// to a host program, not to the store. True when the demo's are listed.
+async fn offered(
+    store: &Store,
+    registry: &toolgate::Registry,
+) -> Result<(bool, Vec<toolgate::registry::Explanation>), Failure> {
+    let demo_ran = store
+        .run_owners()
+        .await?
+        .iter()
+        .any(|owner| owner == agent::DEMO_HOST);
+    let explanations = registry
+        .explain_all()
+        .await
+        .into_iter()
+        .filter(|e| demo_ran || e.server.is_some())
+        .collect();
+    Ok((demo_ran, explanations))
+}
+
+/// What the table means, and where a host's own builtins are listed.
+fn print_notes(demo_ran: bool, none: bool) {
+    say!(
+        "A server's claims are shown as it sent them; no decision reads them. A remote tool's effect is assumed, not claimed."
+    );
+    say!(
+        "A model or an MCP client calls each tool by its wire name; runs and decisions keep the tool's name."
+    );
+    if demo_ran {
+        say!(
+            "The builtin tools listed are the demo host's (`toolgate demo`, `toolgate host`); a host of your own lists its own builtins with `Registry::explain_all`."
+        );
+    } else {
+        say!(
+            "These are the tools this store's servers offer. A host program's own builtins are its own, not the store's: it lists them with `Registry::explain_all` (the demo's appear here once `toolgate demo` has run on this store)."
+        );
+    }
+    if none {
+        say!(
+            "No tool is offered: register a server (`toolgate server add`) and import it (`toolgate import`)."
+        );
+    }
 }
 
 /// The live tools held in quarantine — under "no approval", the server's
