@@ -1,0 +1,581 @@
+//! `toolgate gateway --listen`: the gateway over streamable HTTP, driven by
+//! a real MCP client (rmcp's, and the Python SDK's where it is installed),
+//! the notes test server upstream. Every request carries a token whose
+//! person is the requester; a request without a live token, naming another
+//! host, from another site's page, or in a session another token opened is
+//! refused before anything reaches the gateway's handler.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolResult;
+use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt as _;
+
+mod common;
+use common::gateway::{call, json_of, lines, notes, text};
+use common::{TOOLGATE, database_env, toolgate};
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    common::backend::rerun_on_postgres();
+}
+
+/// A `toolgate gateway --listen 127.0.0.1:0 ARGS…` process over `dir`, and
+/// the URL it says it serves at. The process ends when the child is
+/// dropped.
+async fn listening(dir: &Path, args: &[&str]) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["gateway", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .envs(database_env(dir))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the gateway starts");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut said = String::new();
+    tokio::io::BufReader::new(stdout)
+        .read_line(&mut said)
+        .await
+        .expect("the gateway says where it is");
+    let url = said
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {said:?}"))
+        .to_owned();
+    (child, url)
+}
+
+/// A token made for `person`.
+fn token(dir: &Path, person: &str) -> (String, String) {
+    let made = json_of(dir, &["gateway", "token", "add", person]);
+    (
+        made["token"].as_str().unwrap().to_owned(),
+        made["id"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// An rmcp client of the gateway at `url`, sending `token`.
+async fn client(url: &str, token: &str) -> Result<RunningService<RoleClient, ()>, String> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+fn write_in_background(
+    client: &Peer<RoleClient>,
+    text: &'static str,
+) -> tokio::task::JoinHandle<CallToolResult> {
+    let client = client.clone();
+    tokio::spawn(async move { call(&client, "notes__write_note", json!({"text": text})).await })
+}
+
+/// The one open run: its id and digest, once it is there.
+async fn waiting(dir: &Path) -> (String, String) {
+    for _ in 0..200 {
+        let runs = json_of(dir, &["runs", "list"]);
+        let open: Vec<&Value> = runs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["state"] == "open")
+            .collect();
+        if let [run] = open.as_slice() {
+            let id = run["run"].as_str().unwrap().to_owned();
+            let shown = json_of(dir, &["runs", "show", &id]);
+            return (id, shown["digest"].as_str().unwrap().to_owned());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no run waits");
+}
+
+/// A raw POST of `body` to `url` with `headers`: its status, its session
+/// id, and its body.
+async fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Option<String>, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    // A stream is read only as far as its first answer.
+    let mut body = String::new();
+    let mut response = response;
+    while let Ok(Some(chunk)) = tokio::time::timeout(Duration::from_secs(5), response.chunk())
+        .await
+        .unwrap_or(Ok(None))
+    {
+        body.push_str(&String::from_utf8_lossy(&chunk));
+        if body.contains("\"jsonrpc\"") && body.contains("\"id\"") && body.ends_with('\n') {
+            break;
+        }
+    }
+    (status, session, body)
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+fn write_call(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "notes__write_note", "arguments": {"text": "sneaked"}}})
+}
+
+/// A session opened with `token`: its id, told the client is initialised.
+async fn opened(url: &str, token: &str) -> String {
+    let bearer = format!("Bearer {token}");
+    let (status, session, body) = post(url, &[("authorization", &bearer)], &initialize()).await;
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+    let (status, _, body) = post(
+        url,
+        &[("authorization", &bearer), ("mcp-session-id", &session)],
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    session
+}
+
+/// The person of a token lists the tools, a read is forwarded at once, and
+/// a write is held as a run whose requester is that person.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tokens_person_is_the_requester_of_what_their_client_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let (alice, _) = token(dir, "alice");
+    let (_gateway, url) = listening(dir, &["--wait", "20", "--user", "mallory"]).await;
+    assert!(url.ends_with("/mcp"), "{url}");
+    let client = client(&url, &alice).await.expect("the client connects");
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"notes__read_note".to_owned()), "{names:?}");
+    assert!(names.contains(&"notes__write_note".to_owned()), "{names:?}");
+
+    let held = write_in_background(client.peer(), "from alice");
+    let (run, digest) = waiting(dir).await;
+    let shown = json_of(dir, &["runs", "show", &run]);
+    assert_eq!(shown["requested_by"], "alice", "{shown}");
+    assert_eq!(lines(&ledger), 0);
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let answered = held.await.unwrap();
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1);
+
+    // Approval off: a read is forwarded at once.
+    common::approval_off(dir, "notes");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let read = call(client.peer(), "notes__read_note", json!({"id": 1})).await;
+    assert_eq!(read.is_error, Some(false), "{}", text(&read));
+
+    // The token's last use is listed.
+    let listed = json_of(dir, &["gateway", "token", "list"]);
+    assert!(listed[0]["last_used_at"].is_i64(), "{listed}");
+    client.cancel().await.unwrap();
+}
+
+/// Without a token, with one that is no token, or with a revoked one, a
+/// request is refused — 401, saying what to do — and nothing reaches the
+/// upstream or the runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_a_live_token_is_refused_and_reaches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    common::approval_off(dir, "notes");
+    let (alice, alice_id) = token(dir, "alice");
+    let (_gateway, url) = listening(dir, &[]).await;
+
+    // A live token is served, and a write runs at once (approval is off).
+    let session = opened(&url, &alice).await;
+    let bearer = format!("Bearer {alice}");
+    let (status, _, body) = post(
+        &url,
+        &[("authorization", &bearer), ("mcp-session-id", &session)],
+        &write_call(2),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"isError\":false"), "{body}");
+    assert_eq!(lines(&ledger), 1);
+
+    let (forged, _) = alice.rsplit_once('_').unwrap();
+    let forged = format!("Bearer {forged}_{}", "0".repeat(64));
+    let basic = format!("Basic {alice}");
+    for headers in [
+        vec![],
+        vec![("authorization", "Bearer ")],
+        vec![("authorization", "Bearer tgw_nothing")],
+        vec![("authorization", forged.as_str())],
+        vec![("authorization", basic.as_str())],
+    ] {
+        let mut with_session = headers.clone();
+        with_session.push(("mcp-session-id", &session));
+        for headers in [headers, with_session] {
+            let (status, _, body) = post(&url, &headers, &write_call(3)).await;
+            assert_eq!(status, 401, "{headers:?}: {body}");
+            assert!(body.contains("token"), "{body}");
+        }
+    }
+    // An rmcp client with a wrong token does not connect.
+    assert!(client(&url, "tgw_0000000000000000_0").await.is_err());
+
+    // Revoked, the token's very next request is refused.
+    let revoked = json_of(dir, &["gateway", "token", "revoke", &alice_id]);
+    assert_eq!(revoked["revoked"][0]["person"], "alice", "{revoked}");
+    let (status, _, body) = post(
+        &url,
+        &[("authorization", &bearer), ("mcp-session-id", &session)],
+        &write_call(4),
+    )
+    .await;
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("revoked"), "{body}");
+    assert!(client(&url, &alice).await.is_err());
+    assert_eq!(lines(&ledger), 1, "nothing more ran");
+    let listed = json_of(dir, &["gateway", "token", "list"]);
+    assert!(listed[0]["revoked_at"].is_i64(), "{listed}");
+    // Revoking by name: every live token of the person.
+    let (_, first) = token(dir, "Carol");
+    let (_, second) = token(dir, "carol");
+    let revoked = json_of(dir, &["gateway", "token", "revoke", "CAROL"]);
+    let ids: Vec<&str> = revoked["revoked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [first.as_str(), second.as_str()]);
+    let unknown = common::command(dir)
+        .args(["gateway", "token", "revoke", "nobody"])
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(4));
+}
+
+/// A request naming another host (a rebound name), or sent from another
+/// site's page (an `Origin`), is refused even with a live token; an origin
+/// the operator allowed is let in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_host_or_another_sites_page_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    common::approval_off(dir, "notes");
+    let (alice, _) = token(dir, "alice");
+    let bearer = format!("Bearer {alice}");
+    let (_gateway, url) = listening(dir, &[]).await;
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp");
+
+    let rebound = format!("attacker.example:{port}");
+    let (status, _, body) = post(
+        &url,
+        &[("authorization", &bearer), ("host", &rebound)],
+        &initialize(),
+    )
+    .await;
+    assert_eq!(status, 421, "{body}");
+    let localhost = format!("localhost:{port}");
+    let (status, _, body) = post(
+        &url,
+        &[("authorization", &bearer), ("host", &localhost)],
+        &initialize(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    for origin in [
+        "https://attacker.example",
+        "null",
+        &format!("http://127.0.0.1:{port}"),
+    ] {
+        let (status, _, body) = post(
+            &url,
+            &[("authorization", &bearer), ("origin", origin)],
+            &write_call(2),
+        )
+        .await;
+        assert_eq!(status, 403, "{origin}: {body}");
+        assert!(body.contains("origin"), "{body}");
+    }
+    assert_eq!(lines(&ledger), 0);
+
+    let (_allowing, url) = listening(dir, &["--allow-origin", "https://app.example:8443"]).await;
+    let (status, _, body) = post(
+        &url,
+        &[
+            ("authorization", &bearer),
+            ("origin", "https://app.example:8443"),
+        ],
+        &initialize(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = post(
+        &url,
+        &[
+            ("authorization", &bearer),
+            ("origin", "https://app.example:9443"),
+        ],
+        &initialize(),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    // And a non-loopback address is refused, saying why.
+    let refused = common::command(dir)
+        .args(["gateway", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(3));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("loopback") && said.contains("TLS"), "{said}");
+}
+
+/// A session is used only with the token that opened it: another person's
+/// token is refused in it — to call, to listen, to end it — and it goes on
+/// for its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_used_only_with_the_token_that_opened_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    common::approval_off(dir, "notes");
+    let (alice, _) = token(dir, "alice");
+    let (bob, _) = token(dir, "bob");
+    let (_gateway, url) = listening(dir, &[]).await;
+    let session = opened(&url, &alice).await;
+    let bob_bearer = format!("Bearer {bob}");
+    let (status, _, body) = post(
+        &url,
+        &[("authorization", &bob_bearer), ("mcp-session-id", &session)],
+        &write_call(2),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("another token"), "{body}");
+    let http = reqwest::Client::new();
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = http
+            .request(method.clone(), &url)
+            .header("authorization", &bob_bearer)
+            .header("mcp-session-id", &session)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 403, "{method}");
+    }
+    assert_eq!(lines(&ledger), 0);
+    // A session id that is none of this gateway's.
+    let (status, _, _) = post(
+        &url,
+        &[
+            ("authorization", &bob_bearer),
+            ("mcp-session-id", "made-up"),
+        ],
+        &write_call(3),
+    )
+    .await;
+    assert_eq!(status, 404);
+    // Alice's own session still serves her.
+    let alice_bearer = format!("Bearer {alice}");
+    let (status, _, body) = post(
+        &url,
+        &[
+            ("authorization", &alice_bearer),
+            ("mcp-session-id", &session),
+        ],
+        &write_call(4),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(lines(&ledger), 1);
+    let shown = json_of(dir, &["runs", "list"]);
+    assert!(shown.as_array().unwrap().is_empty(), "{shown}");
+}
+
+/// Under four eyes, alice's call is decided by someone else: her own
+/// approval is refused; her token has no way to decide — a message that
+/// tries is not a decision, and the run still waits — and bob's approval
+/// from the console runs the call once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_eyes_hold_across_people_and_a_token_decides_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let (alice, _) = token(dir, "alice");
+    let (_gateway, url) = listening(dir, &["--wait", "20", "--four-eyes"]).await;
+    let client = client(&url, &alice).await.expect("the client connects");
+    let held = write_in_background(client.peer(), "four eyes");
+    let (run, digest) = waiting(dir).await;
+    assert_eq!(
+        json_of(dir, &["runs", "show", &run])["requested_by"],
+        "alice"
+    );
+
+    // Alice's token tries to decide over its own session: no method does.
+    let session = opened(&url, &alice).await;
+    let bearer = format!("Bearer {alice}");
+    for (id, method, params, answer) in [
+        (
+            7,
+            "runs/approve",
+            json!({"run": run, "digest": digest, "as": "bob"}),
+            "\"code\":-32601",
+        ),
+        (
+            8,
+            "tools/call",
+            json!({"name": "approve", "arguments": {"run": run, "digest": digest}}),
+            "no tool `approve` is offered by this gateway",
+        ),
+        (
+            9,
+            "elicitation/create",
+            json!({"message": "approve", "requestedSchema": {"type": "object", "properties": {}}}),
+            "\"code\":-32601",
+        ),
+    ] {
+        let (status, _, body) = post(
+            &url,
+            &[("authorization", &bearer), ("mcp-session-id", &session)],
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .await;
+        assert_eq!(status, 200, "{method}: {body}");
+        assert!(body.contains(&format!("\"id\":{id},")), "{method}: {body}");
+        assert!(body.contains(answer), "{method}: {body}");
+    }
+    let shown = json_of(dir, &["runs", "show", &run]);
+    assert_eq!(shown["state"], "open", "{shown}");
+    assert_eq!(lines(&ledger), 0);
+
+    // Her own approval from the console is refused.
+    let refused = common::command(dir)
+        .args([
+            "runs", "approve", &run, "--digest", &digest, "--as", "alice",
+        ])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("its approval must come from someone else"),
+        "{said}"
+    );
+    assert_eq!(lines(&ledger), 0);
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let answered = held.await.unwrap();
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1);
+    client.cancel().await.unwrap();
+}
+
+/// The Python SDK's streamable HTTP client, with a token, lists the tools
+/// and reads through the gateway; without one it is refused. Skipped, and
+/// said so, where the SDK (`pip install mcp`) is not installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdks_client_is_served_with_a_token_only() {
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp.client.streamable_http"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_sdk {
+        eprintln!("skipped: the Python MCP SDK is not installed (`pip install mcp`)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    common::approval_off(dir, "notes");
+    let (alice, _) = token(dir, "alice");
+    let (_gateway, url) = listening(dir, &[]).await;
+    let script = r#"
+import sys, anyio
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+async def main(url, token):
+    headers = {"Authorization": "Bearer " + token} if token else {}
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+                print("tools", " ".join(sorted(t.name for t in tools.tools)))
+                read = await session.call_tool("notes__read_note", {"id": 1})
+                print("read", "error" if read.is_error else "ok")
+
+anyio.run(main, sys.argv[1], sys.argv[2])
+"#;
+    let run = |token: &str| {
+        std::process::Command::new("python3")
+            .args(["-c", script, &url, token])
+            .output()
+            .unwrap()
+    };
+    let served = run(&alice);
+    let said = String::from_utf8_lossy(&served.stdout);
+    assert!(
+        served.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+    assert!(said.contains("notes__read_note"), "{said}");
+    assert!(said.contains("read ok"), "{said}");
+    let refused = run("");
+    assert!(!refused.status.success());
+    assert!(
+        !String::from_utf8_lossy(&refused.stdout).contains("tools"),
+        "no tools without a token"
+    );
+}
