@@ -124,7 +124,9 @@ fn first_page_through_the_inbox(bencher: divan::Bencher, count: usize) {
         toolgate_inbox::Inbox::new(waiting.store.clone(), "http://127.0.0.1:8640").router();
     let cookie = format!("{}={}", toolgate_inbox::SESSION_COOKIE, waiting.session);
     let fetch = || {
+        // The inbox answers at its own address only.
         let request = match axum::http::Request::get(&waiting.pages)
+            .header(axum::http::header::HOST, "127.0.0.1:8640")
             .header(axum::http::header::COOKIE, &cookie)
             .body(axum::body::Body::empty())
         {
