@@ -579,3 +579,183 @@ anyio.run(main, sys.argv[1], sys.argv[2])
         "no tools without a token"
     );
 }
+
+/// What a client was told: progress messages, and how often its tools
+/// changed.
+#[derive(Clone, Default)]
+struct Told {
+    progress: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl rmcp::ClientHandler for Told {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap()
+            .push(params.message.unwrap_or_default());
+    }
+
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
+        self.changed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Over HTTP as over stdio, a held call tells its client it waits
+/// (progress), and an operator's change tells the client its tools changed
+/// (`notifications/tools/list_changed`, on the session's own stream).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_list_changed_reach_a_client_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let (alice, _) = token(dir, "alice");
+    let (_gateway, url) = listening(dir, &["--wait", "30"]).await;
+    let told = Told::default();
+    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(alice);
+    let client = told
+        .clone()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("the client connects");
+    let held = write_in_background(client.peer(), "told");
+    let (run, digest) = waiting(dir).await;
+    let mut waited = 0;
+    while told.progress.lock().unwrap().is_empty() {
+        assert!(waited < 200, "no progress within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    let said = told.progress.lock().unwrap()[0].clone();
+    assert!(said.contains(&run), "{said}");
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let answered = held.await.unwrap();
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+
+    toolgate(dir, &["server", "disable", "notes"]);
+    let mut waited = 0;
+    while told.changed.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(waited < 200, "no list_changed within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(client.list_all_tools().await.unwrap().is_empty());
+    assert_eq!(lines(&ledger), 1);
+    client.cancel().await.unwrap();
+}
+
+/// A client of the stateless protocol (2026-07-28) has no session: its
+/// token is checked on every request, its person is the requester, and
+/// revoked, its very next request is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_clients_token_is_checked_on_every_request() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let (alice, alice_id) = token(dir, "alice");
+    let (_gateway, url) = listening(dir, &["--wait", "30"]).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(alice);
+    let client = ()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("the client connects");
+    let server = client.peer().peer_info().expect("the server is known");
+    assert_eq!(server.protocol_version, ProtocolVersion::V_2026_07_28);
+    assert!(!client.list_all_tools().await.unwrap().is_empty());
+    let held = write_in_background(client.peer(), "stateless");
+    let (run, digest) = waiting(dir).await;
+    assert_eq!(
+        json_of(dir, &["runs", "show", &run])["requested_by"],
+        "alice"
+    );
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let answered = held.await.unwrap();
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1);
+
+    toolgate(dir, &["gateway", "token", "revoke", &alice_id]);
+    assert!(client.list_all_tools().await.is_err());
+    let refused = client
+        .peer()
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("notes__write_note")
+                .with_arguments(json!({"text": "after"}).as_object().unwrap().clone()),
+        )
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(lines(&ledger), 1);
+}
+
+/// The stdio gateway's bounds hold over HTTP: a body past
+/// [`toolgate_gateway::stdio::MAX_LINE_LENGTH`] and JSON nested deeper than
+/// it reads are refused, reaching nothing; a held call is answered once its
+/// wait is over, naming its run, which stays decidable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_gateways_bounds_hold_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let (alice, _) = token(dir, "alice");
+    let bearer = format!("Bearer {alice}");
+    let (_gateway, url) = listening(dir, &["--wait", "1"]).await;
+    let session = opened(&url, &alice).await;
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("mcp-session-id", session.as_str()),
+    ];
+
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"notes__write_note","arguments":{{"text":"x","deep":{}{}}}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"notes__write_note","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(17 * 1024 * 1024)
+    );
+    // rmcp answers a body it cannot read `415`, one past the bound `413`.
+    for (body, status) in [(deep, 415), (huge, 413)] {
+        let mut request = reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), status);
+    }
+    let shown = json_of(dir, &["runs", "list"]);
+    assert!(shown.as_array().unwrap().is_empty(), "{shown}");
+
+    let (status, _, body) = post(&url, &headers, &write_call(7)).await;
+    assert_eq!(status, 200, "{body}");
+    let (run, _) = waiting(dir).await;
+    assert!(
+        body.contains("\"isError\":true") && body.contains(&run),
+        "{body}"
+    );
+    assert_eq!(lines(&ledger), 0);
+}
