@@ -604,6 +604,16 @@ fn listings_tell_the_truth_about_this_store() {
     );
     assert!(table.contains("Registry::explain_all"), "{table}");
 
+    // Times in tables are UTC dates to the minute.
+    let servers = ok(dir, &["server", "list"]);
+    let at = servers.split("ok at ").nth(1).expect("an import time");
+    let stamp: String = at.chars().take(17).collect();
+    assert!(
+        stamp.as_bytes()[4] == b'-' && stamp.as_bytes()[13] == b':' && !stamp[14..].contains(':'),
+        "{servers}"
+    );
+    assert!(servers.contains("LAST IMPORT (UTC)"), "{servers}");
+
     // A tool named without its server is a usage error that names it whole.
     let bare = fails(dir, &["server", "accept", "docs", "write_note"], 2);
     assert!(bare.contains("`docs.write_note`"), "{bare}");

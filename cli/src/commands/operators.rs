@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolgate_store::Store;
 
-use crate::output::{Col, Out, say, timestamp};
+use crate::output::{Col, Out, date_utc, say, timestamp};
 use crate::{Failure, OperatorCommand};
 
 pub(super) async fn operator(
@@ -83,7 +83,7 @@ pub(super) async fn operator(
             }
             let mut table = out.table(&[
                 "OPERATOR",
-                "ADDED",
+                "ADDED (UTC)",
                 "STATE",
                 "LIVE SESSIONS",
                 "AND FROM NOW ON",
@@ -91,10 +91,10 @@ pub(super) async fn operator(
             for o in &operators {
                 table.row([
                     Col::from(&o.name),
-                    Col::from(timestamp(o.created_at)),
+                    Col::from(date_utc(o.created_at)),
                     Col::from(o.revoked_at.map_or_else(
                         || "active".to_owned(),
-                        |at| format!("revoked at {}", timestamp(at)),
+                        |at| format!("revoked at {}", date_utc(at)),
                     )),
                     Col::from(o.live_sessions.to_string()),
                     Col::from(if o.may_declare { "may declare" } else { "-" }),

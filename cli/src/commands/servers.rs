@@ -5,7 +5,7 @@ use toolgate::OperatorDeclaration;
 use toolgate::visible::visible;
 use toolgate_store::{DataClass, NewServer, ServerRecord, Store, Transport};
 
-use crate::output::{Col, Out, say, stored_json, timestamp};
+use crate::output::{Col, Out, date_utc, say, stored_json};
 use crate::{Failure, OnOff, ServerCommand};
 
 fn approval_word(declaration: OperatorDeclaration) -> &'static str {
@@ -347,7 +347,7 @@ async fn list_servers(store: &Store, out: Out) -> Result<(), Failure> {
         "DATA CLASS",
         "APPROVAL",
         "STATE",
-        "LAST IMPORT",
+        "LAST IMPORT (UTC)",
     ]);
     for s in &servers {
         let state = s
@@ -355,8 +355,8 @@ async fn list_servers(store: &Store, out: Out) -> Result<(), Failure> {
             .map_or_else(|| "usable".to_owned(), |r| format!("inert: {r}"));
         let import = match (&s.import.at, &s.import.error) {
             (None, _) => "never".to_owned(),
-            (Some(at), None) => format!("ok at {}", timestamp(*at)),
-            (Some(at), Some(error)) => format!("failed at {}: {error}", timestamp(*at)),
+            (Some(at), None) => format!("ok at {}", date_utc(*at)),
+            (Some(at), Some(error)) => format!("failed at {}: {error}", date_utc(*at)),
         };
         table.row([
             Col::from(&s.id),
