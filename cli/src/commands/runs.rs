@@ -314,7 +314,7 @@ fn print_unknown(run: &str, unknown: &[toolgate_store::UnknownCall]) {
             u.turn,
             u.attempt,
             if u.attempt == 1 { "" } else { "s" },
-            u.arguments.to_string()
+            u.arguments
         );
         if u.reruns.1 > 1 || u.four_eyes {
             say!(
