@@ -135,8 +135,9 @@ pub(crate) enum ToolCommand {
         /// without it).
         #[arg(long)]
         digest: Option<String>,
-        /// Who declares. Without it: `TOOLGATE_OPERATOR`, else the
-        /// operating system's user. The declaration records which.
+        /// Who declares. Without it: `TOOLGATE_OPERATOR`, else the account
+        /// of this process's user id (`uid-N` where it has none). The
+        /// declaration records which.
         #[arg(long = "as")]
         operator: Option<String>,
     },
@@ -417,8 +418,9 @@ pub(crate) struct DecideArgs {
     /// The digest of the turn you reviewed (`toolgate runs show`).
     #[arg(long)]
     pub(crate) digest: Option<String>,
-    /// Who decides. Without it: `TOOLGATE_OPERATOR`, else the operating
-    /// system's user. The decision record says which.
+    /// Who decides. Without it: `TOOLGATE_OPERATOR`, else the account of
+    /// this process's user id (`uid-N` where it has none). The decision
+    /// record says which.
     #[arg(long = "as")]
     pub(crate) operator: Option<String>,
 }
