@@ -91,8 +91,10 @@ pub(crate) enum Command {
     /// Be the demo's host: resume the decided runs it owns, as they are
     /// decided (`runs approve|deny|input` only record).
     Host(HostArgs),
-    /// Serve every registered server's tools over stdio, as one MCP server
-    /// whose every call passes the gate: point an MCP client at this.
+    /// Serve every registered server's tools over stdio — or over HTTP with
+    /// `--listen`, a person behind every token (`gateway token`) — as one
+    /// MCP server whose every call passes the gate: point an MCP client at
+    /// this.
     Gateway(GatewayArgs),
     /// Serve the operator's inbox on the web: the runs that wait, and a
     /// decision per run from a browser, for operators signed in.

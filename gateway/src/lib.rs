@@ -45,6 +45,11 @@
 //! never initialises, listens for changes to the tools with
 //! `subscriptions/listen`.
 //!
+//! Served over stdio ([`stdio`]) it has one requester, its
+//! [`GatewayBuilder::user`]; served over streamable HTTP ([`http`]) every
+//! request carries a token of the store's, and the token's person is the
+//! requester of the calls it makes.
+//!
 //! ```no_run
 //! # async fn serve(store: toolgate_store::Store) -> Result<(), Box<dyn std::error::Error>> {
 //! use rmcp::ServiceExt;
