@@ -9,8 +9,10 @@ use crate::Backend;
 /// PostgreSQL database.
 ///
 /// Parsed from what an operator types: `postgres://…` or `postgresql://…`
-/// is a server; `sqlite:PATH` or `sqlite://PATH`, or anything else, is the
-/// path of an SQLite file.
+/// is a server; `sqlite:PATH` or `sqlite://PATH`, or a plain path, is an
+/// SQLite file. A URL of any other scheme (`mysql://…`) is no location:
+/// [`Location::try_parse`] refuses it, and [`Store::open`](crate::Store::open)
+/// refuses an SQLite path that holds `://`.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Location {
     /// An SQLite file, created on first use.
