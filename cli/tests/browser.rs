@@ -610,49 +610,7 @@ async fn a_runs_stable_address_opens_it_in_the_signed_in_browser_only() {
 
     // A page on another port opens the stable address in a window of the
     // signed-in browser and tries to read where it went: it cannot.
-    let (port, site) = another_port(format!(
-        "<!DOCTYPE html><html><head><title>waiting</title></head><body><script>\
-         var w = window.open({stable:?});\
-         setTimeout(function () {{\
-           var seen;\
-           try {{ seen = 'read: ' + w.location.href; }} catch (e) {{ seen = 'refused: ' + e.name; }}\
-           document.title = seen;\
-         }}, 1500);</script></body></html>"
-    ));
-    let windows = signed.windows().await.unwrap();
-    signed
-        .goto(&format!("http://127.0.0.1:{port}/"))
-        .await
-        .unwrap();
-    let mut title = String::new();
-    for _ in 0..50 {
-        title = signed.title().await.unwrap();
-        if title != "waiting" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let _ = site.join();
-    assert!(title.starts_with("refused: "), "{title}");
-    assert!(!title.contains(&key), "{title}");
-    let opened: Vec<_> = signed
-        .windows()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|w| !windows.contains(w))
-        .collect();
-    assert!(!opened.is_empty(), "the other port's page opened a window");
-    for window in opened {
-        // The window it opened did go on to the run, in the session.
-        signed.switch_to_window(window).await.unwrap();
-        assert_eq!(
-            signed.current_url().await.unwrap().as_str(),
-            format!("{base}/runs/{run}")
-        );
-        signed.close_window().await.unwrap();
-    }
-    signed.switch_to_window(windows[0].clone()).await.unwrap();
+    opened_from_another_port(&signed, &url, &base, &run, &key).await;
     signed.goto(&format!("{url}/")).await.unwrap();
 
     // The cookie alone in a browser: the signed-in one, its kept address
@@ -687,4 +645,55 @@ async fn a_runs_stable_address_opens_it_in_the_signed_in_browser_only() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(signed.current_url().await.unwrap().as_str(), stable);
     signed.close().await.unwrap();
+}
+
+/// A page on another port of the host opens a run's stable address in a
+/// window of `client` (signed in, its session at `base`) and tries to read
+/// where it went: the window goes on to the run, and the page learns
+/// nothing of it.
+async fn opened_from_another_port(client: &Client, url: &str, base: &str, run: &str, key: &str) {
+    let stable = toolgate_inbox::run_link(url, run);
+    let (port, site) = another_port(format!(
+        "<!DOCTYPE html><html><head><title>waiting</title></head><body><script>\
+         var w = window.open({stable:?});\
+         setTimeout(function () {{\
+           var seen;\
+           try {{ seen = 'read: ' + w.location.href; }} catch (e) {{ seen = 'refused: ' + e.name; }}\
+           document.title = seen;\
+         }}, 1500);</script></body></html>"
+    ));
+    let windows = client.windows().await.unwrap();
+    client
+        .goto(&format!("http://127.0.0.1:{port}/"))
+        .await
+        .unwrap();
+    let mut title = String::new();
+    for _ in 0..50 {
+        title = client.title().await.unwrap();
+        if title != "waiting" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = site.join();
+    assert!(title.starts_with("refused: "), "{title}");
+    assert!(!title.contains(key), "{title}");
+    let opened: Vec<_> = client
+        .windows()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|w| !windows.contains(w))
+        .collect();
+    assert!(!opened.is_empty(), "the other port's page opened a window");
+    for window in opened {
+        // The window it opened did go on to the run, in the session.
+        client.switch_to_window(window).await.unwrap();
+        assert_eq!(
+            client.current_url().await.unwrap().as_str(),
+            format!("{base}/runs/{run}")
+        );
+        client.close_window().await.unwrap();
+    }
+    client.switch_to_window(windows[0].clone()).await.unwrap();
 }
