@@ -182,14 +182,14 @@ async fn changed(inbox: &Inbox, session: &Session, run: &str, fresh: &str) -> Re
         (Some(latest), _) if latest.state == "open" => (
             "The run changed",
             format!(
-                "this run changed since the page was shown: it was paused afresh, and waits for a decision on its turn as it is now ({})",
+                "This run changed since the page was shown: it was paused afresh, and waits for a decision on its turn as it is now ({})",
                 latest.standing()
             ),
         ),
         (Some(latest), Some(decision)) => (
             "Decided elsewhere",
             format!(
-                "this run changed since the page was shown: {} by {}{}, and now {}",
+                "This run changed since the page was shown: {} by {}{}, and now {}",
                 decision.record.verdict.as_str(),
                 decision.record.decided_by,
                 decision
@@ -202,7 +202,7 @@ async fn changed(inbox: &Inbox, session: &Session, run: &str, fresh: &str) -> Re
         ),
         _ => (
             "The run changed",
-            "this run changed since the page was shown, and no longer waits for a decision"
+            "This run changed since the page was shown, and no longer waits for a decision"
                 .to_owned(),
         ),
     };
