@@ -21,6 +21,12 @@
 //!   inbox's one file (`/inbox.js`) only, which keeps the session's address
 //!   for a run's stable address; every action is a form, and works
 //!   without it.
+//! - **The list** (`/s/KEY/`) says how many runs wait and, per row, the
+//!   server, tools, requester and channel, the arguments in one line and
+//!   the age; it narrows by server, tool, requester, state and a search
+//!   (a plain `GET` form), and keeps a history of decided runs — each
+//!   filter the store's, in SQL, a page at a time
+//!   ([`toolgate_store::RunFilter`]).
 //! - **A run's stable address**, [`run_link`] (`/runs/ID`), is what a
 //!   notification links to: a browser signed in to the inbox opens it on
 //!   the run, in its session; another is told how to sign in. Its answer
