@@ -759,3 +759,50 @@ async fn the_stdio_gateways_bounds_hold_over_http() {
     );
     assert_eq!(lines(&ledger), 0);
 }
+
+/// Revoking a token ends the sessions it opened, within the gateway's
+/// sweep: a call it holds stops waiting, and its run stays, decidable —
+/// decided, nothing runs until the same call is asked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_a_token_ends_its_sessions_and_their_held_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let (alice, alice_id) = token(dir, "alice");
+    let (_gateway, url) = listening(dir, &["--wait", "40"]).await;
+    let client = client(&url, &alice).await.expect("the client connects");
+    let peer = client.peer().clone();
+    let held = tokio::spawn(async move {
+        peer.call_tool(
+            rmcp::model::CallToolRequestParams::new("notes__write_note")
+                .with_arguments(json!({"text": "revoked"}).as_object().unwrap().clone()),
+        )
+        .await
+    });
+    let (run, digest) = waiting(dir).await;
+    toolgate(dir, &["gateway", "token", "revoke", "alice"]);
+    let ended = tokio::time::timeout(
+        toolgate_gateway::http::SWEEP_EVERY + Duration::from_secs(10),
+        held,
+    )
+    .await
+    .expect("the held call stops waiting once its session ended")
+    .unwrap();
+    // Answered that it waits, or cut off with its session.
+    if let Ok(answered) = ended {
+        assert_eq!(answered.is_error, Some(true), "{}", text(&answered));
+        assert!(text(&answered).contains(&run), "{}", text(&answered));
+    }
+    let listed = json_of(dir, &["gateway", "token", "list"]);
+    assert_eq!(listed[0]["id"], alice_id.as_str());
+    assert!(listed[0]["revoked_at"].is_i64(), "{listed}");
+    let shown = json_of(dir, &["runs", "show", &run]);
+    assert_eq!(shown["state"], "open", "{shown}");
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(lines(&ledger), 0, "nothing runs until asked again");
+}

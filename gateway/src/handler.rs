@@ -266,15 +266,17 @@ impl ServerHandler for Gateway {
             .map(|info| DeclaredClient::new(&info.name, Some(&info.version)));
         // Over HTTP, the person of the request's token; else the
         // gateway's user.
-        let requester = match crate::http::asking(&context.extensions) {
-            crate::http::Asking::Local => self.inner.user.clone(),
-            crate::http::Asking::Person(person) => person.to_owned(),
-            crate::http::Asking::Nobody => {
-                return Ok(crate::answers::refusal(
-                    "the request carries no token's person: it is not served".to_owned(),
-                )
-                .into());
-            }
+        let asking = crate::http::asking(&context.extensions);
+        let Some(requester) = asking.requester(&self.inner.user) else {
+            return Ok(crate::answers::refusal(
+                "the request carries no token's person: it is not served".to_owned(),
+            )
+            .into());
+        };
+        // A held call of a token revoked meanwhile stops waiting.
+        let revoked = match asking {
+            crate::http::Asking::Person(person) => Some(person.revoked()),
+            _ => None,
         };
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // A client of the stateless protocol is sent no request of the
@@ -296,9 +298,16 @@ impl ServerHandler for Gateway {
         let mut left = self.inner.left.subscribe();
         let asker = Asker {
             cancelled: Box::pin(async move {
+                let revoked = async move {
+                    match revoked {
+                        Some(revoked) => revoked.await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     () = cancelled => {}
                     () = gone => {}
+                    () = revoked => {}
                     _ = left.wait_for(|gone| *gone) => {}
                 }
             }),

@@ -21,8 +21,12 @@
 //!   (`Mcp-Session-Id`); it is bound to the token that opened it, and a
 //!   request of that session with another token is refused, `403`. One
 //!   that names no session of this gateway's is answered `404`, as MCP
-//!   says, and the client opens a new one. The stateless protocol
-//!   (2026-07-28) has no session: every request's token is checked.
+//!   says, and the client opens a new one. A revoked token's sessions are
+//!   ended within [`SWEEP_EVERY`], and the streams they kept open with
+//!   them; a call its token holds for a decision — in a session or not —
+//!   stops waiting, and its run stays, decidable: approved later, it runs
+//!   only when the same call is asked again. The stateless protocol (2026-07-28) has no session: every
+//!   request's token is checked.
 //!
 //! The token's person is the requester of every call the request makes —
 //! four eyes and several approvers hold across people exactly as across
@@ -40,7 +44,7 @@
 //! the network in the clear without TLS, and neither TLS nor a trusted
 //! proxy is supported yet.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -62,8 +66,9 @@ use crate::Gateway;
 /// The header a legacy session's id travels in.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// How often the bindings of sessions that ended are dropped.
-const PRUNE_EVERY: Duration = Duration::from_mins(1);
+/// How often the sessions are swept: the bindings of those that ended
+/// dropped, those of revoked tokens ended.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
 
 /// The gateway could not be served over HTTP.
 #[derive(Debug, thiserror::Error)]
@@ -107,8 +112,26 @@ pub async fn bind(address: SocketAddr) -> Result<tokio::net::TcpListener, HttpEr
 /// extensions by the layer, read by the gateway as the call's requester.
 #[derive(Debug, Clone)]
 pub(crate) struct Person {
+    /// The token's public id.
+    token: String,
     /// The person, as their name was first written.
-    pub(crate) name: String,
+    name: String,
+    /// The ids of the tokens found revoked while this gateway serves.
+    revoked: tokio::sync::watch::Receiver<Arc<HashSet<String>>>,
+}
+
+impl Person {
+    /// Resolves once the person's token is found revoked — never, when
+    /// the gateway stops looking.
+    pub(crate) fn revoked(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut revoked = self.revoked.clone();
+        let token = self.token.clone();
+        async move {
+            if revoked.wait_for(|ids| ids.contains(&token)).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
 }
 
 /// Who asks a call, as a request's extensions say.
@@ -116,10 +139,22 @@ pub(crate) enum Asking<'a> {
     /// The request did not come over HTTP: the gateway's user.
     Local,
     /// The person of the request's token.
-    Person(&'a str),
+    Person(&'a Person),
     /// A request over HTTP without a token's person — which the layer
     /// never lets through.
     Nobody,
+}
+
+impl Asking<'_> {
+    /// The requester: `user` for a request that did not come over HTTP,
+    /// else the token's person; `None` for a request over HTTP without one.
+    pub(crate) fn requester(&self, user: &str) -> Option<String> {
+        match self {
+            Self::Local => Some(user.to_owned()),
+            Self::Person(person) => Some(person.name.clone()),
+            Self::Nobody => None,
+        }
+    }
 }
 
 /// Who asks the request whose extensions are `extensions`.
@@ -129,7 +164,7 @@ pub(crate) fn asking(extensions: &rmcp::model::Extensions) -> Asking<'_> {
         Some(parts) => parts
             .extensions
             .get::<Person>()
-            .map_or(Asking::Nobody, |p| Asking::Person(p.name.as_str())),
+            .map_or(Asking::Nobody, Asking::Person),
     }
 }
 
@@ -161,6 +196,9 @@ struct Guard {
     origins: Arc<[String]>,
     /// Each live legacy session's id, and the id of the token that opened it.
     sessions: Arc<Mutex<HashMap<String, String>>>,
+    /// The ids of the tokens found revoked while this gateway serves: a
+    /// held call of theirs stops waiting.
+    revoked: tokio::sync::watch::Sender<Arc<HashSet<String>>>,
 }
 
 impl HttpGateway {
@@ -221,6 +259,7 @@ impl HttpGateway {
             hosts: hosts.into(),
             origins: self.origins.clone().into(),
             sessions: Arc::default(),
+            revoked: tokio::sync::watch::Sender::new(Arc::default()),
         };
         let router = axum::Router::new()
             .nest_service("/mcp", service)
@@ -241,7 +280,12 @@ impl HttpGateway {
         // A held call's runs stopped gateways left are picked up from the
         // start, whether or not any client ever initialises.
         self.gateway.maintain();
-        tokio::spawn(prune(Arc::downgrade(&guard.sessions), sessions));
+        tokio::spawn(sweep(
+            Arc::downgrade(&guard.sessions),
+            sessions,
+            guard.store.clone(),
+            guard.revoked.clone(),
+        ));
         drop(guard);
         let stopping = Arc::clone(&stop);
         let served = axum::serve(listener, router)
@@ -258,30 +302,64 @@ impl HttpGateway {
     }
 }
 
-/// Drops, every [`PRUNE_EVERY`], the bindings of sessions rmcp ended (a
-/// session idle too long, say); ends with the router.
-async fn prune(bindings: Weak<Mutex<HashMap<String, String>>>, sessions: Arc<LocalSessionManager>) {
+/// Every [`SWEEP_EVERY`], drops the bindings of sessions rmcp ended (a
+/// session idle too long, say) and ends the sessions of tokens revoked
+/// since they were opened — a stream kept open (a held call's, the
+/// session's own) ends with them; ends with the router.
+async fn sweep(
+    bindings: Weak<Mutex<HashMap<String, String>>>,
+    sessions: Arc<LocalSessionManager>,
+    store: Store,
+    revocations: tokio::sync::watch::Sender<Arc<HashSet<String>>>,
+) {
     loop {
-        tokio::time::sleep(PRUNE_EVERY).await;
+        tokio::time::sleep(SWEEP_EVERY).await;
         let Some(bindings) = bindings.upgrade() else {
             return;
         };
-        let ids: Vec<String> = bindings
+        match store.gateway_tokens().await {
+            Ok(tokens) => {
+                let revoked: HashSet<String> = tokens
+                    .into_iter()
+                    .filter(|t| t.revoked_at.is_some())
+                    .map(|t| t.id)
+                    .collect();
+                revocations.send_if_modified(|known| {
+                    let changed = **known != revoked;
+                    if changed {
+                        *known = Arc::new(revoked);
+                    }
+                    changed
+                });
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the gateway's tokens cannot be read; sessions are swept later");
+                continue;
+            }
+        }
+        let bound: Vec<(String, String)> = bindings
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .keys()
-            .cloned()
+            .iter()
+            .map(|(session, token)| (session.clone(), token.clone()))
             .collect();
-        for id in ids {
-            let live = sessions
-                .has_session(&SessionId::from(id.as_str()))
-                .await
-                .unwrap_or(true);
-            if !live {
+        let revoked_now = revocations.borrow().clone();
+        for (session, token) in bound {
+            let id = SessionId::from(session.as_str());
+            let open = sessions.has_session(&id).await.unwrap_or(true);
+            let revoked = revoked_now.contains(&token);
+            if open && revoked {
+                tracing::info!(token = %token, "a revoked token's session is ended");
+                if let Err(error) = sessions.close_session(&id).await {
+                    tracing::warn!(%error, "a revoked token's session could not be ended");
+                    continue;
+                }
+            }
+            if !open || revoked {
                 bindings
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&id);
+                    .remove(&session);
             }
         }
     }
@@ -450,6 +528,8 @@ async fn guarded(State(guard): State<Guard>, mut request: Request, next: Next) -
     // No one downstream reads the token again.
     request.headers_mut().remove(header::AUTHORIZATION);
     request.extensions_mut().insert(Person {
+        token: holder.id,
+        revoked: guard.revoked.subscribe(),
         name: holder.person,
     });
     let response: Response<Body> = next.run(request).await;
