@@ -806,3 +806,76 @@ async fn revoking_a_token_ends_its_sessions_and_their_held_calls() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(lines(&ledger), 0, "nothing runs until asked again");
 }
+
+/// A client that shows forms and approves each one it is shown.
+#[derive(Clone, Default)]
+struct Approves(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl rmcp::ClientHandler for Approves {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        let mut config = rmcp::model::ClientConfig::default();
+        config.capabilities = capabilities;
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::model::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.0.lock().unwrap().push(message);
+        }
+        let mut answer = rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept);
+        answer.content = Some(json!({"decision": "approve"}));
+        Ok(answer)
+    }
+}
+
+/// Where the operator turned elicitation on for a server, the client's own
+/// user decides in a form over HTTP as over stdio — recorded as the token's
+/// person, through the elicitation channel; under four eyes no form is
+/// sent, and the call waits for someone else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_decides_as_the_tokens_person_only_where_the_operator_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    toolgate(dir, &["server", "elicitation", "notes", "on"]);
+    let (alice, _) = token(dir, "alice");
+    for (args, forms) in [
+        (&["--wait", "20"][..], 1),
+        (&["--wait", "2", "--four-eyes"][..], 0),
+    ] {
+        let (_gateway, url) = listening(dir, args).await;
+        let approves = Approves::default();
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(alice.clone());
+        let client = approves
+            .clone()
+            .serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("the client connects");
+        let text_of = if forms == 1 { "formed" } else { "four eyes" };
+        let answered = call(client.peer(), "notes__write_note", json!({"text": text_of})).await;
+        let shown = approves.0.lock().unwrap().clone();
+        assert_eq!(shown.len(), forms, "{args:?}: {shown:?}");
+        if forms == 1 {
+            assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+            assert!(shown[0].contains("alice"), "{}", shown[0]);
+            let runs = json_of(dir, &["runs", "list", "--all"]);
+            let run = runs[0]["run"].as_str().unwrap().to_owned();
+            let decisions = json_of(dir, &["runs", "show", &run])["decisions"].clone();
+            assert_eq!(decisions[0]["by"], "alice", "{decisions}");
+            assert_eq!(decisions[0]["channel"], "elicitation", "{decisions}");
+            assert_eq!(lines(&ledger), 1);
+        } else {
+            assert_eq!(answered.is_error, Some(true), "{}", text(&answered));
+            assert_eq!(lines(&ledger), 1, "not run under four eyes");
+        }
+        client.cancel().await.unwrap();
+    }
+}

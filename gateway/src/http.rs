@@ -221,10 +221,19 @@ impl HttpGateway {
     /// The hosts a request may name: the address listened on, and
     /// `localhost` at its port.
     fn hosts(&self) -> Vec<String> {
-        vec![
+        let mut hosts = vec![
             self.bound.to_string(),
             format!("localhost:{}", self.bound.port()),
-        ]
+        ];
+        // At port 80 a client may leave the port out.
+        if self.bound.port() == 80 {
+            let ip = match self.bound.ip() {
+                std::net::IpAddr::V4(ip) => ip.to_string(),
+                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            };
+            hosts.extend([ip, "localhost".to_owned()]);
+        }
+        hosts
     }
 
     /// The router (`/mcp` behind the layer), the layer's state, the session
