@@ -43,6 +43,23 @@
 //! Only a loopback address is served for now ([`bind`]): a token crosses
 //! the network in the clear without TLS, and neither TLS nor a trusted
 //! proxy is supported yet.
+//!
+//! ```no_run
+//! # async fn serve(store: toolgate_store::Store) -> Result<(), Box<dyn std::error::Error>> {
+//! // A token for each person (`toolgate gateway token add NAME`).
+//! let made = store.add_gateway_token("alice").await?;
+//! println!("alice's client sends `Authorization: Bearer {}`", made.token);
+//!
+//! let gateway = toolgate_gateway::Gateway::builder(store).four_eyes(true).build()?;
+//! let listener = toolgate_gateway::http::bind("127.0.0.1:8650".parse()?).await?;
+//! let bound = listener.local_addr()?;
+//! gateway
+//!     .over_http(bound)
+//!     // Until the process is stopped.
+//!     .serve(listener, std::future::pending())
+//!     .await?;
+//! # Ok(()) }
+//! ```
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
