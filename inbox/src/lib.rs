@@ -63,6 +63,7 @@ mod links;
 mod list;
 mod pages;
 mod run;
+mod servers;
 
 pub use links::run_link;
 
@@ -214,6 +215,7 @@ impl Inbox {
             .route("/s/{key}/runs/{run}", get(run_page))
             .route("/s/{key}/runs/{run}/decide", post(decide))
             .route("/s/{key}/runs/{run}/choose", post(choose))
+            .route("/s/{key}/servers", get(servers::servers))
             .layer(axum::middleware::map_response(guard::as_a_page))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),

@@ -15,7 +15,7 @@ pub(crate) const STYLE: &str = include_str!("style.css");
 
 /// Text someone else wrote, shown as it is: escaped, hidden characters as
 /// escapes, isolated from the text around it.
-fn shown(text: &str) -> Markup {
+pub(crate) fn shown(text: &str) -> Markup {
     html! { bdi { (visible(text)) } }
 }
 
@@ -113,6 +113,7 @@ pub(crate) fn page_with(
                 header {
                     @if let Some(session) = session {
                         a.home href={ (base(session)) "/" } { "toolgate inbox" }
+                        a.servers href={ (base(session)) "/servers" } { "Servers and tools" }
                         span.who { "signed in as " (shown(&session.operator)) }
                         form.inline.sign-out method="post" action={ (base(session)) "/sign-out" } {
                             input type="hidden" name="csrf" value=(session.csrf_token);

@@ -22,19 +22,19 @@ use toolgate::testing::{MemoryLog, ScriptedModel};
 use toolgate::{Agent, Execute, Registry, Tool, ToolOutput};
 use toolgate_inbox::{Inbox, SESSION_COOKIE};
 use toolgate_store::Store;
-use tower::ServiceExt as _;
 
 #[path = "../../store/tests/backend/mod.rs"]
 mod backend;
 use backend::TestDb;
+
+mod common;
+use common::{Answer, HOST, ORIGIN, get, inbox, post, send, signed_in};
 
 /// This suite again, on PostgreSQL.
 #[test]
 fn on_postgres() {
     backend::rerun_on_postgres();
 }
-
-const ORIGIN: &str = "http://127.0.0.1:8640";
 
 /// Deletes a branch.
 #[derive(Tool)]
@@ -74,115 +74,6 @@ async fn paused(store: &Store, arguments: Value, options: RunOptions) -> Suspend
     run
 }
 
-struct Answer {
-    status: StatusCode,
-    headers: axum::http::HeaderMap,
-    body: String,
-}
-
-async fn send(inbox: &Inbox, request: Request<Body>) -> Answer {
-    let response = inbox.clone().router().oneshot(request).await.unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 24)
-        .await
-        .unwrap();
-    Answer {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-    }
-}
-
-/// The inbox's own host, as a browser names it.
-const HOST: &str = "127.0.0.1:8640";
-
-fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
-    let mut request = Request::get(path).header(header::HOST, HOST);
-    if let Some(cookie) = cookie {
-        request = request.header(header::COOKIE, format!("{SESSION_COOKIE}={cookie}"));
-    }
-    request.body(Body::empty()).unwrap()
-}
-
-fn post(
-    path: &str,
-    cookie: Option<&str>,
-    origin: Option<&str>,
-    form: &[(&str, &str)],
-) -> Request<Body> {
-    let mut request = Request::post(path)
-        .header(header::HOST, HOST)
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
-    if let Some(cookie) = cookie {
-        request = request.header(header::COOKIE, format!("{SESSION_COOKIE}={cookie}"));
-    }
-    if let Some(origin) = origin {
-        request = request.header(header::ORIGIN, origin);
-    }
-    let body = form
-        .iter()
-        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
-        .collect::<Vec<_>>()
-        .join("&");
-    request.body(Body::from(body)).unwrap()
-}
-
-/// Form encoding: every byte but the unreserved ones percent-encoded.
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-/// Signs `name` in through the inbox, as a browser does: the link's page,
-/// then its form. Returns the session cookie's value and the page's token.
-async fn signed_in(inbox: &Inbox, store: &Store, name: &str) -> (String, String) {
-    let link = store
-        .add_operator(name, Duration::from_mins(10))
-        .await
-        .unwrap();
-    let page = send(inbox, get(&format!("/sign-in?token={}", link.secret), None)).await;
-    assert_eq!(page.status, StatusCode::OK);
-    assert!(
-        page.body.contains(&link.secret),
-        "the form carries the token"
-    );
-    let answer = send(
-        inbox,
-        post("/sign-in", None, Some(ORIGIN), &[("token", &link.secret)]),
-    )
-    .await;
-    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
-    let set = answer.headers[header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age="] {
-        assert!(set.contains(attribute), "{set}");
-    }
-    let secret = set
-        .split(';')
-        .next()
-        .and_then(|pair| pair.strip_prefix(&format!("{SESSION_COOKIE}=")))
-        .unwrap()
-        .to_owned();
-    let session = store.session(&secret).await.unwrap().unwrap();
-    // The session's pages live under its own key, which only this answer
-    // gives.
-    assert_eq!(
-        answer.headers[header::LOCATION],
-        format!("/s/{}/", session.csrf_token).as_str()
-    );
-    (secret, session.csrf_token)
-}
-
 /// `verdict` on the run at `path`, from the inbox's origin, with the
 /// session `cookie` and its token `csrf`, on `digest`.
 async fn decide_as(
@@ -203,12 +94,6 @@ async fn decide_as(
         ),
     )
     .await
-}
-
-async fn inbox(db: &TestDb) -> (Store, Inbox) {
-    let store = Store::open(db.location()).await.unwrap();
-    let inbox = Inbox::new(store.clone(), &format!("{ORIGIN}/"));
-    (store, inbox)
 }
 
 #[tokio::test]

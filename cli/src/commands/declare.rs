@@ -1,11 +1,11 @@
 //! `toolgate tool set-approval SERVER.TOOL inherit|on|off|block`: one
-//! tool's own declaration — and how a tool's gate, put together from its
-//! server's flag and its own declaration, is told to an operator.
+//! tool's own declaration. A tool's gate, put together from its server's
+//! flag and its own declaration, is told in the store's words
+//! ([`toolgate_store::ToolGate::words`]).
 
 use serde_json::{Value, json};
 use toolgate::visible::visible;
-use toolgate::{DeclarationScope, OperatorDeclaration};
-use toolgate_store::{CatalogueRow, Store, ToolDeclaration, ToolGate};
+use toolgate_store::{CatalogueRow, Store, ToolDeclaration};
 
 use super::identity::operator_identity;
 use crate::output::{Out, say};
@@ -19,38 +19,6 @@ pub(super) async fn tool(store: &Store, out: Out, command: ToolCommand) -> Resul
             digest,
             operator,
         } => set_approval(store, out, &tool, setting, digest.as_deref(), operator).await,
-    }
-}
-
-/// A tool's gate in words, and why: what `tools`, `server show` and
-/// `tool set-approval` say.
-pub(super) fn gate_words(gate: ToolGate) -> String {
-    let whose = |scope| match scope {
-        DeclarationScope::Server => "the server's flag",
-        DeclarationScope::Tool => "the tool's declaration",
-        DeclarationScope::Unreadable => "the tool's stored declaration, which is unreadable",
-    };
-    match gate {
-        ToolGate::Blocked => "blocked: never offered (the tool's declaration)".to_owned(),
-        ToolGate::Offered {
-            approval: OperatorDeclaration::ApprovalRequired,
-            scope,
-            ..
-        } => format!("approval required ({})", whose(scope)),
-        ToolGate::Offered {
-            approval: OperatorDeclaration::NoApproval,
-            scope,
-            quarantine: None,
-        } => format!("runs unattended ({} is off)", whose(scope)),
-        ToolGate::Offered {
-            approval: OperatorDeclaration::NoApproval,
-            scope,
-            quarantine: Some(why),
-        } => format!(
-            "approval required (quarantined: {}; {} is off for the definition accepted)",
-            why.as_str(),
-            whose(scope)
-        ),
     }
 }
 
@@ -139,7 +107,7 @@ async fn set_approval(
         .declare_tool(server, tool, declaration, digest, &operator)
         .await?;
     let flag = store.server(server).await?.approval;
-    let gate = gate_words(after.gate(flag));
+    let gate = after.gate(flag).words();
     if out.json {
         return out.json(&json!({
             "tool": tool,

@@ -395,7 +395,7 @@ async fn show_server(store: &Store, out: Out, id: &str) -> Result<(), Failure> {
                     "local_name": r.local_name, "remote_name": r.remote_name,
                     "description": r.description, "orphaned": r.orphaned,
                     "annotations": r.annotations.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
-                    "gate": super::declare::gate_words(r.gate(s.approval)),
+                    "gate": r.gate(s.approval).words(),
                 });
                 if let (Value::Object(row), Value::Object(declaration)) =
                     (&mut row, super::declare::declaration_json(r))
@@ -492,7 +492,7 @@ fn print_catalogue(out: Out, s: &ServerRecord, rows: &[toolgate_store::Catalogue
             Col::from(&r.remote_name),
             Col::from(if r.orphaned { "orphaned" } else { "live" }),
             Col::from(declared),
-            Col::from(super::declare::gate_words(r.gate(s.approval))),
+            Col::from(r.gate(s.approval).words()),
             Col::from(&r.description),
             claims.as_ref().map_or(Col::from("-"), Col::from),
         ]);

@@ -117,6 +117,42 @@ impl ToolGate {
             ToolGate::Blocked => None,
         }
     }
+
+    /// The gate in words, and why — what every listing of a tool's gate
+    /// says (`toolgate tools`, `toolgate server show`, the inbox's servers
+    /// page): blocked, approval required or runs unattended, whose
+    /// declaration decides, and a quarantine's reason.
+    pub fn words(self) -> String {
+        let whose = |scope| match scope {
+            toolgate::DeclarationScope::Server => "the server's flag",
+            toolgate::DeclarationScope::Tool => "the tool's declaration",
+            toolgate::DeclarationScope::Unreadable => {
+                "the tool's stored declaration, which is unreadable"
+            }
+        };
+        match self {
+            ToolGate::Blocked => "blocked: never offered (the tool's declaration)".to_owned(),
+            ToolGate::Offered {
+                approval: toolgate::OperatorDeclaration::ApprovalRequired,
+                scope,
+                ..
+            } => format!("approval required ({})", whose(scope)),
+            ToolGate::Offered {
+                approval: toolgate::OperatorDeclaration::NoApproval,
+                scope,
+                quarantine: None,
+            } => format!("runs unattended ({} is off)", whose(scope)),
+            ToolGate::Offered {
+                approval: toolgate::OperatorDeclaration::NoApproval,
+                scope,
+                quarantine: Some(why),
+            } => format!(
+                "approval required (quarantined: {}; {} is off for the definition accepted)",
+                why.as_str(),
+                whose(scope)
+            ),
+        }
+    }
 }
 
 pub use toolgate::gate::Quarantine;

@@ -1,0 +1,301 @@
+//! The servers and their tools (`/s/KEY/servers`): what each server's
+//! operator declared — its approval flag as the gate reads it, its data
+//! class, its state and last import — and, per tool, its wire name, its
+//! gate and why ([`ToolGate::words`], what `toolgate server show` and
+//! `toolgate tools` say), its own declaration and who made it; a
+//! quarantined tool with what changed since it was accepted and the digest
+//! `toolgate server accept` takes.
+//!
+//! The page reads and changes nothing: a gate is changed from the console,
+//! where lowering one is shown first and bound to the digest of what was
+//! reviewed.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
+use serde_json::Value;
+use toolgate::OperatorDeclaration;
+use toolgate::visible::visible_json;
+use toolgate_store::{CatalogueRow, Quarantine, ServerRecord, ToolDeclaration, ToolGate};
+
+use crate::guard::session_of;
+use crate::pages::{at, page, shown};
+use crate::{Inbox, Refused};
+
+/// One tool as the page shows it.
+struct ToolView {
+    row: CatalogueRow,
+    gate: ToolGate,
+    /// Its wire name as the hosts' registry offers it; `None` when it is
+    /// not offered there (blocked, on an inert server, left out).
+    wire: Option<String>,
+    /// For a quarantined tool, the digest accepting it alone carries
+    /// ([`toolgate_store::Store::acceptance`]), or why it could not be
+    /// read.
+    digest: Option<Result<String, String>>,
+}
+
+/// One server and its tools.
+struct ServerView {
+    server: ServerRecord,
+    tools: Vec<ToolView>,
+}
+
+pub(crate) async fn servers(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Result<Response, Refused> {
+    let (_, session) = session_of(&inbox, &headers, &key).await?;
+    let store = inbox.store();
+    let catalogue = match &inbox.inner.registry {
+        Some(registry) => Some(registry.catalogue().await),
+        None => None,
+    };
+    let mut views = Vec::new();
+    for server in store.servers().await? {
+        let mut tools = Vec::new();
+        for row in store.catalogue(&server.id).await? {
+            let gate = row.gate(server.approval);
+            let wire = catalogue
+                .as_ref()
+                .and_then(|c| c.wire_name(&row.local_name))
+                .map(str::to_owned);
+            let digest = if gate.quarantine().is_some() && !row.orphaned {
+                Some(
+                    store
+                        .acceptance(&server.id, std::slice::from_ref(&row.local_name))
+                        .await
+                        .map(|acceptance| acceptance.digest)
+                        .map_err(|error| error.to_string()),
+                )
+            } else {
+                None
+            };
+            tools.push(ToolView {
+                row,
+                gate,
+                wire,
+                digest,
+            });
+        }
+        views.push(ServerView { server, tools });
+    }
+    Ok(page(
+        "Servers and tools",
+        Some(&session),
+        &html! {
+            h1 { "Servers and tools" }
+            p {
+                "What each server's operator declared, and each tool's gate and why — "
+                "as " code { "toolgate server show" } " and " code { "toolgate tools" } " say it. "
+                "Everything a server wrote (names, descriptions, schemas) is shown as text."
+            }
+            (how_to_change())
+            @if catalogue.is_none() {
+                p.note {
+                    "This inbox was started without the hosts' tools, so it cannot say the "
+                    "wire names a model or an MCP client is sent."
+                }
+            }
+            @if views.is_empty() {
+                p { "No server is registered: " code { "toolgate server add" } "." }
+            }
+            @for view in &views {
+                (server_section(view, catalogue.is_some()))
+            }
+        },
+    )
+    .into_response())
+}
+
+/// Why the page changes no gate, and where that is done.
+fn how_to_change() -> Markup {
+    html! {
+        p.note {
+            "Gates are changed from the console, not from this page. Lowering one — "
+            code { "toolgate tool set-approval SERVER.TOOL off" } ", or "
+            code { "toolgate server set-approval SERVER off" }
+            " — first shows the definitions it covers and their digest and changes nothing; "
+            "given that digest, it acts on exactly what was reviewed. It is a deliberate act, "
+            "bound to a definition, not a button. Raising one ("
+            code { "on" } ", " code { "block" } ") needs no digest; a quarantined tool is accepted with "
+            code { "toolgate server accept SERVER TOOL --digest …" } ", its digest shown below."
+        }
+    }
+}
+
+/// The server's flag as the gate reads it — fail-closed: only the exact
+/// value the typed write path stores for "off" is off — and what is stored.
+fn approval(server: &ServerRecord) -> Markup {
+    html! {
+        @match server.approval {
+            OperatorDeclaration::ApprovalRequired => { "required" }
+            OperatorDeclaration::NoApproval => { "off" }
+        }
+        " " small { "(stored: " (shown(&server.stored_flag.to_string())) ")" }
+    }
+}
+
+fn server_section(view: &ServerView, with_wire: bool) -> Markup {
+    let server = &view.server;
+    html! {
+        section.server id={ "server-" (server.id) } {
+            h2 { (shown(&server.name)) " " code { (shown(&server.id)) } }
+            table.facts {
+                tr { th { "approval (the operator's declaration)" } td { (approval(server)) } }
+                tr {
+                    th { "data class" }
+                    td {
+                        @match (&server.data_class, &server.data_class_stored) {
+                            (Some(class), _) => { code { (class.as_str()) } }
+                            (None, Some(stored)) => { "unknown: " code { (shown(stored)) } ", inert" }
+                            (None, None) => { "undeclared: inert" }
+                        }
+                    }
+                }
+                tr {
+                    th { "state" }
+                    td {
+                        @if server.enabled { "enabled" } @else { "disabled" }
+                        ", "
+                        @match server.inert_reason() {
+                            Some(why) => span.problem { "inert: " (shown(&why)) }
+                            None => { "usable" }
+                        }
+                    }
+                }
+                tr {
+                    th { "last import" }
+                    td {
+                        (shown(&server.import.status))
+                        @if let Some(when) = server.import.at { " at " (at(when)) }
+                        @if let Some(error) = &server.import.error { ": " (shown(error)) }
+                    }
+                }
+            }
+            @if view.tools.is_empty() {
+                p { "No tool imported: " code { "toolgate import " (shown(&server.id)) } "." }
+            } @else {
+                table.tools {
+                    tr {
+                        th { "tool" }
+                        th { "gate" }
+                        th { "its own declaration" }
+                        th { "description (as the server wrote it)" }
+                    }
+                    @for tool in &view.tools {
+                        (tool_row(tool, with_wire))
+                    }
+                }
+                @for tool in view.tools.iter().filter(|t| t.gate.quarantine().is_some() && !t.row.orphaned) {
+                    (quarantined(server, tool))
+                }
+            }
+        }
+    }
+}
+
+fn tool_row(tool: &ToolView, with_wire: bool) -> Markup {
+    let row = &tool.row;
+    html! {
+        tr.tool {
+            td {
+                code { (shown(&row.local_name)) }
+                @if with_wire {
+                    span.local {
+                        @match &tool.wire {
+                            Some(wire) => { "wire name " code { (shown(wire)) } }
+                            None => { "not offered" }
+                        }
+                    }
+                }
+                @if row.remote_name != row.local_name.split_once('.').map_or("", |(_, rest)| rest) {
+                    span.local { "the server's name " code { (shown(&row.remote_name)) } }
+                }
+                @if row.orphaned { span.problem { "orphaned: the server no longer lists it" } }
+            }
+            td.gate {
+                @if tool.gate.quarantine().is_some() { span.problem { "quarantined" } " " }
+                (tool.gate.words())
+            }
+            td {
+                code { (row.declaration.word()) }
+                @if row.declaration == ToolDeclaration::Unreadable {
+                    " " small { "(stored: " (shown(&row.stored_declaration.to_string())) "; read as approval required)" }
+                }
+                @if let Some(declared) = &row.declared {
+                    span.local {
+                        "by " (shown(&declared.by)) " (" (shown(&declared.source)) ") through "
+                        (shown(&declared.channel)) ", " (at(declared.at))
+                    }
+                }
+            }
+            td.description { (shown(&row.description)) }
+        }
+    }
+}
+
+/// A quarantined tool: why, what differs from the definition accepted,
+/// and the digest that accepts it as it is now.
+fn quarantined(server: &ServerRecord, tool: &ToolView) -> Markup {
+    let row = &tool.row;
+    let now: Value = serde_json::from_str(&row.definition()).unwrap_or(Value::Null);
+    let before: Option<Value> = row
+        .pinned_definition
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok());
+    let field = |value: &Value, name: &str| value.get(name).cloned().unwrap_or(Value::Null);
+    html! {
+        section.quarantine {
+            h3 { "Quarantined: " code { (shown(&row.local_name)) } }
+            @if let Some(why) = tool.gate.quarantine() {
+                p {
+                    "Why: " (why.as_str()) ". It requires approval until an operator accepts it as it is now."
+                }
+            }
+            @match (&before, tool.gate.quarantine()) {
+                (Some(before), Some(Quarantine::Changed)) => {
+                    table.diff {
+                        tr { th {} th { "accepted" } th { "now" } }
+                        @for (name, label) in [("description", "description"), ("input_schema", "input schema"), ("annotations", "server's claims (not used)"), ("name", "the server's name")] {
+                            @let (old, new) = (field(before, name), field(&now, name));
+                            @if old != new {
+                                tr { th { (label) } td.old { (value_text(&old)) } td.new { (value_text(&new)) } }
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    p { "No definition of it was accepted before. As it is now:" }
+                    table.diff {
+                        tr { th { "description" } td.new { (value_text(&field(&now, "description"))) } }
+                        tr { th { "input schema" } td.new { (value_text(&field(&now, "input_schema"))) } }
+                    }
+                }
+            }
+            @match &tool.digest {
+                Some(Ok(digest)) => {
+                    p { "To accept it as shown here:" }
+                    pre.command {
+                        "toolgate server accept " (shown(&server.id)) " " (shown(&row.local_name)) " --digest " (digest)
+                    }
+                }
+                Some(Err(why)) => { p.refusal { "Its digest could not be read: " (shown(why)) } }
+                None => {}
+            }
+        }
+    }
+}
+
+/// A definition's field as text: a string with its line breaks, anything
+/// else as JSON — hidden characters escaped in both.
+fn value_text(value: &Value) -> Markup {
+    match value {
+        Value::String(text) => {
+            html! { pre.text { bdi { (toolgate::visible::visible_lines(text)) } } }
+        }
+        other => html! { pre.json { bdi { (visible_json(other)) } } },
+    }
+}
