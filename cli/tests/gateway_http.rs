@@ -879,3 +879,42 @@ async fn a_form_decides_as_the_tokens_person_only_where_the_operator_allows_it()
         client.cancel().await.unwrap();
     }
 }
+
+/// A client that ends its session while its call is held leaves the run
+/// decidable and unrun, as over stdio: a decision taken after that runs
+/// nothing until the same call is asked again — by a new session — and
+/// then runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ended_while_its_call_is_held_leaves_the_run_decidable_and_unrun() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let (alice, _) = token(dir, "alice");
+    let (_gateway, url) = listening(dir, &["--wait", "30"]).await;
+    let first = client(&url, &alice).await.expect("the client connects");
+    let peer = first.peer().clone();
+    let held = tokio::spawn(async move {
+        peer.call_tool(
+            rmcp::model::CallToolRequestParams::new("notes__write_note")
+                .with_arguments(json!({"text": "left"}).as_object().unwrap().clone()),
+        )
+        .await
+    });
+    let (run, digest) = waiting(dir).await;
+    // The client goes away: its session ends (`DELETE`).
+    first.cancel().await.unwrap();
+    held.abort();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(lines(&ledger), 0, "nothing runs until asked again");
+    let second = client(&url, &alice).await.expect("the client connects");
+    let answered = call(second.peer(), "notes__write_note", json!({"text": "left"})).await;
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1, "ran once");
+    second.cancel().await.unwrap();
+}

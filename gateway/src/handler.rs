@@ -273,9 +273,10 @@ impl ServerHandler for Gateway {
             )
             .into());
         };
-        // A held call of a token revoked meanwhile stops waiting.
+        // Over HTTP, a held call stops waiting once its token is revoked or
+        // its session ended.
         let revoked = match asking {
-            crate::http::Asking::Person(person) => Some(person.revoked()),
+            crate::http::Asking::Person(person) => Some(person.gone()),
             _ => None,
         };
         let arguments = Value::Object(request.arguments.unwrap_or_default());

@@ -25,7 +25,8 @@
 //!   ended within [`SWEEP_EVERY`], and the streams they kept open with
 //!   them; a call its token holds for a decision — in a session or not —
 //!   stops waiting, and its run stays, decidable: approved later, it runs
-//!   only when the same call is asked again. The stateless protocol (2026-07-28) has no session: every
+//!   only when the same call is asked again. So does a call held in a
+//!   session its client ends (`DELETE`). The stateless protocol (2026-07-28) has no session: every
 //!   request's token is checked.
 //!
 //! The token's person is the requester of every call the request makes —
@@ -135,19 +136,94 @@ pub(crate) struct Person {
     name: String,
     /// The ids of the tokens found revoked while this gateway serves.
     revoked: tokio::sync::watch::Receiver<Arc<HashSet<String>>>,
+    /// The session the request was sent in, if any.
+    session: Option<String>,
+    /// The sessions bound to their tokens, told when one ends.
+    sessions: Sessions,
 }
 
 impl Person {
-    /// Resolves once the person's token is found revoked — never, when
-    /// the gateway stops looking.
-    pub(crate) fn revoked(&self) -> impl Future<Output = ()> + Send + 'static {
+    /// Resolves once the request's asker is gone: its token found revoked,
+    /// or the session it was sent in ended — never, when the gateway stops
+    /// looking.
+    pub(crate) fn gone(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut revoked = self.revoked.clone();
         let token = self.token.clone();
+        let session = self.session.clone();
+        let sessions = self.sessions.clone();
         async move {
-            if revoked.wait_for(|ids| ids.contains(&token)).await.is_err() {
-                std::future::pending::<()>().await;
+            let revoked = async move {
+                if revoked.wait_for(|ids| ids.contains(&token)).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            let ended = async move {
+                let Some(session) = session else {
+                    return std::future::pending::<()>().await;
+                };
+                let mut ended = sessions.ended.subscribe();
+                let closed = ended
+                    .wait_for(|_| sessions.opener(&session).is_none())
+                    .await
+                    .is_err();
+                if closed {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                () = revoked => {}
+                () = ended => {}
             }
         }
+    }
+}
+
+/// Each live legacy session's id and the id of the token that opened it;
+/// told when one ends.
+#[derive(Debug, Clone, Default)]
+struct Sessions {
+    bound: Arc<Mutex<HashMap<String, String>>>,
+    /// Moves each time a session's binding is dropped.
+    ended: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Sessions {
+    /// The id of the token that opened `session`, while it is bound.
+    fn opener(&self, session: &str) -> Option<String> {
+        self.bound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned()
+    }
+
+    fn bind(&self, session: String, token: String) {
+        self.bound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session, token);
+    }
+
+    /// Drops `session`'s binding, and tells whoever waits on it.
+    fn end(&self, session: &str) {
+        let removed = self
+            .bound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
+        if removed.is_some() {
+            self.ended.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Every binding.
+    fn all(&self) -> Vec<(String, String)> {
+        self.bound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(session, token)| (session.clone(), token.clone()))
+            .collect()
     }
 }
 
@@ -211,8 +287,8 @@ struct Guard {
     store: Store,
     hosts: Arc<[String]>,
     origins: Arc<[String]>,
-    /// Each live legacy session's id, and the id of the token that opened it.
-    sessions: Arc<Mutex<HashMap<String, String>>>,
+    /// Each live legacy session, bound to the token that opened it.
+    sessions: Sessions,
     /// The ids of the tokens found revoked while this gateway serves: a
     /// held call of theirs stops waiting.
     revoked: tokio::sync::watch::Sender<Arc<HashSet<String>>>,
@@ -284,7 +360,7 @@ impl HttpGateway {
             store: self.gateway.inner.host.store().clone(),
             hosts: hosts.into(),
             origins: self.origins.clone().into(),
-            sessions: Arc::default(),
+            sessions: Sessions::default(),
             revoked: tokio::sync::watch::Sender::new(Arc::default()),
         };
         let router = axum::Router::new()
@@ -307,7 +383,8 @@ impl HttpGateway {
         // start, whether or not any client ever initialises.
         self.gateway.maintain();
         tokio::spawn(sweep(
-            Arc::downgrade(&guard.sessions),
+            Arc::downgrade(&guard.sessions.bound),
+            Arc::downgrade(&guard.sessions.ended),
             sessions,
             guard.store.clone(),
             guard.revoked.clone(),
@@ -331,18 +408,21 @@ impl HttpGateway {
 /// Every [`SWEEP_EVERY`], drops the bindings of sessions rmcp ended (a
 /// session idle too long, say) and ends the sessions of tokens revoked
 /// since they were opened — a stream kept open (a held call's, the
-/// session's own) ends with them; ends with the router.
+/// session's own) ends with them, and a call held in one stops waiting;
+/// ends with the router.
 async fn sweep(
     bindings: Weak<Mutex<HashMap<String, String>>>,
-    sessions: Arc<LocalSessionManager>,
+    ended: Weak<tokio::sync::watch::Sender<u64>>,
+    manager: Arc<LocalSessionManager>,
     store: Store,
     revocations: tokio::sync::watch::Sender<Arc<HashSet<String>>>,
 ) {
     loop {
         tokio::time::sleep(SWEEP_EVERY).await;
-        let Some(bindings) = bindings.upgrade() else {
+        let (Some(bound), Some(ended)) = (bindings.upgrade(), ended.upgrade()) else {
             return;
         };
+        let sessions = Sessions { bound, ended };
         match store.gateway_tokens().await {
             Ok(tokens) => {
                 let revoked: HashSet<String> = tokens
@@ -363,29 +443,20 @@ async fn sweep(
                 continue;
             }
         }
-        let bound: Vec<(String, String)> = bindings
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(session, token)| (session.clone(), token.clone()))
-            .collect();
         let revoked_now = revocations.borrow().clone();
-        for (session, token) in bound {
+        for (session, token) in sessions.all() {
             let id = SessionId::from(session.as_str());
-            let open = sessions.has_session(&id).await.unwrap_or(true);
+            let open = manager.has_session(&id).await.unwrap_or(true);
             let revoked = revoked_now.contains(&token);
             if open && revoked {
                 tracing::info!(token = %token, "a revoked token's session is ended");
-                if let Err(error) = sessions.close_session(&id).await {
+                if let Err(error) = manager.close_session(&id).await {
                     tracing::warn!(%error, "a revoked token's session could not be ended");
                     continue;
                 }
             }
             if !open || revoked {
-                bindings
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&session);
+                sessions.end(&session);
             }
         }
     }
@@ -514,12 +585,7 @@ fn session_of(
             "the session id does not read",
         ));
     };
-    let opener = guard
-        .sessions
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(id)
-        .cloned();
+    let opener = guard.sessions.opener(id);
     match opener {
         None => Err(refused(
             StatusCode::NOT_FOUND,
@@ -557,12 +623,10 @@ async fn guarded(State(guard): State<Guard>, mut request: Request, next: Next) -
         token: holder.id,
         revoked: guard.revoked.subscribe(),
         name: holder.person,
+        session: session.clone(),
+        sessions: guard.sessions.clone(),
     });
     let response: Response<Body> = next.run(request).await;
-    let mut sessions = guard
-        .sessions
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
     match session {
         None => {
             if let Some(opened) = response
@@ -570,14 +634,11 @@ async fn guarded(State(guard): State<Guard>, mut request: Request, next: Next) -
                 .get(SESSION_HEADER)
                 .and_then(|s| s.to_str().ok())
             {
-                sessions.insert(opened.to_owned(), token);
+                guard.sessions.bind(opened.to_owned(), token);
             }
         }
-        Some(id) if deleting && response.status().is_success() => {
-            sessions.remove(&id);
-        }
+        Some(id) if deleting && response.status().is_success() => guard.sessions.end(&id),
         Some(_) => {}
     }
-    drop(sessions);
     response
 }
