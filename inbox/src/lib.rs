@@ -216,6 +216,7 @@ impl Inbox {
             .route("/s/{key}/runs/{run}/decide", post(decide))
             .route("/s/{key}/runs/{run}/choose", post(choose))
             .route("/s/{key}/servers", get(servers::servers))
+            .route("/s/{key}/servers/accept", post(servers::accept))
             .layer(axum::middleware::map_response(guard::as_a_page))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),

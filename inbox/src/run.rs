@@ -42,14 +42,14 @@ pub(crate) async fn run_page(
 /// A decision form's fields, each named once: `csrf`, `digest`, `verdict`
 /// (`approve`, `deny`, or `calls` — then `call:ID` = `approve`, `deny` or
 /// `edit` for each call, with `reason:ID` and `args:ID`).
-struct DecideForm {
+pub(crate) struct DecideForm {
     fields: std::collections::BTreeMap<String, String>,
 }
 
 impl DecideForm {
     /// The fields, or the first one named twice: a form whose meaning
     /// depends on which copy is read is refused.
-    fn new(pairs: Vec<(String, String)>) -> Result<Self, String> {
+    pub(crate) fn new(pairs: Vec<(String, String)>) -> Result<Self, String> {
         let mut fields = std::collections::BTreeMap::new();
         for (name, value) in pairs {
             if fields.contains_key(&name) {
@@ -60,7 +60,7 @@ impl DecideForm {
         Ok(Self { fields })
     }
 
-    fn get(&self, name: &str) -> &str {
+    pub(crate) fn get(&self, name: &str) -> &str {
         self.fields.get(name).map_or("", String::as_str)
     }
 

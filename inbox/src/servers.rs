@@ -6,21 +6,28 @@
 //! quarantined tool with what changed since it was accepted and the digest
 //! `toolgate server accept` takes.
 //!
-//! The page reads and changes nothing: a gate is changed from the console,
-//! where lowering one is shown first and bound to the digest of what was
-//! reviewed.
+//! The page lowers no gate: that is done from the console, where it is
+//! shown first and bound to the digest of what was reviewed. The one act it
+//! offers is accepting a tool quarantined under its own "no approval"
+//! declaration, to an operator who may declare tools: a form carrying the
+//! digest of the definition shown, recorded as that operator's declaration
+//! through the inbox; a definition changed again since the page was shown
+//! is refused, and nothing is recorded.
 
-use axum::extract::{Path, State};
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde_json::Value;
-use toolgate::OperatorDeclaration;
 use toolgate::visible::visible_json;
-use toolgate_store::{CatalogueRow, Quarantine, ServerRecord, ToolDeclaration, ToolGate};
+use toolgate::{DeclarationScope, OperatorDeclaration};
+use toolgate_store::{
+    CatalogueRow, Quarantine, ServerRecord, Session, StoreError, ToolDeclaration, ToolGate,
+};
 
-use crate::guard::session_of;
-use crate::pages::{at, page, shown};
+use crate::guard::{decider, same_origin, session_of, token_matches};
+use crate::pages::{at, base, page, shown};
+use crate::run::DecideForm;
 use crate::{Inbox, Refused};
 
 /// One tool as the page shows it.
@@ -103,7 +110,7 @@ pub(crate) async fn servers(
                 p { "No server is registered: " code { "toolgate server add" } "." }
             }
             @for view in &views {
-                (server_section(view, catalogue.is_some()))
+                (server_section(&session, view, catalogue.is_some()))
             }
         },
     )
@@ -114,14 +121,13 @@ pub(crate) async fn servers(
 fn how_to_change() -> Markup {
     html! {
         p.note {
-            "Gates are changed from the console, not from this page. Lowering one — "
-            code { "toolgate tool set-approval SERVER.TOOL off" } ", or "
+            "This page changes no gate. Lowering one ("
+            code { "toolgate tool set-approval SERVER.TOOL off" } ", "
             code { "toolgate server set-approval SERVER off" }
-            " — first shows the definitions it covers and their digest and changes nothing; "
-            "given that digest, it acts on exactly what was reviewed. It is a deliberate act, "
-            "bound to a definition, not a button. Raising one ("
-            code { "on" } ", " code { "block" } ") needs no digest; a quarantined tool is accepted with "
-            code { "toolgate server accept SERVER TOOL --digest …" } ", its digest shown below."
+            ") is done from the console: it first shows the definitions it covers and their digest, "
+            "and acts only when given that digest — a deliberate act bound to what was reviewed, "
+            "not a button. A quarantined tool is accepted with "
+            code { "toolgate server accept" } " and the digest shown beside it."
         }
     }
 }
@@ -138,15 +144,20 @@ fn approval(server: &ServerRecord) -> Markup {
     }
 }
 
-fn server_section(view: &ServerView, with_wire: bool) -> Markup {
+fn server_section(session: &Session, view: &ServerView, with_wire: bool) -> Markup {
     let server = &view.server;
     html! {
         section.server id={ "server-" (server.id) } {
             h2 { (shown(&server.name)) " " code { (shown(&server.id)) } }
             table.facts {
-                tr { th { "approval (the operator's declaration)" } td { (approval(server)) } }
                 tr {
+                    th { "approval (the operator's declaration)" }
                     th { "data class" }
+                    th { "state" }
+                    th { "last import" }
+                }
+                tr {
+                    td { (approval(server)) }
                     td {
                         @match (&server.data_class, &server.data_class_stored) {
                             (Some(class), _) => { code { (class.as_str()) } }
@@ -154,9 +165,6 @@ fn server_section(view: &ServerView, with_wire: bool) -> Markup {
                             (None, None) => { "undeclared: inert" }
                         }
                     }
-                }
-                tr {
-                    th { "state" }
                     td {
                         @if server.enabled { "enabled" } @else { "disabled" }
                         ", "
@@ -165,9 +173,6 @@ fn server_section(view: &ServerView, with_wire: bool) -> Markup {
                             None => { "usable" }
                         }
                     }
-                }
-                tr {
-                    th { "last import" }
                     td {
                         (shown(&server.import.status))
                         @if let Some(when) = server.import.at { " at " (at(when)) }
@@ -190,7 +195,7 @@ fn server_section(view: &ServerView, with_wire: bool) -> Markup {
                     }
                 }
                 @for tool in view.tools.iter().filter(|t| t.gate.quarantine().is_some() && !t.row.orphaned) {
-                    (quarantined(server, tool))
+                    (quarantined(session, server, tool))
                 }
             }
         }
@@ -228,7 +233,7 @@ fn tool_row(tool: &ToolView, with_wire: bool) -> Markup {
                 @if let Some(declared) = &row.declared {
                     span.local {
                         "by " (shown(&declared.by)) " (" (shown(&declared.source)) ") through "
-                        (shown(&declared.channel)) ", " (at(declared.at))
+                        (shown(&declared.channel)) ", " span.when { (at(declared.at)) }
                     }
                 }
             }
@@ -239,7 +244,7 @@ fn tool_row(tool: &ToolView, with_wire: bool) -> Markup {
 
 /// A quarantined tool: why, what differs from the definition accepted,
 /// and the digest that accepts it as it is now.
-fn quarantined(server: &ServerRecord, tool: &ToolView) -> Markup {
+fn quarantined(session: &Session, server: &ServerRecord, tool: &ToolView) -> Markup {
     let row = &tool.row;
     let now: Value = serde_json::from_str(&row.definition()).unwrap_or(Value::Null);
     let before: Option<Value> = row
@@ -277,9 +282,20 @@ fn quarantined(server: &ServerRecord, tool: &ToolView) -> Markup {
             }
             @match &tool.digest {
                 Some(Ok(digest)) => {
-                    p { "To accept it as shown here:" }
-                    pre.command {
-                        "toolgate server accept " (shown(&server.id)) " " (shown(&row.local_name)) " --digest " (digest)
+                    @if session.may_declare && acceptable_here(tool.gate) {
+                        form.accept method="post" action={ (base(session)) "/servers/accept" } {
+                            input type="hidden" name="csrf" value=(session.csrf_token);
+                            input type="hidden" name="server" value=(server.id);
+                            input type="hidden" name="tool" value=(row.local_name);
+                            input type="hidden" name="digest" value=(digest);
+                            button type="submit" { "Accept this definition: " (shown(&row.local_name)) " runs unattended as shown" }
+                        }
+                        p.digest { "Recorded as your declaration, for the definition of digest " code { (digest) } "." }
+                    } @else {
+                        p { "To accept it as shown here, from the console:" }
+                        pre.command {
+                            "toolgate server accept " (shown(&server.id)) " " (shown(&row.local_name)) " --digest " (digest)
+                        }
                     }
                 }
                 Some(Err(why)) => { p.refusal { "Its digest could not be read: " (shown(why)) } }
@@ -298,4 +314,114 @@ fn value_text(value: &Value) -> Markup {
         }
         other => html! { pre.json { bdi { (visible_json(other)) } } },
     }
+}
+
+/// Whether the inbox accepts a tool in this gate: quarantined under its
+/// own "no approval", which accepting declares again for the definition as
+/// it is now, recorded with who accepted it. One quarantined under its
+/// server's flag is accepted from the console (`toolgate server accept`).
+fn acceptable_here(gate: ToolGate) -> bool {
+    matches!(
+        gate,
+        ToolGate::Offered {
+            approval: OperatorDeclaration::NoApproval,
+            scope: DeclarationScope::Tool,
+            quarantine: Some(_),
+        }
+    )
+}
+
+/// Accepts a quarantined tool from the page: `csrf`, `server`, `tool` and
+/// `digest` — the digest of the definition the page showed. Recorded as the
+/// signed-in operator's "no approval" declaration for that definition,
+/// through the inbox; a definition changed since is refused with nothing
+/// recorded.
+pub(crate) async fn accept(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+    Form(pairs): Form<Vec<(String, String)>>,
+) -> Result<Response, Refused> {
+    same_origin(&inbox, &headers)?;
+    let (_, session) = session_of(&inbox, &headers, &key).await?;
+    let form = DecideForm::new(pairs).map_err(|_| Refused::BadToken)?;
+    token_matches(&session, form.get("csrf"))?;
+    let fresh = format!("{}/servers", base(&session));
+    let refused = |status: StatusCode, why: &str| {
+        (
+            status,
+            crate::pages::refused(Some(&session), why, Some(&fresh)),
+        )
+            .into_response()
+    };
+    if !session.may_declare {
+        return Ok(refused(
+            StatusCode::FORBIDDEN,
+            "you may not declare tools from the inbox (an operator gives that with `toolgate operator add NAME --may-declare`); nothing was recorded",
+        ));
+    }
+    let (server_id, local) = (form.get("server"), form.get("tool"));
+    let server = match inbox.store().server(server_id).await {
+        Ok(server) => server,
+        Err(StoreError::NoSuchServer(_)) => {
+            return Ok(changed(
+                &session,
+                "There is no such server now: it was removed since this page was shown.",
+                &fresh,
+            ));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let row = inbox
+        .store()
+        .catalogue(server_id)
+        .await?
+        .into_iter()
+        .find(|row| row.local_name == local && !row.orphaned);
+    let Some(row) = row.filter(|row| acceptable_here(row.gate(server.approval))) else {
+        return Ok(changed(
+            &session,
+            "This tool is no longer held in quarantine under its own declaration: it was accepted, declared again, or removed since this page was shown.",
+            &fresh,
+        ));
+    };
+    let operator = decider(&session)?;
+    match inbox
+        .store()
+        .declare_tool(
+            server_id,
+            &row.local_name,
+            ToolDeclaration::NoApproval,
+            Some(form.get("digest")),
+            &operator,
+        )
+        .await
+    {
+        Ok(_) => Ok(Redirect::to(&fresh).into_response()),
+        Err(StoreError::CatalogueChanged { .. }) => Ok(changed(
+            &session,
+            "Its definition changed again since this page was shown: it stays in quarantine. Review it as it is now.",
+            &fresh,
+        )),
+        Err(error) => Ok(refused(StatusCode::FORBIDDEN, &error.to_string())),
+    }
+}
+
+/// News, not an alarm: the tool changed under the operator's form, and
+/// nothing was recorded.
+fn changed(session: &Session, what: &str, fresh: &str) -> Response {
+    (
+        StatusCode::CONFLICT,
+        page(
+            "It changed",
+            Some(session),
+            &html! {
+                h1 { "It changed again since this page" }
+                p.news { (what) }
+                p { "Nothing was recorded from your form." }
+                p.back { a href=(fresh) { "See the servers and tools as they are now" } }
+            },
+        ),
+    )
+        .into_response()
 }
