@@ -29,6 +29,89 @@ fn main() {
     // Built before the table is printed.
     toolgate();
     divan::main();
+    python_sdk();
+    typescript_sdk();
+}
+
+/// The most a forwarded call may cost against a direct one, with an
+/// official MCP SDK's client.
+const SDK_TARGET: f64 = 2.0;
+
+/// The same comparison made by the official MCP Python SDK's stdio client
+/// (`clients/python_sdk.py`). Skipped, saying so, where Python has no `mcp`
+/// package (`pip install mcp`).
+fn python_sdk() {
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !has_sdk {
+        eprintln!("the Python SDK comparison is skipped: `pip install mcp` to run it");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/python_sdk.py");
+    let mut command = std::process::Command::new("python3");
+    command.arg(script);
+    sdk_comparison("Python", command);
+}
+
+/// The same comparison made by the official MCP TypeScript SDK's stdio
+/// client (`clients/typescript_sdk.mjs`), run by `node` in
+/// `TOOLGATE_BENCH_TS_SDK_DIR`, a folder where `npm install
+/// @modelcontextprotocol/sdk` was run. Skipped, saying so, without it.
+fn typescript_sdk() {
+    let Some(dir) = std::env::var_os("TOOLGATE_BENCH_TS_SDK_DIR") else {
+        eprintln!(
+            "the TypeScript SDK comparison is skipped: `npm install @modelcontextprotocol/sdk` in a folder and name it in TOOLGATE_BENCH_TS_SDK_DIR"
+        );
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/typescript_sdk.mjs");
+    let mut command = std::process::Command::new("node");
+    command.arg(script).current_dir(dir);
+    sdk_comparison("TypeScript", command);
+}
+
+/// Runs an SDK's comparison script (`command`): the upstream directly and
+/// through `toolgate gateway`, alternated call by call, 1,000 calls each;
+/// prints the medians and asserts the ratio is within [`SDK_TARGET`].
+fn sdk_comparison(sdk: &str, mut command: std::process::Command) {
+    let toolgate = toolgate();
+    let exe = toolgate.to_string_lossy().into_owned();
+    let data = world().dir.path().to_string_lossy().into_owned();
+    let output = ok(command
+        .args([
+            "1000",
+            "--",
+            &exe,
+            "mcp-test-server",
+            "--",
+            &exe,
+            "--data-dir",
+            &data,
+        ])
+        .args(["gateway", "--user", "bench"])
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .env_remove("TOOLGATE_LOG")
+        .stderr(Stdio::inherit())
+        .output());
+    assert!(output.status.success(), "the {sdk} SDK comparison failed");
+    let measured: Value = ok(serde_json::from_slice(&output.stdout));
+    let (Some(direct), Some(through), Some(ratio)) = (
+        measured["direct"]["median_us"].as_f64(),
+        measured["gateway"]["median_us"].as_f64(),
+        measured["ratio"].as_f64(),
+    ) else {
+        panic!("the {sdk} SDK comparison printed no figures: {measured}");
+    };
+    println!(
+        "official {sdk} SDK client over stdio, medians of 1,000 calls alternated: read_note directly {direct:.1} µs, through toolgate gateway {through:.1} µs: {ratio:.2}×"
+    );
+    assert!(
+        ratio <= SDK_TARGET,
+        "a forwarded call costs {ratio:.2}× a direct one with the {sdk} SDK, over the {SDK_TARGET}× target: {measured}"
+    );
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -129,7 +212,7 @@ struct World {
     through: RunningService<RoleClient, ()>,
     /// The gateway served in this process, over an in-memory pipe.
     in_process: RunningService<RoleClient, ()>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 fn world() -> &'static World {
@@ -222,7 +305,7 @@ fn world() -> &'static World {
             direct,
             through,
             in_process,
-            _dir: dir,
+            dir,
         }
     })
 }

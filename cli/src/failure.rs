@@ -55,14 +55,10 @@ impl From<StoreError> for Failure {
         match error {
             StoreError::NoSuchServer(_)
             | StoreError::NoSuchTool { .. }
-            | StoreError::NoSuchSink(_) => {
-                Failure::NotFound(error.to_string())
-            }
+            | StoreError::NoSuchSink(_) => Failure::NotFound(error.to_string()),
             StoreError::InvalidServerId { .. }
             | StoreError::InvalidHostName { .. }
-            | StoreError::InvalidSinkName { .. } => {
-                Failure::Usage(error.to_string())
-            }
+            | StoreError::InvalidSinkName { .. } => Failure::Usage(error.to_string()),
             StoreError::ServerExists(_)
             | StoreError::SinkExists(_)
             | StoreError::NotUnknown(_)

@@ -693,9 +693,7 @@ fn a_turn_decided_call_by_call_with_an_edit() {
 
     let resumed = ok(dir, &["host", "--once"]);
     assert!(
-        resumed.contains(
-            "write_file → error: the call was denied by bob: keep 0.1 until Friday"
-        ),
+        resumed.contains("write_file → error: the call was denied by bob: keep 0.1 until Friday"),
         "{resumed}"
     );
     let changelog = std::fs::read_to_string(dir.join("demo-workspace").join("CHANGELOG.md"))

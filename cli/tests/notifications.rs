@@ -55,6 +55,10 @@ impl Peer {
         let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notify/tests/peers");
         let port_file = dir.join(format!("{script}.port"));
         let log = dir.join(format!("{script}.log"));
+        #[allow(
+            clippy::zombie_processes,
+            reason = "the peer is killed and waited for when it is dropped"
+        )]
         let child = Command::new("python3")
             .arg(peers.join(script))
             .arg(&port_file)
@@ -212,6 +216,7 @@ fn add_webhook(dir: &Path, name: &str, url: &str, secret_file: &Path, max: &str)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
 async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
@@ -359,6 +364,13 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
     );
     assert!(!html.contains("<script>"), "the HTML part escapes: {html}");
 
+    // The operator raises the server's class: what is sent from now on
+    // obeys it, though the run paused before.
+    toolgate(
+        dir,
+        &["server", "set-data-class", "notes", "secret_adjacent"],
+    );
+
     // Decided: the same sinks hear who decided; delivered once each.
     let shown = json_of(dir, &["runs", "show", &run]);
     let digest = shown["digest"].as_str().expect("a digest").to_owned();
@@ -384,6 +396,24 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
     assert_eq!(decided["data"]["decided_by"], json!(["bob"]), "{decided}");
     assert_eq!(decided["data"]["run_id"], json!(run), "{decided}");
     assert_ne!(decided["id"], event["id"], "a new event, a new id");
+    assert_eq!(
+        decided["data"]["data_class"], "secret_adjacent",
+        "{decided}"
+    );
+    let slack_now: Vec<Value> = records
+        .iter()
+        .filter(|r| r["path"] == "/slack")
+        .skip(2)
+        .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(slack_now.len(), 2, "{records:?}");
+    for message in &slack_now {
+        let (_, plain) = slack_texts(message);
+        assert!(
+            plain.join("\n").contains("arguments withheld"),
+            "above both Slack ceilings now: {message}"
+        );
+    }
 
     let status: Value =
         serde_json::from_str(&toolgate(dir, &["--json", "notify", "status"])).unwrap();
@@ -395,6 +425,7 @@ async fn a_held_call_is_told_to_every_sink_signed_inert_and_within_its_ceiling()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one story, step by step")]
 async fn a_dispatcher_killed_mid_delivery_loses_nothing_and_never_holds_a_decision_up() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
@@ -408,8 +439,8 @@ async fn a_dispatcher_killed_mid_delivery_loses_nothing_and_never_holds_a_decisi
     std::fs::write(&hold, "").unwrap();
 
     let client = session(dir, &["--wait", "1"], ()).await;
-    let held = call(client.peer(), "notes__write_note", json!({"text": "one"})).await;
-    assert!(text(&held).contains("waits for approval"), "{held:?}");
+    let asked = call(client.peer(), "notes__write_note", json!({"text": "one"})).await;
+    assert!(text(&asked).contains("waits for approval"), "{asked:?}");
 
     let dispatcher = || {
         command(dir)
@@ -526,6 +557,7 @@ async fn a_dispatcher_killed_mid_delivery_loses_nothing_and_never_holds_a_decisi
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one refusal after another")]
 fn a_sink_is_refused_with_the_reason_and_nothing_is_stored() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
@@ -626,6 +658,181 @@ fn a_sink_is_refused_with_the_reason_and_nothing_is_stored() {
         ],
         "unusable sink name",
     );
+    refused(
+        &[
+            "notify",
+            "add",
+            "email",
+            "mail",
+            "--smtp",
+            "smtp://relay.example",
+            "--from",
+            "a@example.com",
+            "--to",
+            "b@example.com",
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
+        ],
+        "loopback",
+    );
+    refused(
+        &[
+            "notify",
+            "add",
+            "email",
+            "mail",
+            "--smtp",
+            "smtp://127.0.0.1",
+            "--from",
+            "a@example.com\r\nBcc: x@example.com",
+            "--to",
+            "b@example.com",
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
+        ],
+        "not an email address",
+    );
+    refused(
+        &[
+            "notify",
+            "add",
+            "email",
+            "mail",
+            "--smtp",
+            "smtp://127.0.0.1?tls=none&tls=required",
+            "--from",
+            "a@example.com",
+            "--to",
+            "b@example.com",
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
+        ],
+        "takes no query",
+    );
+    refused(
+        &[
+            "notify",
+            "add",
+            "webhook",
+            "hook",
+            "--url",
+            "https://u:p@x.example/",
+            "--secret-env",
+            "S",
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
+        ],
+        "carries credentials",
+    );
+    refused(
+        &[
+            "notify",
+            "add",
+            "webhook",
+            "hook",
+            "--url",
+            "https://x.example/",
+            "--secret-env",
+            "A=B",
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
+        ],
+        "not an environment variable",
+    );
+    let short = dir.join("short");
+    std::fs::write(&short, "whsec_QQ==").unwrap();
+    refused(
+        &[
+            "notify",
+            "add",
+            "webhook",
+            "hook",
+            "--url",
+            "https://x.example/",
+            "--secret-file",
+            short.to_str().unwrap(),
+            "--max-data-class",
+            "source_code",
+            "--as",
+            "olga",
+        ],
+        "fewer than the 24",
+    );
     let listed = toolgate(dir, &["notify", "list"]);
     assert!(listed.contains("no sink"), "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_sink_delays_only_its_own_deliveries() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let (hooks, secret_file) = set_up(dir);
+    // A relay that takes the connection and never says a word.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay = format!("smtp://127.0.0.1:{}", silent.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for connection in silent.incoming().take(16) {
+            kept.push(connection);
+        }
+    });
+    toolgate(
+        dir,
+        &[
+            "notify",
+            "add",
+            "email",
+            "hung",
+            "--smtp",
+            &relay,
+            "--from",
+            "a@example.com",
+            "--to",
+            "b@example.com",
+            "--max-data-class",
+            "secret_adjacent",
+            "--as",
+            "olga",
+        ],
+    );
+    let url = format!("http://127.0.0.1:{}/ok", hooks.port);
+    add_webhook(dir, "fast", &url, &secret_file, "secret_adjacent");
+    let mut dispatcher = command(dir)
+        .args(["notify", "run", "--poll-ms", "50"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the dispatcher starts");
+
+    let client = session(dir, &["--wait", "1"], ()).await;
+    for note in ["one", "two", "three"] {
+        let asked = call(client.peer(), "notes__write_note", json!({"text": note})).await;
+        assert!(text(&asked).contains("waits for approval"), "{asked:?}");
+    }
+    // Every event reaches the fast sink while the hung one holds its first.
+    let records = hooks.wait_for_path(Some("/ok"), 3);
+    dispatcher.kill().unwrap();
+    dispatcher.wait().unwrap();
+    assert_eq!(records.len(), 3, "{records:?}");
+    let status: Value =
+        serde_json::from_str(&toolgate(dir, &["--json", "notify", "status"])).unwrap();
+    let hung = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sink"] == "hung")
+        .unwrap();
+    assert_eq!(hung["delivered"], 0, "{status}");
+    assert_eq!(hung["pending"], 3, "{status}");
+    drop(client);
 }

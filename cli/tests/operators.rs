@@ -135,6 +135,9 @@ fn the_inbox_serves_on_loopback_only() {
     inbox.kill().unwrap();
     let _ = inbox.wait();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(answer.contains("toolgate operator add"), "how to get in: {answer}");
+    assert!(
+        answer.contains("toolgate operator add"),
+        "how to get in: {answer}"
+    );
     assert!(answer.contains("default-src 'none'"), "{answer}");
 }

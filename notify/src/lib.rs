@@ -42,6 +42,11 @@
 use std::future::Future;
 use std::time::Duration;
 
+/// The most one message may take to send, whatever the sink does (a relay
+/// that never answers, a receiver that trickles): then it is a failure,
+/// retried.
+pub const SEND_LIMIT: Duration = Duration::from_secs(30);
+
 use toolgate_store::outbox::{Delivery, RunEvent, SinkRecord};
 use toolgate_store::{Store, StoreError};
 use url::Url;
@@ -54,7 +59,7 @@ mod webhook;
 pub use email::email_parts;
 pub use message::Outgoing;
 pub use settings::{EmailSettings, SecretSource, SinkSettings, SlackSettings, WebhookSettings};
-pub use webhook::{slack_body, slack_escape, webhook_body};
+pub use webhook::{signing_secret_problem, slack_body, slack_escape, webhook_body};
 
 /// What went wrong sending, or reading a sink.
 #[derive(Debug, thiserror::Error)]
@@ -161,20 +166,36 @@ impl Dispatcher {
         }
     }
 
-    /// Delivers until `stop` completes: a round whenever the last one
-    /// handled something, else after [`DispatchOptions::poll`]. A store
-    /// error is logged and retried; it never ends the loop.
+    /// Delivers until `stop` completes: each sink by a loop of its own —
+    /// a round whenever its last one handled something, else after
+    /// [`DispatchOptions::poll`] — so that a slow or hung sink delays its
+    /// own deliveries alone. A store error is logged and retried; it never
+    /// ends a loop. Sinks added later get a loop within a poll.
     pub async fn run(&self, stop: impl Future<Output = ()>) {
         tokio::pin!(stop);
+        let (stopping, stopped) = tokio::sync::watch::channel(false);
+        let mut loops: std::collections::HashMap<String, tokio::task::JoinHandle<()>> =
+            std::collections::HashMap::new();
         let mut rounds: u64 = 0;
         loop {
-            let busy = match self.round().await {
-                Ok(round) => round.handled() > 0,
-                Err(error) => {
-                    tracing::warn!(%error, "notifications: a round failed; trying again");
-                    false
+            match self.store.sinks().await {
+                Ok(sinks) => {
+                    loops.retain(|_, task| !task.is_finished());
+                    for sink in sinks {
+                        if loops.contains_key(&sink.name) {
+                            continue;
+                        }
+                        let dispatcher = self.clone();
+                        let stopped = stopped.clone();
+                        let name = sink.name.clone();
+                        loops.insert(
+                            sink.name,
+                            tokio::spawn(async move { dispatcher.sink_loop(&name, stopped).await }),
+                        );
+                    }
                 }
-            };
+                Err(error) => tracing::warn!(%error, "notifications: the sinks could not be read"),
+            }
             rounds = rounds.wrapping_add(1);
             if rounds.is_multiple_of(7200) {
                 match self.store.prune_notifications(self.options.keep).await {
@@ -183,61 +204,119 @@ impl Dispatcher {
                     Err(error) => tracing::warn!(%error, "notifications: pruning failed"),
                 }
             }
-            let pause = if busy {
-                Duration::ZERO
-            } else {
-                self.options.poll
+            tokio::select! {
+                () = &mut stop => break,
+                () = tokio::time::sleep(self.options.poll) => {}
+            }
+        }
+        let _ = stopping.send(true);
+        for (_, task) in loops {
+            // A loop mid-send is left to its lease: the delivery is sent
+            // again, under the same id.
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    /// One sink's loop, until `stopped` or the sink is removed.
+    async fn sink_loop(&self, sink: &str, mut stopped: tokio::sync::watch::Receiver<bool>) {
+        loop {
+            let pause = match self.round_of(sink).await {
+                Ok(round) if round.handled() > 0 => Duration::ZERO,
+                Ok(_) => self.options.poll,
+                Err(NotifyError::NoSuchSink(_)) => return,
+                Err(error) => {
+                    tracing::warn!(%sink, %error, "notifications: a round failed; trying again");
+                    self.options.poll
+                }
             };
             tokio::select! {
-                () = &mut stop => return,
+                _ = stopped.wait_for(|stop| *stop) => return,
                 () = tokio::time::sleep(pause) => {}
             }
         }
     }
 
-    /// One round: leases what is due, sends it, settles each delivery.
+    /// One round over every sink at once: each leases what is due for it,
+    /// sends it, and settles each delivery.
     pub async fn round(&self) -> Result<Round, NotifyError> {
-        let due = self
-            .store
-            .lease_deliveries(&self.worker, self.options.lease, self.options.batch)
-            .await?;
-        let mut round = Round::default();
-        if due.is_empty() {
-            return Ok(round);
-        }
         let sinks = self.store.sinks().await?;
-        for delivery in due {
-            let result = match sinks.iter().find(|s| s.name == delivery.sink) {
-                Some(sink) => self.send(sink, &delivery).await,
-                None => Err(NotifyError::NoSuchSink(delivery.sink.clone())),
+        let rounds =
+            futures_util::future::join_all(sinks.iter().map(|sink| self.round_of(&sink.name)))
+                .await;
+        let mut total = Round::default();
+        for round in rounds {
+            let round = round?;
+            total.delivered += round.delivered;
+            total.retrying += round.retrying;
+            total.given_up += round.given_up;
+        }
+        Ok(total)
+    }
+
+    /// One round of the sink named `name`: up to [`DispatchOptions::batch`]
+    /// of its due deliveries, leased and sent one at a time, oldest first.
+    async fn round_of(&self, name: &str) -> Result<Round, NotifyError> {
+        let mut round = Round::default();
+        while round.handled() < self.options.batch {
+            let sinks = self.store.sinks().await?;
+            let Some(sink) = sinks.iter().find(|s| s.name == name) else {
+                return Err(NotifyError::NoSuchSink(name.to_owned()));
             };
-            match result {
-                Ok(()) => {
-                    if self.store.delivered(&delivery, &self.worker).await? {
-                        round.delivered += 1;
-                        tracing::info!(sink = %delivery.sink, event = delivery.event.as_ref().map_or("", |e| e.id.as_str()), "notification delivered");
-                    }
+            let due = self
+                .store
+                .lease_deliveries_of(&self.worker, Some(name), self.options.lease, 1)
+                .await?;
+            let Some(delivery) = due.into_iter().next() else {
+                break;
+            };
+            let result = match tokio::time::timeout(SEND_LIMIT, self.send(sink, &delivery)).await {
+                Ok(result) => result,
+                Err(_) => Err(NotifyError::Send {
+                    reason: format!(
+                        "the sink did not take the message within {} s",
+                        SEND_LIMIT.as_secs()
+                    ),
+                }),
+            };
+            self.settle(&delivery, result, &mut round).await?;
+        }
+        Ok(round)
+    }
+
+    /// Records how sending `delivery` ended.
+    async fn settle(
+        &self,
+        delivery: &Delivery,
+        result: Result<(), NotifyError>,
+        round: &mut Round,
+    ) -> Result<(), NotifyError> {
+        match result {
+            Ok(()) => {
+                if self.store.delivered(delivery, &self.worker).await? {
+                    round.delivered += 1;
+                    tracing::info!(sink = %delivery.sink, event = delivery.event.as_ref().map_or("", |e| e.id.as_str()), "notification delivered");
                 }
-                Err(error) => {
-                    let retry_at = self.retry_at(&delivery, &error);
-                    let text = error.to_string();
-                    if self
-                        .store
-                        .delivery_failed(&delivery, &self.worker, &text, retry_at)
-                        .await?
-                    {
-                        if retry_at.is_some() {
-                            round.retrying += 1;
-                            tracing::warn!(sink = %delivery.sink, attempts = delivery.attempts + 1, error = %text, "notification not delivered; it is retried");
-                        } else {
-                            round.given_up += 1;
-                            tracing::error!(sink = %delivery.sink, error = %text, "notification given up on");
-                        }
+            }
+            Err(error) => {
+                let retry_at = self.retry_at(delivery, &error);
+                let text = error.to_string();
+                if self
+                    .store
+                    .delivery_failed(delivery, &self.worker, &text, retry_at)
+                    .await?
+                {
+                    if retry_at.is_some() {
+                        round.retrying += 1;
+                        tracing::warn!(sink = %delivery.sink, attempts = delivery.attempts + 1, error = %text, "notification not delivered; it is retried");
+                    } else {
+                        round.given_up += 1;
+                        tracing::error!(sink = %delivery.sink, error = %text, "notification given up on");
                     }
                 }
             }
         }
-        Ok(round)
+        Ok(())
     }
 
     /// Sends a sample event to the sink named `name` now, outside the
@@ -270,16 +349,29 @@ impl Dispatcher {
             event: Some(event),
             created_at: now_ms(),
         };
-        self.send(sink, &delivery).await
+        match tokio::time::timeout(SEND_LIMIT, self.send(sink, &delivery)).await {
+            Ok(result) => result,
+            Err(_) => Err(NotifyError::Send {
+                reason: format!(
+                    "the sink did not take the message within {} s",
+                    SEND_LIMIT.as_secs()
+                ),
+            }),
+        }
     }
 
     async fn send(&self, sink: &SinkRecord, delivery: &Delivery) -> Result<(), NotifyError> {
-        let Some(event) = delivery.event.clone() else {
+        let Some(mut event) = delivery.event.clone() else {
             return Err(NotifyError::Send {
                 reason: "the stored event cannot be read".to_owned(),
             });
         };
         let settings = SinkSettings::of(sink)?;
+        // The stricter of the class written with the event and its servers'
+        // classes now: an operator who raised a server's class since is
+        // obeyed by every message sent after.
+        let now = self.store.class_of_servers(&event.data.servers).await?;
+        event.data.data_class = event.class().stricter(now).as_stored().map(str::to_owned);
         let out = outgoing(event, sink, self.options.inbox_url.as_ref());
         match &settings {
             SinkSettings::Webhook(s) => webhook::send_webhook(&self.http, s, &out).await,

@@ -38,14 +38,7 @@ pub fn what_happened(event: &RunEvent) -> String {
             Some(WaitsFor::Approval) | None => "waits for approval".to_owned(),
         },
         EventKind::Decided => {
-            let verdict = match data.verdict.as_deref() {
-                Some("approved") => "was approved",
-                Some("denied") => "was denied",
-                Some("input_submitted") => "was given its input",
-                Some("rerun") => "will run the call again",
-                Some("skip") => "will skip the call",
-                _ => "was decided",
-            };
+            let verdict = verdict_words(event);
             if data.decided_by.is_empty() {
                 verdict.to_owned()
             } else {
@@ -54,6 +47,18 @@ pub fn what_happened(event: &RunEvent) -> String {
         }
         EventKind::Resumed => format!("was resumed by host {}", data.host),
         EventKind::Expired => "expired: decided, and its call was never asked again".to_owned(),
+    }
+}
+
+/// What a decision was, in words, without who took it.
+fn verdict_words(event: &RunEvent) -> &'static str {
+    match event.data.verdict.as_deref() {
+        Some("approved") => "was approved",
+        Some("denied") => "was denied",
+        Some("input_submitted") => "was given its input",
+        Some("rerun") => "will run the call again",
+        Some("skip") => "will skip the call",
+        _ => "was decided",
     }
 }
 
@@ -68,12 +73,18 @@ pub fn tools(event: &RunEvent) -> String {
 }
 
 /// A one-line subject: "toolgate: run 1a2b3c4d waits for approval —
-/// docs.write_note".
+/// docs.write_note". It names no person: a name is free text, and a
+/// subject is where a mail client decodes what it finds (RFC 2047's
+/// encoded words).
 pub fn subject(event: &RunEvent) -> String {
+    let happened = match event.kind {
+        EventKind::Decided => verdict_words(event).to_owned(),
+        _ => what_happened(event),
+    };
     format!(
         "toolgate: run {} {} — {}",
         short_id(&event.data.run_id),
-        what_happened(event),
+        happened,
         tools(event)
     )
 }

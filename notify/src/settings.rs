@@ -22,6 +22,29 @@ pub enum SecretSource {
 }
 
 impl SecretSource {
+    /// Why the source cannot name a secret; `None` when it can.
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            SecretSource::Env(name) => {
+                let usable = name
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                (!usable).then(|| {
+                    format!(
+                        "`{}` is not an environment variable's name (letters, digits and `_`, not starting with a digit)",
+                        toolgate::visible::visible(name)
+                    )
+                })
+            }
+            SecretSource::File(path) => path
+                .as_os_str()
+                .is_empty()
+                .then(|| "the secret's file is not named".to_owned()),
+        }
+    }
+
     /// Reads the secret. The error names the source, never a value.
     pub fn read(&self) -> Result<String, NotifyError> {
         let secret = match self {
@@ -107,7 +130,36 @@ pub enum SinkSettings {
     Email(EmailSettings),
 }
 
+/// Whether the URL's host is this machine: `localhost`, 127.0.0.0/8 or
+/// `::1`.
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        // `smtp` is no scheme the URL standard knows, so its host is
+        // opaque text, an address included.
+        Some(url::Host::Domain(name)) => {
+            name.eq_ignore_ascii_case("localhost")
+                || name
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 impl SinkSettings {
+    /// Where each of the sink's secrets is read from.
+    pub fn secrets(&self) -> Vec<&SecretSource> {
+        match self {
+            SinkSettings::Webhook(s) => vec![&s.secret],
+            SinkSettings::Slack(s) => vec![&s.url],
+            SinkSettings::Email(s) => s.password.iter().collect(),
+        }
+    }
+
     /// The kind the store records.
     pub fn kind(&self) -> SinkKind {
         match self {
@@ -149,13 +201,29 @@ impl SinkSettings {
     /// Why the settings cannot be used; checked before a sink is added and
     /// each time it is read.
     pub fn check(&self) -> Result<(), String> {
+        for secret in self.secrets() {
+            if let Some(problem) = secret.problem() {
+                return Err(problem);
+            }
+        }
         match self {
-            SinkSettings::Webhook(s) => match s.url.scheme() {
-                "https" | "http" => Ok(()),
-                other => Err(format!(
-                    "a webhook's URL must be http or https, not `{other}`"
-                )),
-            },
+            SinkSettings::Webhook(s) => {
+                match s.url.scheme() {
+                    "https" | "http" => {}
+                    other => {
+                        return Err(format!(
+                            "a webhook's URL must be http or https, not `{other}`"
+                        ));
+                    }
+                }
+                if !s.url.username().is_empty() || s.url.password().is_some() {
+                    return Err(
+                        "the webhook's URL carries credentials: the receiver checks the signature instead, so no password is stored"
+                            .to_owned(),
+                    );
+                }
+                Ok(())
+            }
             SinkSettings::Slack(_) => Ok(()),
             SinkSettings::Email(s) => {
                 match s.smtp.scheme() {
@@ -178,6 +246,29 @@ impl SinkSettings {
                 if s.to.is_empty() {
                     return Err("an email sink needs at least one recipient".to_owned());
                 }
+                for address in std::iter::once(&s.from).chain(&s.to) {
+                    if let Err(error) = address.parse::<lettre::message::Mailbox>() {
+                        return Err(format!(
+                            "`{}` is not an email address: {error}",
+                            toolgate::visible::visible(address)
+                        ));
+                    }
+                }
+                let query: Vec<(String, String)> = s
+                    .smtp
+                    .query_pairs()
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect();
+                match query.as_slice() {
+                    [] => {}
+                    [(key, value)] if key == "tls" && value == "required" => {}
+                    _ => {
+                        return Err(
+                            "the relay's URL takes no query but `?tls=required` (STARTTLS)"
+                                .to_owned(),
+                        );
+                    }
+                }
                 if s.password.is_some() && s.username.is_none() {
                     return Err("a password without a user name".to_owned());
                 }
@@ -188,6 +279,12 @@ impl SinkSettings {
                 if s.password.is_some() && !tls {
                     return Err(
                         "a password would cross the network unencrypted: use `smtps://` or `?tls=required`"
+                            .to_owned(),
+                    );
+                }
+                if !tls && !is_loopback(&s.smtp) {
+                    return Err(
+                        "plain `smtp://` is for a relay on this machine (loopback) only: messages would cross the network unencrypted — use `smtps://` or `?tls=required`"
                             .to_owned(),
                     );
                 }

@@ -25,6 +25,26 @@ use crate::settings::{SlackSettings, WebhookSettings};
 /// How long one POST may take.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The fewest bytes a signing secret may hold: the specification's
+/// smallest (24), below which a signature is guessable.
+const MIN_SECRET_BYTES: usize = 24;
+
+/// Why a signing secret (`whsec_` and base64, or the base64 alone) is
+/// unusable; `None` when it is fine.
+pub fn signing_secret_problem(secret: &str) -> Option<String> {
+    let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
+    let bytes = encoded.trim_end_matches('=').len() * 3 / 4;
+    if standardwebhooks::Webhook::new(secret).is_err() {
+        Some("it is not a signing secret (`whsec_` and base64)".to_owned())
+    } else if bytes < MIN_SECRET_BYTES {
+        Some(format!(
+            "it holds {bytes} bytes, fewer than the {MIN_SECRET_BYTES} a signature needs not to be guessed (e.g. `whsec_` and the base64 of 32 random bytes: `openssl rand -base64 32`)"
+        ))
+    } else {
+        None
+    }
+}
+
 /// The body a webhook receiver is sent.
 pub fn webhook_body(out: &Outgoing) -> Value {
     let event = &out.event;
@@ -50,6 +70,12 @@ pub(crate) async fn send_webhook(
     out: &Outgoing,
 ) -> Result<(), NotifyError> {
     let secret = settings.secret.read()?;
+    if let Some(problem) = signing_secret_problem(&secret) {
+        return Err(NotifyError::Secret {
+            source_: settings.secret.to_string(),
+            problem,
+        });
+    }
     let signer = standardwebhooks::Webhook::new(&secret).map_err(|_| NotifyError::Secret {
         source_: settings.secret.to_string(),
         problem: "it is not a signing secret (`whsec_` and base64)".to_owned(),
@@ -109,7 +135,8 @@ pub fn slack_body(out: &Outgoing) -> Value {
         message::what_happened(event)
     );
     let mut blocks = vec![
-        json!({"type": "header", "text": plain(&clip(&headline, 150))}),
+        // Slack takes at most 150 characters there, the ellipsis counted.
+        json!({"type": "header", "text": plain(&clip(&headline, 149))}),
         json!({"type": "section", "fields": [
             plain(&format!("Requested by: {}", message::origin(event))),
             plain(&format!("Run: {}", event.data.run_id)),

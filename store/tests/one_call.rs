@@ -228,10 +228,7 @@ async fn a_run_of_one_call_is_resumed_only_by_the_host_that_holds_it() {
     let Ended::Finished { answer } = &resumed.ended else {
         panic!("{resumed:?}");
     };
-    assert_eq!(
-        answer,
-        "the call was denied by bob; it was not executed"
-    );
+    assert_eq!(answer, "the call was denied by bob; it was not executed");
     assert_eq!(ran.load(Ordering::SeqCst), 1, "a denied call never runs");
 }
 

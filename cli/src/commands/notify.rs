@@ -277,6 +277,17 @@ async fn add_sink(store: &Store, add: AddSink) -> Result<(), Failure> {
         .parse()
         .map_err(|e: toolgate_store::UnknownDataClass| Failure::Usage(e.to_string()))?;
     settings.check().map_err(Failure::Usage)?;
+    // A signing secret this process can read is checked now: a short one
+    // makes every signature guessable.
+    if let SinkSettings::Webhook(webhook) = &settings
+        && let Ok(secret) = webhook.secret.read()
+        && let Some(problem) = toolgate_notify::signing_secret_problem(&secret)
+    {
+        return Err(Failure::Usage(format!(
+            "the signing secret from {} cannot be used: {problem}",
+            webhook.secret
+        )));
+    }
     let operator = super::identity::operator_identity(common.operator.as_deref())?;
     store
         .add_sink(
@@ -297,7 +308,7 @@ async fn add_sink(store: &Store, add: AddSink) -> Result<(), Failure> {
     );
     // A secret this process cannot read is said now, not at the first
     // event; the dispatcher may run elsewhere, so it is not refused.
-    for secret in secrets(&settings) {
+    for secret in settings.secrets() {
         if let Err(error) = secret.read() {
             say_err!(
                 "note: {} (the dispatcher must be able to read it)",
@@ -309,18 +320,18 @@ async fn add_sink(store: &Store, add: AddSink) -> Result<(), Failure> {
     Ok(())
 }
 
-fn secrets(settings: &SinkSettings) -> Vec<&SecretSource> {
-    match settings {
-        SinkSettings::Webhook(s) => vec![&s.secret],
-        SinkSettings::Slack(s) => vec![&s.url],
-        SinkSettings::Email(s) => s.password.iter().collect(),
-    }
-}
-
 /// Where a sink sends, in words: addresses and secrets' sources only.
 fn target(settings: &SinkSettings) -> String {
     match settings {
-        SinkSettings::Webhook(s) => format!("{} (signed; secret from {})", s.url, s.secret),
+        SinkSettings::Webhook(s) => {
+            // A query may carry a receiver's token: its values are not shown.
+            let mut url = s.url.clone();
+            if url.query().is_some() {
+                let keys: Vec<String> = url.query_pairs().map(|(k, _)| format!("{k}=…")).collect();
+                url.set_query(Some(&keys.join("&")));
+            }
+            format!("{url} (signed; secret from {})", s.secret)
+        }
         SinkSettings::Slack(s) => format!("URL from {}", s.url),
         SinkSettings::Email(s) => format!(
             "{} via {}{}",

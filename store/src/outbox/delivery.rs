@@ -224,6 +224,18 @@ impl Store {
         lease: Duration,
         limit: u32,
     ) -> Result<Vec<Delivery>, StoreError> {
+        self.lease_deliveries_of(worker, None, lease, limit).await
+    }
+
+    /// [`Store::lease_deliveries`], of the sink named `sink` alone when one
+    /// is named.
+    pub async fn lease_deliveries_of(
+        &self,
+        worker: &str,
+        sink: Option<&str>,
+        lease: Duration,
+        limit: u32,
+    ) -> Result<Vec<Delivery>, StoreError> {
         let now = now_ms();
         let until = now.saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
         let (_writer, mut tx) = self.write().await?;
@@ -232,10 +244,12 @@ impl Store {
              FROM notification_delivery d JOIN notification_event e ON e.id = d.event
              WHERE d.delivered_at IS NULL AND d.given_up_at IS NULL AND d.next_at <= $1
                AND (d.lease_until IS NULL OR d.lease_until < $1)
+               AND ($3 IS NULL OR d.sink = $3)
              ORDER BY d.event, d.sink LIMIT $2",
         )
         .bind(now)
         .bind(i64::from(limit))
+        .bind(sink)
         .fetch_all(&mut tx)
         .await?;
         let mut leased = Vec::with_capacity(rows.len());

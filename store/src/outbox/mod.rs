@@ -122,7 +122,10 @@ impl RunClass {
         }
     }
 
-    fn with(self, other: RunClass) -> RunClass {
+    /// The stricter of two classes: unknown above all, no server below
+    /// all.
+    #[must_use]
+    pub fn stricter(self, other: RunClass) -> RunClass {
         match (self, other) {
             (RunClass::Unknown, _) | (_, RunClass::Unknown) => RunClass::Unknown,
             (RunClass::NoServer, x) | (x, RunClass::NoServer) => x,
@@ -177,9 +180,13 @@ pub struct RunEventData {
     /// The pending calls.
     pub calls: Vec<CallSummary>,
     /// The strictest data class of the servers the run used: `None` for
-    /// none, `unknown` when one could not be read.
+    /// none, `unknown` when one could not be read. As written; a dispatcher
+    /// sends the stricter of this and the servers' classes when it sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_class: Option<String>,
+    /// Every server whose tools the run used so far, by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
     /// For a decided run: approved, denied, input_submitted, rerun or skip.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
@@ -337,6 +344,28 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The strictest class the servers named `servers` have now: unknown
+    /// for one that is gone or whose class cannot be read.
+    pub async fn class_of_servers(&self, servers: &[String]) -> Result<RunClass, StoreError> {
+        let mut class = RunClass::NoServer;
+        for server in servers {
+            let stored: Option<Option<String>> =
+                Query::new("SELECT data_class FROM mcp_server WHERE id = $1")
+                    .bind(server)
+                    .scalar_optional(&self.pool)
+                    .await?;
+            let of_server = match stored {
+                Some(stored) => DataClass::from_stored(stored.as_deref())
+                    .map_or(RunClass::Unknown, RunClass::Class),
+                None => RunClass::Unknown,
+            };
+            class = class.stricter(of_server);
+        }
+        Ok(class)
+    }
+}
+
 /// An event's data for a run just stored: its pending calls and the data
 /// class of every server its transcript used.
 async fn described(
@@ -357,7 +386,7 @@ async fn described(
     let mut servers = std::collections::BTreeMap::new();
     for tool in used {
         let (server, of_tool) = server_of(tx, tool).await?;
-        class = class.with(of_tool);
+        class = class.stricter(of_tool);
         if let Some(server) = server {
             servers.insert(tool, server);
         }
@@ -382,6 +411,12 @@ async fn described(
         host: owner.to_owned(),
         calls,
         data_class: class.as_stored().map(str::to_owned),
+        servers: servers
+            .values()
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect(),
         verdict: None,
         decided_by: Vec::new(),
         why: None,
@@ -450,6 +485,7 @@ async fn as_last_told(tx: &mut Tx, suspension_id: i64) -> Result<RunEventData, S
         host: row.try_get("owner")?,
         calls: Vec::new(),
         data_class: Some("unknown".to_owned()),
+        servers: Vec::new(),
         verdict: None,
         decided_by: Vec::new(),
         why: None,
@@ -499,7 +535,7 @@ mod tests {
             RunClass::Unknown
         );
         assert_eq!(
-            RunClass::Class(DataClass::PublicContent).with(RunClass::Unknown),
+            RunClass::Class(DataClass::PublicContent).stricter(RunClass::Unknown),
             RunClass::Unknown
         );
     }
