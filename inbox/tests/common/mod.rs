@@ -21,6 +21,8 @@ use tower::ServiceExt as _;
 
 use super::backend::TestDb;
 
+pub mod catalogue;
+
 /// The inbox's origin, as its public URL gives it.
 pub const ORIGIN: &str = "http://127.0.0.1:8640";
 
