@@ -249,7 +249,7 @@ fn show_call(paused: &SuspendedRun, index: usize) {
         say!(
             "  {}: {} (definition {})",
             tool.name,
-            tool.description.lines().next().unwrap_or_default(),
+            tool.description.as_str(),
             tool.definition_digest()
         );
     }

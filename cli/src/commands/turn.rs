@@ -113,7 +113,7 @@ pub(super) async fn show_with_states(
             say!(
                 "  {}: {} (definition {})",
                 tool.name,
-                tool.description.lines().next().unwrap_or_default(),
+                tool.description.as_str(),
                 &tool.definition_digest()
             );
         }
