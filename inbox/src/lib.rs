@@ -27,6 +27,13 @@
 //!   (a plain `GET` form), and keeps a history of decided runs — each
 //!   filter the store's, in SQL, a page at a time
 //!   ([`toolgate_store::RunFilter`]).
+//! - **Servers and tools** (`/s/KEY/servers`): each server's declaration,
+//!   data class, state and last import; each tool's wire name, its gate
+//!   and why in the store's words ([`toolgate_store::ToolGate::words`], as
+//!   the console says it), its own declaration, and a quarantined tool's
+//!   change since it was accepted. A tool quarantined under its own "no
+//!   approval" is accepted there by an operator who may declare, bound to
+//!   the digest of the definition shown; lowering a gate is the console's.
 //! - **A run's stable address**, [`run_link`] (`/runs/ID`), is what a
 //!   notification links to: a browser signed in to the inbox opens it on
 //!   the run, in its session; another is told how to sign in. Its answer

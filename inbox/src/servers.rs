@@ -117,17 +117,19 @@ pub(crate) async fn servers(
     .into_response())
 }
 
-/// Why the page changes no gate, and where that is done.
+/// Where a gate is lowered, and why not here; where a quarantined tool is
+/// accepted.
 fn how_to_change() -> Markup {
     html! {
         p.note {
-            "This page changes no gate. Lowering one ("
+            "Lowering a gate ("
             code { "toolgate tool set-approval SERVER.TOOL off" } ", "
             code { "toolgate server set-approval SERVER off" }
-            ") is done from the console: it first shows the definitions it covers and their digest, "
-            "and acts only when given that digest — a deliberate act bound to what was reviewed, "
-            "not a button. A quarantined tool is accepted with "
-            code { "toolgate server accept" } " and the digest shown beside it."
+            ") is done from the console, not from this page: the console first shows the "
+            "definitions it covers and their digest, and acts only when given that digest — a "
+            "deliberate act bound to what was reviewed. A quarantined tool is accepted as shown "
+            "below: here, when it is held under its own declaration and you may declare tools; "
+            "otherwise with " code { "toolgate server accept" } " and the digest beside it."
         }
     }
 }
