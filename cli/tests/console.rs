@@ -344,11 +344,41 @@ fn a_url_of_another_scheme_is_never_a_file_name() {
             assert!(!err.contains("s3cret"), "{err}");
         }
     }
+    // SQLite locations that name no file on disk, nor one named like them.
+    for (url, why) in [
+        ("sqlite:", "names no file"),
+        ("sqlite:?mode=memory", "query options"),
+        ("sqlite:x.db?mode=ro", "query options"),
+        ("sqlite::memory:", ":memory:"),
+        ("sqlite:file:odd.db", "`file:` URIs"),
+    ] {
+        let output = common::command(dir)
+            .current_dir(dir)
+            .args(["--database-url", url, "runs", "list"])
+            .output()
+            .unwrap();
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{url}: {err}");
+        assert!(err.contains(why), "{url}: {err}");
+    }
     assert_eq!(
         std::fs::read_dir(dir).unwrap().count(),
         0,
         "no file was created for a URL"
     );
+    // The scheme is read in any case.
+    let upper = dir.join("upper.db");
+    ok(
+        dir,
+        &[
+            "--database-url",
+            &format!("SQLITE:{}", upper.display()),
+            "server",
+            "list",
+        ],
+    );
+    assert!(upper.exists());
+    std::fs::remove_file(&upper).unwrap();
     // The accepted forms still open the store.
     let file = dir.join("here.db");
     let sqlite = format!("sqlite:{}", file.display());

@@ -31,10 +31,10 @@ impl Location {
         let lower = text.get(..11).unwrap_or(text).to_ascii_lowercase();
         if lower.starts_with("postgres:") || lower.starts_with("postgresql:") {
             Location::Postgres(text.to_owned())
-        } else if let Some(rest) = text.strip_prefix("sqlite://") {
-            Location::Sqlite(PathBuf::from(rest))
-        } else if let Some(rest) = text.strip_prefix("sqlite:") {
-            Location::Sqlite(PathBuf::from(rest))
+        } else if lower.starts_with("sqlite://") {
+            Location::Sqlite(PathBuf::from(text.get(9..).unwrap_or_default()))
+        } else if lower.starts_with("sqlite:") {
+            Location::Sqlite(PathBuf::from(text.get(7..).unwrap_or_default()))
         } else {
             Location::Sqlite(PathBuf::from(text))
         }
@@ -56,7 +56,14 @@ impl Location {
                     .map(|(scheme, _)| toolgate::visible::visible(scheme).into_owned())
                     .unwrap_or_default(),
             }),
-            _ => Ok(location),
+            Location::Sqlite(path) => match sqlite_path_problem(path) {
+                Some(problem) => Err(LocationError::NotAFile {
+                    path: toolgate::visible::visible(&path.to_string_lossy()).into_owned(),
+                    problem,
+                }),
+                None => Ok(location),
+            },
+            Location::Postgres(_) => Ok(location),
         }
     }
 
@@ -90,6 +97,29 @@ pub enum LocationError {
         /// The scheme as typed, escaped for a terminal.
         scheme: String,
     },
+    /// An SQLite location that names no file the store can be kept in.
+    #[error("`{path}` is no SQLite file for the store: {problem}")]
+    NotAFile {
+        /// The path as typed, escaped for a terminal.
+        path: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
+}
+
+/// Why an SQLite location names no file the store can be kept in; `None`
+/// when it does.
+fn sqlite_path_problem(path: &Path) -> Option<&'static str> {
+    let text = path.to_string_lossy();
+    if text.trim().is_empty() {
+        Some("it names no file (give `sqlite:PATH` or a path)")
+    } else if text.contains('?') {
+        Some("query options (`?mode=…`) are not taken: name the file alone")
+    } else if text == ":memory:" || text.starts_with("file:") {
+        Some("the store is a file on disk: `:memory:` and `file:` URIs are not taken")
+    } else {
+        None
+    }
 }
 
 /// True when an SQLite path holds `://`: a URL of some other scheme, never
