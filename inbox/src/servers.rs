@@ -390,16 +390,15 @@ pub(crate) async fn accept(
     let operator = decider(&session)?;
     match inbox
         .store()
-        .declare_tool(
-            server_id,
-            &row.local_name,
-            ToolDeclaration::NoApproval,
-            Some(form.get("digest")),
-            &operator,
-        )
+        .accept_declared_tool(server_id, &row.local_name, form.get("digest"), &operator)
         .await
     {
         Ok(_) => Ok(Redirect::to(&fresh).into_response()),
+        Err(StoreError::ToolDeclaredSince { now, .. }) => Ok(changed(
+            &session,
+            &format!("It was declared `{now}` since this page was shown: nothing was accepted."),
+            &fresh,
+        )),
         Err(StoreError::CatalogueChanged { .. }) => Ok(changed(
             &session,
             "Its definition changed again since this page was shown: it stays in quarantine. Review it as it is now.",

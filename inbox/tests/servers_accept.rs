@@ -340,3 +340,52 @@ async fn a_tool_quarantined_under_its_servers_flag_is_accepted_from_the_console(
             .is_some()
     );
 }
+
+/// A tool declared otherwise since the page was shown — raised to `on`,
+/// say — is not lowered by a form from before: refused as news, its
+/// declaration kept.
+#[tokio::test]
+async fn a_tool_declared_again_since_the_page_is_not_lowered() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let shown = quarantined_write(&store).await;
+    let (alice, csrf) = alice_may_declare(&inbox, &store).await;
+    let page = send(&inbox, get(&format!("/s/{csrf}/servers"), Some(&alice))).await;
+    assert!(
+        page.body.contains(&format!("value=\"{shown}\"")),
+        "{}",
+        page.body
+    );
+    declare(
+        &store,
+        "notes",
+        "notes.write",
+        ToolDeclaration::ApprovalRequired,
+    )
+    .await;
+    let sent = accept_as(&inbox, (&alice, &csrf), ORIGIN, &csrf, &shown).await;
+    assert_eq!(sent.status, StatusCode::CONFLICT, "{}", sent.body);
+    assert!(sent.body.contains("Nothing was recorded"), "{}", sent.body);
+    let row = write_row(&store).await;
+    assert_eq!(row.declaration, ToolDeclaration::ApprovalRequired);
+    assert_eq!(row.declared.unwrap().by, "bob");
+    // The store refuses it too, in the transaction that would write it.
+    let operator =
+        toolgate::identity::Operator::new("alice", toolgate::identity::IdentitySource::SignedIn)
+            .unwrap()
+            .via(toolgate::identity::Channel::Inbox);
+    let refused = store
+        .accept_declared_tool("notes", "notes.write", &shown, &operator)
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(toolgate_store::StoreError::ToolDeclaredSince { now: "on", .. })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(
+        write_row(&store).await.declaration,
+        ToolDeclaration::ApprovalRequired
+    );
+}

@@ -147,6 +147,19 @@ pub enum StoreError {
         /// The tool's local name, with hidden characters made visible.
         tool: String,
     },
+    /// Accepting a tool's definition anew under its own "no approval"
+    /// finds another declaration: it was declared again since it was shown.
+    #[error(
+        "tool `{tool}` of server `{server}` is declared `{now}` now, not `off`: nothing was accepted"
+    )]
+    ToolDeclaredSince {
+        /// The server.
+        server: String,
+        /// The tool's local name, with hidden characters made visible.
+        tool: String,
+        /// Its declaration now ([`crate::ToolDeclaration::word`]).
+        now: &'static str,
+    },
     /// The server has no live tool of that name.
     #[error("server `{server}` has no tool `{tool}`")]
     NoSuchTool {

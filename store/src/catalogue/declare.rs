@@ -39,6 +39,55 @@ impl Store {
         reviewed: Option<&str>,
         operator: &Operator,
     ) -> Result<(CatalogueRow, CatalogueRow), StoreError> {
+        self.declare(
+            server_id,
+            local_name,
+            declaration,
+            reviewed,
+            operator,
+            false,
+        )
+        .await
+    }
+
+    /// Accepts the definition of a tool declared "no approval" as it is now
+    /// — `reviewed` is its digest as [`Store::acceptance`] gives it for the
+    /// tool alone — declaring it "no approval" again, as `operator`, for
+    /// that definition: what a quarantined tool's own declaration needs to
+    /// cover it again. Only while the tool is declared "no approval": one
+    /// declared otherwise since it was shown is refused
+    /// ([`StoreError::ToolDeclaredSince`]), checked in the same transaction
+    /// as the write, and nothing changes; so is a definition changed since
+    /// ([`StoreError::CatalogueChanged`]).
+    pub async fn accept_declared_tool(
+        &self,
+        server_id: &str,
+        local_name: &str,
+        reviewed: &str,
+        operator: &Operator,
+    ) -> Result<(CatalogueRow, CatalogueRow), StoreError> {
+        self.declare(
+            server_id,
+            local_name,
+            ToolDeclaration::NoApproval,
+            Some(reviewed),
+            operator,
+            true,
+        )
+        .await
+    }
+
+    /// [`Store::declare_tool`]; with `only_if_off`, only while the tool is
+    /// declared "no approval".
+    async fn declare(
+        &self,
+        server_id: &str,
+        local_name: &str,
+        declaration: ToolDeclaration,
+        reviewed: Option<&str>,
+        operator: &Operator,
+        only_if_off: bool,
+    ) -> Result<(CatalogueRow, CatalogueRow), StoreError> {
         let no_such_tool = || StoreError::NoSuchTool {
             server: server_id.to_owned(),
             tool: toolgate::visible::visible(local_name).into_owned(),
@@ -60,6 +109,13 @@ impl Store {
             .await?
             .ok_or_else(no_such_tool)?;
         let before = CatalogueRow::from_row(&before)?;
+        if only_if_off && before.declaration != ToolDeclaration::NoApproval {
+            return Err(StoreError::ToolDeclaredSince {
+                server: server_id.to_owned(),
+                tool: toolgate::visible::visible(local_name).into_owned(),
+                now: before.declaration.word(),
+            });
+        }
         if let (true, Some(reviewed)) = (declaration.lowers(), reviewed) {
             // The tool alone, exactly as shown; a definition changed since
             // is refused and nothing is written.
