@@ -110,10 +110,7 @@ async fn a_write_waits_and_finishes_with_its_result_or_its_denial() {
     let Ok(Outcome::Finished { answer, state }) = run.decide(&agent, denied).await else {
         panic!("finished");
     };
-    assert_eq!(
-        answer,
-        "the call was denied by bob; it was not executed"
-    );
+    assert_eq!(answer, "the call was denied by bob; it was not executed");
     assert_eq!(results(&state), [(true, answer)]);
 }
 

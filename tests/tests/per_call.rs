@@ -194,8 +194,7 @@ async fn approve_deny_and_edit_by_call_id_whatever_the_order() {
             results["c2"],
             (
                 true,
-                "the call was denied by bob: that note stays; it was not executed"
-                    .to_owned()
+                "the call was denied by bob: that note stays; it was not executed".to_owned()
             )
         );
         // The model reads what ran: the edited arguments, then the result.
