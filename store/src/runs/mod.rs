@@ -15,6 +15,7 @@ use crate::suspension::{Execution, State};
 use crate::{Store, StoreError, now_ms};
 
 mod decide;
+mod decision_row;
 pub(crate) use decide::channel_of;
 mod deciders;
 mod error;
