@@ -175,6 +175,25 @@ fn approve_every_call_then_nothing_else_waits() {
 }
 
 #[test]
+fn a_run_named_that_waits_for_no_one_is_refused_not_missing() {
+    let dir = temp();
+    let dir = dir.path();
+    let run = demo_run(dir, &[]);
+    let shown = json(dir, &["runs", "show", &run]);
+    let digest = shown["digest"].as_str().expect("a digest").to_owned();
+    common::toolgate(
+        dir,
+        &["runs", "deny", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let session = review(dir, &[&run, "--as", "carol"], &[]);
+    let (rest, code) = ended(session);
+    assert_eq!(code, 3, "{rest}");
+    assert!(rest.contains("waits for no decision"), "{rest}");
+    let (_, missing) = ended(review(dir, &["no-such-run-id", "--as", "carol"], &[]));
+    assert_eq!(missing, 4);
+}
+
+#[test]
 fn deny_one_call_with_a_reason_and_approve_another() {
     let dir = temp();
     let dir = dir.path();

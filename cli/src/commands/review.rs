@@ -134,7 +134,22 @@ async fn review_run(
     if !unknown.is_empty() {
         return choose_unknown(store, out, flag, run, &unknown).await;
     }
-    let paused = store.load_suspended(run).await?;
+    let paused = match store.load_suspended(run).await {
+        Ok(paused) => paused,
+        // A run that exists and waits for no one is refused, not missing.
+        Err(LoadError::NotFound(_)) => {
+            let history = store.run_history(run).await?;
+            return Err(match history.suspensions.last() {
+                Some(latest) => Failure::Refused(format!(
+                    "run {} waits for no decision: {}",
+                    toolgate::visible::visible(run),
+                    latest.standing()
+                )),
+                None => Failure::NotFound(format!("no run `{}`", toolgate::visible::visible(run))),
+            });
+        }
+        Err(error) => return Err(error.into()),
+    };
     let history = store.run_history(run).await?;
     show_header(&paused, history.suspensions.last(), operator);
     let shown = paused.digest();
