@@ -46,6 +46,32 @@ pub(crate) struct DecideForm {
     fields: std::collections::BTreeMap<String, String>,
 }
 
+/// Refuses a plain approval of `call` whose arguments box no longer holds
+/// the arguments the call waits with: the operator meant an edit, and
+/// approving as it is would run what they changed.
+fn edited_but_approved(
+    form: &DecideForm,
+    pending: &[toolgate::run::ToolCall],
+    call: &str,
+) -> Result<(), String> {
+    let Some(waiting) = pending.iter().find(|c| c.id == call) else {
+        return Ok(());
+    };
+    let Some(text) = form.fields.get(&format!("args:{call}")) else {
+        return Ok(());
+    };
+    let same = serde_json::from_str::<serde_json::Value>(text)
+        .is_ok_and(|shown| shown == waiting.arguments);
+    if same {
+        Ok(())
+    } else {
+        Err(format!(
+            "call `{}`: its arguments were edited, and its verdict is \"approve\", which runs the arguments it waits with — choose \"approve with these arguments\" to run the edited ones, or put them back",
+            toolgate::visible::visible(call)
+        ))
+    }
+}
+
 impl DecideForm {
     /// The fields, or the first one named twice: a form whose meaning
     /// depends on which copy is read is refused.
@@ -64,8 +90,11 @@ impl DecideForm {
         self.fields.get(name).map_or("", String::as_str)
     }
 
-    /// The answer the form gives, or why it gives none.
-    fn answer(&self) -> Result<Answer, String> {
+    /// The answer the form gives, or why it gives none. `pending` is the
+    /// turn as it waits (none when it could not be read): a call approved
+    /// as it is whose arguments box was edited is refused, never run with
+    /// the arguments the operator changed their mind about.
+    fn answer(&self, pending: &[toolgate::run::ToolCall]) -> Result<Answer, String> {
         match self.get("verdict") {
             "approve" => Ok(Answer::Approve),
             "deny" => Ok(Answer::Deny),
@@ -79,7 +108,10 @@ impl DecideForm {
                         continue;
                     };
                     let verdict = match choice.as_str() {
-                        "approve" => CallVerdict::Approve,
+                        "approve" => {
+                            edited_but_approved(self, pending, call)?;
+                            CallVerdict::Approve
+                        }
                         "deny" => CallVerdict::Deny {
                             reason: self.get(&format!("reason:{call}")).trim().to_owned(),
                         },
@@ -131,7 +163,12 @@ pub(crate) async fn decide(
         Refused::BadToken
     })?;
     token_matches(&session, form.get("csrf"))?;
-    let answer = match form.answer() {
+    let pending = match inbox.store().load_suspended(&run).await {
+        Ok(paused) => paused.pending().to_vec(),
+        // Whatever is wrong is the decision's to say.
+        Err(_) => Vec::new(),
+    };
+    let answer = match form.answer(&pending) {
         Ok(answer) => answer,
         Err(why) => return Ok(bad_form(why)),
     };

@@ -438,6 +438,58 @@ async fn failed_sign_ins_are_limited_and_sign_out_ends_the_session() {
     assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
 }
 
+/// A call approved as it is, its arguments box holding the same arguments
+/// however laid out, is an approval; the box edited, it is refused.
+#[tokio::test]
+async fn an_approval_runs_the_arguments_shown_and_an_edited_box_is_no_approval() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let run = two_calls(&store).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let path = format!("/s/{csrf}/runs/{}/decide", run.run_id());
+    let digest = run.digest();
+    let decide = |args_c1: &str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("digest", digest.as_str().to_owned()),
+            ("verdict", "calls".to_owned()),
+            ("call:c1", "approve".to_owned()),
+            ("args:c1", args_c1.to_owned()),
+            ("call:c2", "approve".to_owned()),
+        ]
+    };
+    let edited = decide(r#"{"branch": "main"}"#);
+    let pairs: Vec<(&str, &str)> = edited.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let answer = send(&inbox, post(&path, Some(&cookie), Some(ORIGIN), &pairs)).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    assert!(
+        answer.body.contains("approve with these arguments"),
+        "{}",
+        answer.body
+    );
+    assert!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .is_empty()
+    );
+
+    let same = decide("{ \"branch\" :\n \"old\" }");
+    let pairs: Vec<(&str, &str)> = same.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let answer = send(&inbox, post(&path, Some(&cookie), Some(ORIGIN), &pairs)).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let history = store.run_history(run.run_id()).await.unwrap();
+    let [decision] = history.decisions.as_slice() else {
+        panic!("{:?}", history.decisions);
+    };
+    assert_eq!(
+        decision.record.verdict,
+        toolgate::audit::DecisionKind::Approved
+    );
+}
+
 /// A run of alice's whose turn holds two `delete_branch` calls.
 async fn two_calls(store: &Store) -> SuspendedRun {
     let registry = Registry::builder().builtin(DeleteBranch).build().unwrap();
