@@ -13,7 +13,7 @@
 //! stdio hop or the command around it. Then 8 calls at once against one,
 //! of the no-op `read_note` and of `slow`, which waits 20 ms upstream.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::OnceLock;
 
@@ -24,6 +24,9 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use toolgate_store::{Location, Store};
+
+mod release;
+use release::{ok, runtime, toolgate};
 
 fn main() {
     // Built before the table is printed.
@@ -114,77 +117,6 @@ fn sdk_comparison(sdk: &str, mut command: std::process::Command) {
     );
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => panic!("{error}"),
-    }
-}
-
-fn ok<T, E: std::fmt::Display>(result: Result<T, E>) -> T {
-    match result {
-        Ok(value) => value,
-        Err(error) => panic!("{error}"),
-    }
-}
-
-/// The release `toolgate`, built now by the cargo that runs this bench:
-/// nothing to do when it is fresh, and the bench stops, saying why, when it
-/// cannot be built.
-fn toolgate() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(build)
-}
-
-fn build() -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-    eprintln!("building the release `toolgate` (cargo build --release -p toolgate-cli)…");
-    let built = ok(std::process::Command::new(cargo)
-        .arg("build")
-        .arg("--release")
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .args(["-p", "toolgate-cli", "--bin", "toolgate"])
-        .arg("--message-format=json-render-diagnostics")
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output());
-    assert!(
-        built.status.success(),
-        "the gateway bench runs the release `toolgate`, which did not build: run `cargo build --release -p toolgate-cli` and read why"
-    );
-    String::from_utf8_lossy(&built.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| {
-            message["reason"] == "compiler-artifact" && message["target"]["name"] == "toolgate"
-        })
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo built no `toolgate` executable"))
-}
-
-/// `toolgate --data-dir DIR ARGS…`, which must succeed; its standard output.
-fn run(toolgate: &Path, dir: &Path, args: &[&str]) -> String {
-    let output = ok(std::process::Command::new(toolgate)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .env_remove("TOOLGATE_DATABASE_URL")
-        .env("NO_COLOR", "1")
-        .output());
-    assert!(
-        output.status.success(),
-        "toolgate {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 /// An rmcp client of `command`, started as a child process and spoken to
 /// over its standard input and output; its stderr is this process's.
 async fn client(command: tokio::process::Command) -> RunningService<RoleClient, ()> {
@@ -221,39 +153,7 @@ fn world() -> &'static World {
         let toolgate = toolgate();
         let dir = ok(tempfile::tempdir());
         let data = dir.path();
-        let exe = toolgate.to_string_lossy().into_owned();
-        // As an operator sets it up: the server added and imported, shown,
-        // and its approval turned off with the digest shown.
-        run(
-            toolgate,
-            data,
-            &[
-                "server",
-                "add",
-                "notes",
-                "--name",
-                "Notes",
-                "--data-class",
-                "editor_content",
-                "--",
-                &exe,
-                "mcp-test-server",
-            ],
-        );
-        run(toolgate, data, &["import", "notes"]);
-        let shown: Value = ok(serde_json::from_str(&run(
-            toolgate,
-            data,
-            &["--json", "server", "show", "notes"],
-        )));
-        let Some(digest) = shown["digest"].as_str() else {
-            panic!("`server show` gives no digest: {shown}");
-        };
-        run(
-            toolgate,
-            data,
-            &["server", "set-approval", "notes", "off", "--digest", digest],
-        );
+        release::notes_without_approval(toolgate, data);
 
         let runtime = runtime();
         let (direct, through, in_process) = runtime.block_on(async {

@@ -16,7 +16,7 @@
 //! [`DEADLINE`], and the sixteen clients' p99 within [`P99_BOUND`] times the
 //! single client's p50.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,9 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt as _;
+
+mod release;
+use release::{ok, run, runtime};
 
 /// Clients at once, each with its own person's token.
 const CLIENTS: u32 = 16;
@@ -51,18 +54,18 @@ const P99_BOUND: f64 = 40.0;
 const NOTE: &str = "note 0: buy milk";
 
 fn main() {
-    let toolgate = build();
+    let toolgate = release::toolgate();
     let dir = ok(tempfile::tempdir());
     let data = dir.path();
-    set_up(&toolgate, data);
+    release::notes_without_approval(toolgate, data);
     // Sixteen people, a token each: each client asks as its own person.
     let tokens: Vec<String> = (0..CLIENTS)
-        .map(|person| token(&toolgate, data, &format!("person-{person:02}")))
+        .map(|person| token(toolgate, data, &format!("person-{person:02}")))
         .collect();
 
     let runtime = runtime();
     let (alone, together) = runtime.block_on(async {
-        match tokio::time::timeout(DEADLINE, measure(&toolgate, data, &tokens)).await {
+        match tokio::time::timeout(DEADLINE, measure(toolgate, data, &tokens)).await {
             Ok(measured) => measured,
             Err(elapsed) => {
                 panic!("the HTTP gateway bench was not done within {DEADLINE:?}: {elapsed}")
@@ -247,40 +250,6 @@ async fn client(url: &str, token: &str) -> RunningService<RoleClient, ()> {
 
 /// As an operator sets it up: the server added with a data class and
 /// imported, shown, and its approval turned off with the digest shown.
-fn set_up(toolgate: &Path, data: &Path) {
-    let exe = toolgate.to_string_lossy().into_owned();
-    run(
-        toolgate,
-        data,
-        &[
-            "server",
-            "add",
-            "notes",
-            "--name",
-            "Notes",
-            "--data-class",
-            "editor_content",
-            "--",
-            &exe,
-            "mcp-test-server",
-        ],
-    );
-    run(toolgate, data, &["import", "notes"]);
-    let shown: Value = ok(serde_json::from_str(&run(
-        toolgate,
-        data,
-        &["--json", "server", "show", "notes"],
-    )));
-    let Some(digest) = shown["digest"].as_str() else {
-        panic!("`server show` gives no digest: {shown}");
-    };
-    run(
-        toolgate,
-        data,
-        &["server", "set-approval", "notes", "off", "--digest", digest],
-    );
-}
-
 /// A token made for `person`, as `gateway token add` prints it once.
 fn token(toolgate: &Path, data: &Path, person: &str) -> String {
     let made: Value = ok(serde_json::from_str(&run(
@@ -292,70 +261,4 @@ fn token(toolgate: &Path, data: &Path, person: &str) -> String {
         panic!("`gateway token add` gives no token: {made}");
     };
     token.to_owned()
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => panic!("{error}"),
-    }
-}
-
-fn ok<T, E: std::fmt::Display>(result: Result<T, E>) -> T {
-    match result {
-        Ok(value) => value,
-        Err(error) => panic!("{error}"),
-    }
-}
-
-/// The release `toolgate`, built now by the cargo that runs this bench:
-/// nothing to do when it is fresh, and the bench stops, saying why, when it
-/// cannot be built.
-fn build() -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-    eprintln!("building the release `toolgate` (cargo build --release -p toolgate-cli)…");
-    let built = ok(std::process::Command::new(cargo)
-        .arg("build")
-        .arg("--release")
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .args(["-p", "toolgate-cli", "--bin", "toolgate"])
-        .arg("--message-format=json-render-diagnostics")
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output());
-    assert!(
-        built.status.success(),
-        "the HTTP gateway bench runs the release `toolgate`, which did not build: run `cargo build --release -p toolgate-cli` and read why"
-    );
-    String::from_utf8_lossy(&built.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| {
-            message["reason"] == "compiler-artifact" && message["target"]["name"] == "toolgate"
-        })
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo built no `toolgate` executable"))
-}
-
-/// `toolgate --data-dir DIR ARGS…`, which must succeed; its standard output.
-fn run(toolgate: &Path, dir: &Path, args: &[&str]) -> String {
-    let output = ok(std::process::Command::new(toolgate)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .env_remove("TOOLGATE_DATABASE_URL")
-        .env("NO_COLOR", "1")
-        .output());
-    assert!(
-        output.status.success(),
-        "toolgate {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }

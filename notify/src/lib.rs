@@ -407,23 +407,12 @@ impl Dispatcher {
 /// The event as `sink` is sent it: summaries withheld above its ceiling
 /// (and for a sink whose ceiling cannot be read), and the link to the run.
 pub fn outgoing(event: RunEvent, sink: &SinkRecord, inbox: Option<&Url>) -> Outgoing {
-    let fits = sink.max_class.is_some_and(|max| event.class().fits(max));
-    let has_summaries = event.data.calls.iter().any(|c| c.summary.is_some());
     let link = inbox.map(|inbox| toolgate_inbox::run_link(inbox.as_str(), &event.data.run_id));
-    let event = match sink.max_class {
-        Some(max) if fits => event.for_ceiling(max),
-        _ => {
-            let mut event = event;
-            for call in &mut event.data.calls {
-                call.summary = None;
-            }
-            event
-        }
-    };
+    let (event, withheld) = event.for_ceiling(sink.max_class);
     Outgoing {
         event,
         link,
-        withheld: !fits && has_summaries,
+        withheld,
     }
 }
 

@@ -205,16 +205,20 @@ impl RunEvent {
         RunClass::from_stored(self.data.data_class.as_deref())
     }
 
-    /// The event as a sink whose ceiling is `max` may be sent it: without
-    /// the arguments' summaries when the run's class is above `max`.
+    /// The event as a sink whose ceiling is `max` may be sent it — without
+    /// the arguments' summaries when the run's class is above `max`, or
+    /// when the ceiling could not be read (`None`) — and whether summaries
+    /// were withheld.
     #[must_use]
-    pub fn for_ceiling(mut self, max: DataClass) -> Self {
-        if !self.class().fits(max) {
+    pub fn for_ceiling(mut self, max: Option<DataClass>) -> (Self, bool) {
+        let fits = max.is_some_and(|max| self.class().fits(max));
+        let mut withheld = false;
+        if !fits {
             for call in &mut self.data.calls {
-                call.summary = None;
+                withheld |= call.summary.take().is_some();
             }
         }
-        self
+        (self, withheld)
     }
 }
 
