@@ -670,13 +670,22 @@ async fn a_gateway_killed_mid_call_leaves_its_run_to_the_next_and_nothing_runs_t
     let held = write_in_background(client.peer(), "once");
     let (run, digest) = waiting(dir).await;
     approve(dir, &run, &digest);
-    // Claimed and running (the upstream waits a second before it writes).
-    for _ in 0..100 {
-        if json_of(dir, &["runs", "show", &run])["execution"] == "resuming" {
+    // Claimed and its call started by the journal (the upstream waits a
+    // second before it writes): killed before the journal says so, the
+    // call would not have started, and the next gateway would simply run it.
+    let mut started = false;
+    for _ in 0..250 {
+        let shown = json_of(dir, &["runs", "show", &run]);
+        started = shown["execution"] == "resuming"
+            && shown["calls"]
+                .as_array()
+                .is_some_and(|calls| calls.iter().any(|c| c["state"] == "started"));
+        if started {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    assert!(started, "the approved call was not seen started");
     first.start_kill().unwrap();
     first.wait().await.unwrap();
     let _ = held.await;
