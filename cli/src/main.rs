@@ -103,6 +103,11 @@ pub(crate) enum Command {
     /// Slack, email), their delivery status, and the dispatcher.
     #[command(subcommand)]
     Notify(commands::NotifyCommand),
+    /// The gate for a coding agent's own tools: the command Claude Code's
+    /// and Codex's hooks run (`hook claude-code`, `hook codex`), and the
+    /// declarations of their tools and shell commands.
+    #[command(subcommand)]
+    Hook(commands::HookCommand),
     /// The people who sign in to the web inbox to decide: add (with a
     /// one-time sign-in link), list, revoke.
     #[command(subcommand)]
@@ -614,6 +619,15 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error,rmcp=off")),
         )
         .init();
+    match &cli.command {
+        Command::Hook(commands::HookCommand::ClaudeCode(args)) => {
+            return commands::hook_process(&cli, toolgate_gateway::hook::Client::ClaudeCode, args);
+        }
+        Command::Hook(commands::HookCommand::Codex(args)) => {
+            return commands::hook_process(&cli, toolgate_gateway::hook::Client::Codex, args);
+        }
+        _ => {}
+    }
     let Some(runtime) = runtime() else {
         return ExitCode::from(1);
     };

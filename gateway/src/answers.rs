@@ -57,6 +57,20 @@ pub(crate) fn refusal(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
+/// The text of a result's content, its blocks of text joined by lines.
+pub(crate) fn text_of(result: &CallToolResult) -> String {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.as_str()))
+        .collect();
+    if texts.is_empty() {
+        "the call was answered without a text".to_owned()
+    } else {
+        texts.join("\n")
+    }
+}
+
 pub(crate) fn run_error(error: &RunError) -> String {
     format!("the call could not be made: {error}")
 }

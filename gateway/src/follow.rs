@@ -15,18 +15,18 @@ use std::time::{Duration, Instant};
 
 use toolgate::erased::{BoxFuture, ErasedTool};
 use toolgate::registry::{ProviderError, Revision, ToolProvider};
-use toolgate_mcp::McpProvider;
 
-/// The MCP provider, its revision followed rather than read per call.
+/// The gateway's source of tools (the registered MCP servers', or a hook's
+/// client tools), its revision followed rather than read per call.
 pub(crate) struct Followed {
-    provider: Arc<McpProvider>,
+    provider: Arc<dyn ToolProvider>,
     within: Duration,
     /// The last successful reading, and when it was taken.
     seen: Mutex<Option<(Instant, Revision)>>,
 }
 
 impl Followed {
-    pub(crate) fn new(provider: Arc<McpProvider>, within: Duration) -> Self {
+    pub(crate) fn new(provider: Arc<dyn ToolProvider>, within: Duration) -> Self {
         Self {
             provider,
             within,

@@ -319,6 +319,7 @@ impl ServerHandler for Gateway {
             forms: (forms && !stateless).then(|| context.peer.clone()),
             input: forms && stateless,
             requester,
+            context: None,
         };
         if request.request_state.is_some() || request.input_responses.is_some() {
             // Asked again with the answer to the form it was sent.

@@ -143,6 +143,11 @@ pub(crate) struct Person {
 }
 
 impl Person {
+    /// The person, as their name was first written.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Resolves once the request's asker is gone: its token found revoked,
     /// or the session it was sent in ended — never, when the gateway stops
     /// looking.
@@ -266,6 +271,8 @@ pub struct HttpGateway {
     gateway: Gateway,
     bound: SocketAddr,
     origins: Vec<String>,
+    /// How long a hook's held call waits, when hooks are answered.
+    hooks: Option<Duration>,
 }
 
 impl Gateway {
@@ -277,6 +284,7 @@ impl Gateway {
             gateway: self,
             bound,
             origins: Vec::new(),
+            hooks: None,
         }
     }
 }
@@ -309,6 +317,16 @@ impl HttpGateway {
             }
             _ => Err(HttpError::Origin(origin.to_owned())),
         }
+    }
+
+    /// Answers coding agents' hooks too, at `POST /hook/CLIENT`
+    /// ([`crate::hook`]), holding each gated call up to `wait`: a hook
+    /// submits with a token, whose person is the requester; the token
+    /// never decides.
+    #[must_use]
+    pub fn with_hooks(mut self, wait: Duration) -> Self {
+        self.hooks = Some(wait);
+        self
     }
 
     /// The hosts a request may name: the address listened on, and
@@ -363,9 +381,18 @@ impl HttpGateway {
             sessions: Sessions::default(),
             revoked: tokio::sync::watch::Sender::new(Arc::default()),
         };
-        let router = axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn_with_state(guard.clone(), guarded));
+        let mut router = axum::Router::new().nest_service("/mcp", service);
+        if let Some(wait) = self.hooks {
+            router = router.merge(crate::hook::serve::routes(
+                crate::hook::serve::HookService {
+                    store: self.gateway.inner.host.store().clone(),
+                    wait,
+                    four_eyes: self.gateway.inner.four_eyes,
+                    approvals: self.gateway.inner.approvals,
+                },
+            ));
+        }
+        let router = router.layer(axum::middleware::from_fn_with_state(guard.clone(), guarded));
         (router, guard, sessions, stop)
     }
 

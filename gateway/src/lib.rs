@@ -87,6 +87,7 @@ mod elicit;
 mod follow;
 mod handler;
 mod held;
+pub mod hook;
 pub mod http;
 mod known;
 mod lost;
@@ -163,9 +164,20 @@ pub struct GatewayBuilder {
     four_eyes: bool,
     approvals: u32,
     answer_within: Duration,
+    source: Option<Arc<dyn ToolProvider>>,
 }
 
 impl GatewayBuilder {
+    /// Serves `source`'s tools in place of the registered servers': a
+    /// gateway of a source of its own (a coding agent's tools, reached
+    /// through its hooks — [`hook`]). Its host name keeps its runs apart:
+    /// no gateway of another name resumes them.
+    #[must_use]
+    pub fn source(mut self, source: impl ToolProvider) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
     /// Serves a builtin of the host's own beside the imported tools, gated
     /// by the same rule: a write is never served unapproved.
     #[must_use]
@@ -311,8 +323,14 @@ impl GatewayBuilder {
             .request_state_key()
             // 32 bytes: the codec's own minimum.
             .map(|key| RequestStateCodec::new_unchecked(key.to_vec()));
-        let provider = Arc::new(McpProvider::new(self.store.clone(), Deadlines::default()));
-        let follow = Arc::new(Followed::new(Arc::clone(&provider), self.follow));
+        let (provider, source): (Option<Arc<McpProvider>>, Arc<dyn ToolProvider>) =
+            if let Some(source) = self.source {
+                (None, source)
+            } else {
+                let provider = Arc::new(McpProvider::new(self.store.clone(), Deadlines::default()));
+                (Some(Arc::clone(&provider)), provider)
+            };
+        let follow = Arc::new(Followed::new(source, self.follow));
         let registry = self.registry.provider(Arc::clone(&follow)).build()?;
         let host = CallHost::new(self.store, &self.host)?;
         let host = match self.lease {
@@ -353,7 +371,9 @@ pub struct Gateway {
 
 struct Inner {
     registry: Registry,
-    provider: Arc<McpProvider>,
+    /// The registered servers' tools; none for a gateway of another source
+    /// ([`GatewayBuilder::source`]).
+    provider: Option<Arc<McpProvider>>,
     /// The operator's revision, as the registry reads it.
     follow: Arc<Followed>,
     host: CallHost,
@@ -410,6 +430,9 @@ struct Asker {
     /// Who asks: the gateway's user, or over HTTP the person of the
     /// request's token.
     requester: String,
+    /// What asked for the call, in words, when the caller says it better
+    /// than "`tools/call` of …" (a hook: its client, session and directory).
+    context: Option<String>,
 }
 
 impl Asker {
@@ -421,6 +444,7 @@ impl Asker {
             forms: None,
             input: false,
             requester,
+            context: None,
         }
     }
 }
@@ -443,6 +467,7 @@ impl Gateway {
             four_eyes: false,
             approvals: 1,
             answer_within: DEFAULT_ANSWER_WITHIN,
+            source: None,
         }
     }
 
@@ -470,7 +495,9 @@ impl Gateway {
         if ended.is_err() {
             tracing::warn!("resumes still under way are cut short: the gateway closes");
         }
-        self.inner.provider.close().await;
+        if let Some(provider) = &self.inner.provider {
+            provider.close().await;
+        }
     }
 
     /// The offer as an MCP client is shown it: each tool under its wire
@@ -619,9 +646,10 @@ impl Gateway {
             name: local,
             arguments,
         };
-        let context = match &client {
-            Some(client) => format!("`tools/call` of `{wire_name}` from client `{client}`"),
-            None => format!("`tools/call` of `{wire_name}`"),
+        let context = match (asker.context.clone(), &client) {
+            (Some(context), _) => context,
+            (None, Some(client)) => format!("`tools/call` of `{wire_name}` from client `{client}`"),
+            (None, None) => format!("`tools/call` of `{wire_name}`"),
         };
         let mut request = CallRequest {
             client,

@@ -82,6 +82,19 @@ pub enum StoreError {
         "this sign-in link signs no one in: it was used, it expired, or it never was one; an operator gets a new one from `toolgate operator add NAME`"
     )]
     SignInRefused,
+    /// A client's or a tool's name a hook's declaration cannot hold.
+    #[error("the {what} name `{name}` is refused: {problem}")]
+    InvalidClientTool {
+        /// What was named: `client` or `tool`.
+        what: &'static str,
+        /// The name, escaped.
+        name: String,
+        /// Why.
+        problem: &'static str,
+    },
+    /// A command rule that cannot be stored.
+    #[error("the command rule is refused: {0}")]
+    InvalidCommandRule(String),
     /// No gateway token has that id, and no person of that name has one.
     #[error("no gateway token `{0}`: `toolgate gateway token list` shows each one's id and person")]
     NoSuchGatewayToken(String),

@@ -34,6 +34,7 @@
 mod catalogue;
 mod chain;
 mod class;
+mod client_tools;
 mod db;
 mod error;
 #[cfg_attr(
@@ -70,6 +71,9 @@ use toolgate::integrity::IntegrityKey;
 pub use db::Backend;
 pub use runs::{ListedCall, RunFilter, RunView, Standing, server_of};
 // With `test-util`, the re-export below brings it in.
+pub use client_tools::{
+    ClientOutcome, ClientToolRecord, CommandRule, MAX_RULE_WORDS, client_name_problem,
+};
 #[cfg(not(feature = "test-util"))]
 use db::Query;
 /// Not public API: the query layer, for the workspace's tests (statements an

@@ -22,6 +22,12 @@ pub(crate) struct GatewayHttpArgs {
     /// given more than once.
     #[arg(long, value_name = "ORIGIN", requires = "listen")]
     pub(crate) allow_origin: Vec<String>,
+    /// Answer coding agents' hooks too, at `http://ADDR/hook/claude-code`
+    /// and `…/hook/codex` (`toolgate hook claude-code --service URL`): a
+    /// held call waits `--wait` seconds for its decision. The token a hook
+    /// sends submits calls and never decides one.
+    #[arg(long, requires = "listen")]
+    pub(crate) hooks: bool,
 }
 
 /// `toolgate gateway …`.
@@ -156,10 +162,21 @@ pub(super) async fn serve(
     for origin in &args.http.allow_origin {
         http = http.allow_origin(origin).map_err(refused)?;
     }
+    if args.http.hooks {
+        http = http.with_hooks(std::time::Duration::from_secs(args.wait));
+    }
     say!(
         "the gateway is at http://{}/mcp — every request carries a token (`toolgate gateway token add NAME`)",
         bound.to_string()
     );
+    if args.http.hooks {
+        say!(
+            "coding agents' hooks submit to http://{}/hook/claude-code and http://{}/hook/codex (`toolgate hook claude-code --service http://{}`)",
+            bound.to_string(),
+            bound.to_string(),
+            bound.to_string()
+        );
+    }
     tracing::info!(listen = %bound, host = %args.name, "gateway serving over HTTP");
     http.serve(listener, async {
         let _ = tokio::signal::ctrl_c().await;

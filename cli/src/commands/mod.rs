@@ -11,6 +11,7 @@ mod demo;
 mod form;
 mod gateway;
 mod gateway_http;
+mod hook;
 mod host;
 mod identity;
 mod import;
@@ -31,6 +32,7 @@ use toolgate_mcp::Deadlines;
 use toolgate_store::{Location, Store};
 
 pub(crate) use gateway_http::{GatewayCommand, GatewayHttpArgs};
+pub(crate) use hook::{HookCommand, hook_process};
 pub(crate) use notify::NotifyCommand;
 
 use crate::agent::Workspace;
@@ -101,6 +103,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Operator(command) => operators::operator(&store, out, command).await,
         Command::Inbox(args) => inbox::inbox(&store, &workspace, args).await,
         Command::Notify(command) => notify::notify(&store, out, command).await,
+        Command::Hook(command) => hook::command(&store, out, command).await,
         Command::McpTestServer { .. } => Ok(()),
     };
     store.close().await;

@@ -1,0 +1,423 @@
+//! `toolgate hook claude-code|codex`: the gate for a coding agent's own
+//! tools, run by the client before (and after) each tool call
+//! ([`toolgate_gateway::hook`]); and `toolgate hook declare|rule|list`,
+//! the operator's declarations for those tools.
+//!
+//! A hook process answers one event and exits 0 or 2 — never another code,
+//! whatever goes wrong (a panic included): a deny is exit 2 with the reason
+//! on stderr.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::json;
+use toolgate::visible::visible;
+use toolgate_gateway::hook::{Client, HookEvent, HookGate, MAX_EVENT_BYTES, Verdict, rules};
+use toolgate_store::{Location, Store, ToolDeclaration};
+
+use super::identity::{operator_identity, os_account};
+use crate::output::{Col, Out, say, timestamp};
+use crate::{Cli, Failure, ToolSetting};
+
+/// `toolgate hook …`.
+#[derive(clap::Subcommand, Debug)]
+pub(crate) enum HookCommand {
+    /// Answer one Claude Code hook event (`PreToolUse`, `PostToolUse`) read
+    /// on stdin: the command a Claude Code `settings.json` hook runs.
+    ClaudeCode(HookArgs),
+    /// Answer one Codex hook event (`PreToolUse`, `PostToolUse`) read on
+    /// stdin: the command a Codex `hooks.json` or `config.toml` hook runs.
+    Codex(HookArgs),
+    /// Declare what a client's tool needs: `on` (approval, the default for
+    /// every tool), `off` (no approval: the client's own rules alone),
+    /// `block` (never runs) or `inherit` (back to the default).
+    Declare {
+        /// `claude-code` or `codex`.
+        client: String,
+        /// The tool as the client names it: `Read`, `Bash`,
+        /// `mcp__github__create_issue`.
+        tool: String,
+        /// `inherit`, `on`, `off` or `block`.
+        #[arg(value_enum)]
+        setting: ToolSetting,
+        /// Who declares. Without it: `TOOLGATE_OPERATOR`, else the account
+        /// of this process's user id.
+        #[arg(long = "as")]
+        operator: Option<String>,
+    },
+    /// Command rules: a shell command that is nothing but plain words
+    /// beginning with a rule's words runs without approval.
+    #[command(subcommand)]
+    Rule(RuleCommand),
+    /// Every client tool's declaration and every command rule.
+    List,
+}
+
+/// `toolgate hook rule …`.
+#[derive(clap::Subcommand, Debug)]
+pub(crate) enum RuleCommand {
+    /// Let a shell command that begins with these words, and holds nothing
+    /// but plain words, run without approval: `toolgate hook rule add
+    /// claude-code git status`.
+    Add {
+        /// `claude-code` or `codex`.
+        client: String,
+        /// The words, as the command begins with them.
+        #[arg(required = true, num_args = 1..)]
+        words: Vec<String>,
+        /// Who declares.
+        #[arg(long = "as")]
+        operator: Option<String>,
+    },
+    /// Remove a rule.
+    Remove {
+        /// `claude-code` or `codex`.
+        client: String,
+        /// The rule's words.
+        #[arg(required = true, num_args = 1..)]
+        words: Vec<String>,
+    },
+}
+
+/// How a hook process submits a call.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct HookArgs {
+    /// Submit to a toolgate gateway served with `--listen ADDR --hooks`
+    /// under another account: `http://ADDR`. The recommended set-up: the
+    /// agent's user can submit a call and never decide one.
+    #[arg(long, env = "TOOLGATE_HOOK_SERVICE", value_name = "URL")]
+    service: Option<String>,
+    /// The file holding the token to submit with (`toolgate gateway token
+    /// add NAME`), for `--service`.
+    #[arg(long, env = "TOOLGATE_HOOK_TOKEN_FILE", value_name = "PATH")]
+    token_file: Option<PathBuf>,
+    /// Read and write the store itself, as this process's user: for one
+    /// person who accepts that whoever runs the agent can decide its calls.
+    #[arg(long, conflicts_with = "service")]
+    direct: bool,
+    /// How long, in seconds, a held call waits for its decision before the
+    /// call is denied (asked again, it joins its run). Keep the client's
+    /// hook timeout well above it. With `--service`, the gateway's `--wait`
+    /// holds the call; this bounds the request.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    wait: u64,
+    /// With `--direct`: a requester may not decide their own calls.
+    #[arg(long)]
+    four_eyes: bool,
+    /// With `--direct`: how many people must approve a call.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    approvals: u32,
+    /// A server already behind a toolgate gateway: the client's
+    /// `mcp__SERVER__…` calls are gated there, not here. May be given more
+    /// than once.
+    #[arg(long, value_name = "SERVER")]
+    behind_gateway: Vec<String>,
+}
+
+/// Runs a hook: reads the event on stdin, answers it, and exits 0 or 2 —
+/// whatever happens, a panic included.
+pub(crate) fn hook_process(cli: &Cli, client: Client, args: &HookArgs) -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!(
+            "toolgate could not judge this call, so it does not run: the hook failed ({})",
+            visible(&info.to_string())
+        );
+    }));
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|error| Verdict::failed(format!("cannot start the runtime ({error})")))?;
+        Ok::<_, Verdict>(runtime.block_on(answer(cli, client, args)))
+    }));
+    let (verdict, kind) = match answered {
+        Ok(Ok(answered)) => answered,
+        Ok(Err(verdict)) => (verdict, toolgate_gateway::hook::HookKind::PreToolUse),
+        // The panic hook said why.
+        Err(_) => return ExitCode::from(2),
+    };
+    let rendered = verdict.render(client, kind);
+    print!("{}", rendered.stdout);
+    eprint!("{}", rendered.stderr);
+    ExitCode::from(rendered.exit)
+}
+
+/// The verdict on the event on stdin, and which hook asked.
+async fn answer(
+    cli: &Cli,
+    client: Client,
+    args: &HookArgs,
+) -> (Verdict, toolgate_gateway::hook::HookKind) {
+    use toolgate_gateway::hook::HookKind;
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(MAX_EVENT_BYTES).unwrap_or(u64::MAX) + 1;
+    if let Err(error) = std::io::stdin().take(limit).read_to_end(&mut bytes) {
+        return (
+            Verdict::failed(format!("the event cannot be read ({error})")),
+            HookKind::PreToolUse,
+        );
+    }
+    let event = match HookEvent::parse(&bytes) {
+        Ok(event) => event,
+        Err(error) => return (Verdict::failed(error), HookKind::PreToolUse),
+    };
+    let kind = event.kind;
+    let verdict = match (&args.service, args.direct) {
+        (Some(service), _) => submit(service, args, client, &bytes).await,
+        (None, true) => direct(cli, client, args, &event).await,
+        (None, false) => Verdict::failed(
+            "the hook is not told where to submit: give `--service URL --token-file PATH` (a gateway served with `--hooks` under another account), or `--direct`",
+        ),
+    };
+    tracing::info!(%client, verdict = ?verdict, "a hook was answered");
+    (verdict, kind)
+}
+
+/// Submits the event to a gateway served with `--hooks`.
+async fn submit(service: &str, args: &HookArgs, client: Client, bytes: &[u8]) -> Verdict {
+    let Some(path) = &args.token_file else {
+        return Verdict::failed("`--service` needs `--token-file PATH`, the token to submit with");
+    };
+    let token = match std::fs::read_to_string(path) {
+        Ok(token) => token.trim().to_owned(),
+        Err(error) => {
+            return Verdict::failed(format!(
+                "the token file {} cannot be read ({error})",
+                visible(&path.display().to_string())
+            ));
+        }
+    };
+    let url = format!("{}/hook/{}", service.trim_end_matches('/'), client.name());
+    let http = match reqwest::Client::builder()
+        .timeout(Duration::from_secs(args.wait) + Duration::from_secs(30))
+        .build()
+    {
+        Ok(http) => http,
+        Err(error) => return Verdict::failed(format!("no HTTP client ({error})")),
+    };
+    let response = match http
+        .post(&url)
+        .bearer_auth(token)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(bytes.to_vec())
+        .send()
+        .await
+    {
+        Ok(response) => response,
+        Err(error) => {
+            return Verdict::failed(format!(
+                "the toolgate service at {} cannot be reached ({error})",
+                visible(service)
+            ));
+        }
+    };
+    let status = response.status();
+    let body = match response.bytes().await {
+        Ok(body) => body,
+        Err(error) => return Verdict::failed(format!("the service's answer was cut ({error})")),
+    };
+    if !status.is_success() {
+        let said = String::from_utf8_lossy(&body[..body.len().min(2000)]).into_owned();
+        return Verdict::failed(format!(
+            "the toolgate service refused the call ({status}): {}",
+            visible(&said)
+        ));
+    }
+    serde_json::from_slice::<Verdict>(&body).unwrap_or_else(|error| {
+        Verdict::failed(format!("the service's answer does not read ({error})"))
+    })
+}
+
+/// Judges the event against the store itself.
+async fn direct(cli: &Cli, client: Client, args: &HookArgs, event: &HookEvent) -> Verdict {
+    eprintln!(
+        "toolgate hook --direct: this hook writes the store itself, so whoever runs this agent can decide its calls; submit to a gateway under another account (`--service`) to keep deciding apart"
+    );
+    let location = match cli
+        .database_url
+        .as_deref()
+        .filter(|url| !url.trim().is_empty())
+    {
+        Some(url) => match Location::try_parse(url) {
+            Ok(location) => location,
+            Err(error) => return Verdict::failed(error),
+        },
+        None => Location::Sqlite(super::data_dir(cli.data_dir.clone()).join("toolgate.db")),
+    };
+    let key = match super::identity::integrity_key(cli.integrity_key_file.as_deref()) {
+        Ok(key) => key,
+        Err(failure) => return Verdict::failed(failure.message()),
+    };
+    let mut store = match Store::open(location).await {
+        Ok(store) => store,
+        Err(error) => return Verdict::failed(format!("the store cannot be opened ({error})")),
+    };
+    if let Some(key) = key {
+        store = store.with_integrity_key(key);
+    }
+    let requester = os_account().name().to_owned();
+    let verdict = HookGate::new(store.clone(), client)
+        .wait(Duration::from_secs(args.wait))
+        .four_eyes(args.four_eyes)
+        .approvals(args.approvals)
+        .behind_gateway(args.behind_gateway.clone())
+        .answer(event, &requester)
+        .await;
+    store.close().await;
+    verdict
+}
+
+fn client_named(name: &str) -> Result<Client, Failure> {
+    Client::named(name).ok_or_else(|| {
+        Failure::Usage(format!(
+            "no client `{}`: hooks are answered for `claude-code` and `codex`",
+            visible(name)
+        ))
+    })
+}
+
+/// `toolgate hook declare|rule|list`.
+pub(super) async fn command(store: &Store, out: Out, command: HookCommand) -> Result<(), Failure> {
+    match command {
+        // Answered before the store is opened (`hook_process`).
+        HookCommand::ClaudeCode(_) | HookCommand::Codex(_) => Ok(()),
+        HookCommand::Declare {
+            client,
+            tool,
+            setting,
+            operator,
+        } => {
+            let client = client_named(&client)?;
+            let operator = operator_identity(operator.as_deref())?;
+            let declaration = match setting {
+                ToolSetting::Inherit => ToolDeclaration::Inherit,
+                ToolSetting::On => ToolDeclaration::ApprovalRequired,
+                ToolSetting::Off => ToolDeclaration::NoApproval,
+                ToolSetting::Block => ToolDeclaration::Blocked,
+            };
+            store
+                .declare_client_tool(client.name(), &tool, declaration, &operator)
+                .await
+                .map_err(|error| match error {
+                    toolgate_store::StoreError::InvalidClientTool { .. } => {
+                        Failure::Usage(error.to_string())
+                    }
+                    other => other.into(),
+                })?;
+            if out.json {
+                return out.json(&json!({
+                    "client": client.name(), "tool": tool, "declaration": declaration.label(),
+                }));
+            }
+            say!(
+                "{}'s `{}`: {}",
+                client.name(),
+                tool,
+                words(declaration, client.is_shell(&tool))
+            );
+            Ok(())
+        }
+        HookCommand::Rule(RuleCommand::Add {
+            client,
+            words,
+            operator,
+        }) => {
+            let client = client_named(&client)?;
+            let words = rules::rule_words(&words.join(" ")).map_err(Failure::Usage)?;
+            let operator = operator_identity(operator.as_deref())?;
+            let added = store
+                .add_command_rule(client.name(), &words, &operator)
+                .await
+                .map_err(|error| Failure::Usage(error.to_string()))?;
+            if out.json {
+                return out.json(&json!({"client": client.name(), "rule": words, "added": added}));
+            }
+            if added {
+                say!(
+                    "{}'s shell: a command of plain words that begins `{}` runs without approval (any quoting, `;`, `&&`, `|`, `$(…)`, redirection or assignment makes it wait)",
+                    client.name(),
+                    words.join(" ")
+                );
+            } else {
+                say!(
+                    "{}'s shell has the rule `{}` already",
+                    client.name(),
+                    words.join(" ")
+                );
+            }
+            Ok(())
+        }
+        HookCommand::Rule(RuleCommand::Remove { client, words }) => {
+            let client = client_named(&client)?;
+            if store.remove_command_rule(client.name(), &words).await? {
+                say!("{}'s rule `{}` removed", client.name(), words.join(" "));
+                Ok(())
+            } else {
+                Err(Failure::NotFound(format!(
+                    "{} has no rule `{}` (`toolgate hook list`)",
+                    client.name(),
+                    visible(&words.join(" "))
+                )))
+            }
+        }
+        HookCommand::List => list(store, out).await,
+    }
+}
+
+/// A declaration in words, as a tool's gate.
+fn words(declaration: ToolDeclaration, shell: bool) -> &'static str {
+    match declaration {
+        ToolDeclaration::Inherit | ToolDeclaration::ApprovalRequired if shell => {
+            "every call waits for approval, but for a command a rule lets run"
+        }
+        ToolDeclaration::Inherit | ToolDeclaration::ApprovalRequired => {
+            "every call waits for approval"
+        }
+        ToolDeclaration::NoApproval => "runs without approval (the client's own rules still apply)",
+        ToolDeclaration::Blocked => "never runs: every call is denied",
+        ToolDeclaration::Unreadable => {
+            "the declaration does not read: every call waits for approval"
+        }
+    }
+}
+
+async fn list(store: &Store, out: Out) -> Result<(), Failure> {
+    let tools = store.client_tools().await?;
+    let rules = store.command_rules(None).await?;
+    if out.json {
+        return out.json(&json!({
+            "tools": tools.iter().map(|t| json!({
+                "client": t.client, "tool": t.tool, "declaration": t.declaration.label(),
+                "stored": t.stored.to_string(), "declared_by": t.declared_by, "declared_at": t.declared_at,
+            })).collect::<Vec<_>>(),
+            "rules": rules.iter().map(|r| json!({
+                "client": r.client, "words": r.words, "declared_by": r.declared_by, "declared_at": r.declared_at,
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    say!("Every tool of a client not listed here waits for approval.");
+    let mut table = out.table(&["CLIENT", "TOOL", "GATE", "DECLARED BY"]);
+    for t in &tools {
+        let shell = Client::named(&t.client).is_some_and(|c| c.is_shell(&t.tool));
+        table.row([
+            Col::from(&t.client),
+            Col::from(&t.tool),
+            Col::from(words(t.declaration, shell)),
+            Col::from(format!("{} at {}", t.declared_by, timestamp(t.declared_at))),
+        ]);
+    }
+    table.print();
+    say!("Command rules: a command of plain words beginning so runs without approval.");
+    let mut table = out.table(&["CLIENT", "COMMAND BEGINS", "DECLARED BY"]);
+    for r in &rules {
+        table.row([
+            Col::from(&r.client),
+            Col::from(r.words.join(" ")),
+            Col::from(format!("{} at {}", r.declared_by, timestamp(r.declared_at))),
+        ]);
+    }
+    table.print();
+    Ok(())
+}

@@ -1,0 +1,832 @@
+//! The gate for a coding agent's own tools, reached through its pre-tool
+//! hooks (SPEC §15): Claude Code's and Codex's `PreToolUse` and
+//! `PostToolUse`.
+//!
+//! A client's tools are remote tools of a source of their own, named
+//! `CLIENT.TOOL` (`claude-code.Bash`): each requires approval until an
+//! operator declares otherwise ([`toolgate_store::Store::declare_client_tool`]),
+//! and the shell's gate is lowered, call by call, by a command rule only for
+//! a command of plain words ([`rules`]). A held call is a run of one call of
+//! a gateway of its own (`gateway.hook.CLIENT`), decided like any run —
+//! from the console, `runs review`, the inbox, notifications — and answered
+//! allow only after an approval ([`Verdict`]); what makes a retry the same
+//! call is named per tool ([`Client::same_call`]): for the shell, the
+//! command and the working directory, not the model's description or
+//! timeout.
+//!
+//! The adapters ([`HookEvent::parse`], [`Verdict::render`]) speak each
+//! client's shapes; [`HookGate::answer`] is the one judgement both use,
+//! whether the hook reads the store itself or submits to a service
+//! ([`crate::http`] serves `POST /hook/CLIENT`).
+
+pub mod rules;
+pub(crate) mod serve;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use toolgate::erased::{BoxFuture, ErasedTool};
+use toolgate::gate::ApprovalByOperator;
+use toolgate::identity::DeclaredClient;
+use toolgate::registry::{ProviderError, Revision, ToolProvider};
+use toolgate::visible::visible;
+use toolgate::{
+    DeclarationScope, Execute, NonIdempotentWrite, OperatorDeclaration, Remote, RemoteApproval,
+    RemoteTool, RichOutput, Tool, ToolOutput,
+};
+use toolgate_store::{Store, effective_approval};
+
+use crate::Gateway;
+
+/// The most bytes of an event a hook reads.
+pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most bytes of a client's report of a call that are recorded.
+const MAX_OUTCOME_BYTES: usize = 64 * 1024;
+
+/// How long a held call's run is looked for when its client reports what
+/// it ran.
+const OUTCOME_WITHIN: Duration = Duration::from_hours(24);
+
+/// The key of the marker an approved call's run answers with.
+const MARKER: &str = "toolgate_hook";
+
+/// A coding agent whose hooks toolgate answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Client {
+    /// Claude Code.
+    ClaudeCode,
+    /// OpenAI's Codex CLI.
+    Codex,
+}
+
+impl Client {
+    /// Every client.
+    pub const ALL: [Client; 2] = [Client::ClaudeCode, Client::Codex];
+
+    /// The client's name, as its tools' source: `claude-code`, `codex`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => "claude-code",
+            Client::Codex => "codex",
+        }
+    }
+
+    /// The client named `name`.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|client| client.name() == name)
+    }
+
+    /// The host name of the runs of its held calls.
+    pub fn host(self) -> String {
+        format!("gateway.hook.{}", self.name())
+    }
+
+    /// Whether `tool` is the client's shell, whose commands command rules
+    /// match.
+    pub fn is_shell(self, tool: &str) -> bool {
+        tool == "Bash"
+    }
+
+    /// The fields of `tool`'s input that make a call the same call: for
+    /// the shell and Codex's patches, the command — not the model's
+    /// description, timeout or the like; `None` for every other tool,
+    /// whose whole input does.
+    pub fn same_call(self, tool: &str) -> Option<&'static [&'static str]> {
+        match (self, tool) {
+            (_, "Bash") | (Client::Codex, "apply_patch") => Some(&["command"]),
+            _ => None,
+        }
+    }
+
+    /// Whether the client can run a call with input other than the one it
+    /// asked with: Claude Code can (`updatedInput`); Codex runs the
+    /// original.
+    pub const fn applies_edits(self) -> bool {
+        matches!(self, Client::ClaudeCode)
+    }
+}
+
+impl std::fmt::Display for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which hook asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookKind {
+    /// Before a tool runs: judged.
+    PreToolUse,
+    /// After it ran: its outcome recorded against its run.
+    PostToolUse,
+}
+
+/// A hook's event, as read from the JSON a client wrote on its stdin.
+/// Fields it does not know are ignored; only a required field missing or
+/// ill-typed refuses it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookEvent {
+    /// Which hook.
+    pub kind: HookKind,
+    /// The tool, as the client names it.
+    pub tool: String,
+    /// Its input.
+    pub input: Map<String, Value>,
+    /// The client's session, when it gave one.
+    pub session: Option<String>,
+    /// The working directory, when it gave one.
+    pub cwd: Option<String>,
+    /// The client's id for the call, when it gave one.
+    pub tool_use_id: Option<String>,
+    /// What the tool answered (`PostToolUse`).
+    pub response: Option<Value>,
+}
+
+/// Why an event is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    /// Not JSON, or not an object.
+    #[error("the hook's event does not read as a JSON object: {0}")]
+    NotAnObject(String),
+    /// Larger than [`MAX_EVENT_BYTES`].
+    #[error("the hook's event is larger than {MAX_EVENT_BYTES} bytes")]
+    TooLarge,
+    /// A required field missing or of another type.
+    #[error("the hook's event has no {field} {expected}")]
+    Field {
+        /// The field.
+        field: &'static str,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// An event this hook does not answer.
+    #[error("the hook answers `PreToolUse` and `PostToolUse`, not `{0}`")]
+    Event(String),
+}
+
+impl HookEvent {
+    /// Reads an event: `hook_event_name` (`PreToolUse` or `PostToolUse`),
+    /// `tool_name` (text) and `tool_input` (an object) are required;
+    /// `session_id`, `cwd`, `tool_use_id` are read when they are text and
+    /// `tool_response` when present; anything else is ignored.
+    pub fn parse(bytes: &[u8]) -> Result<Self, EventError> {
+        if bytes.len() > MAX_EVENT_BYTES {
+            return Err(EventError::TooLarge);
+        }
+        let value: Value = serde_json::from_slice(bytes)
+            .map_err(|error| EventError::NotAnObject(error.to_string()))?;
+        let Value::Object(mut event) = value else {
+            return Err(EventError::NotAnObject("it is not an object".to_owned()));
+        };
+        let text = |event: &Map<String, Value>, field: &'static str| {
+            event.get(field).and_then(Value::as_str).map(str::to_owned)
+        };
+        let kind = match event.get("hook_event_name").and_then(Value::as_str) {
+            Some("PreToolUse") => HookKind::PreToolUse,
+            Some("PostToolUse") => HookKind::PostToolUse,
+            Some(other) => return Err(EventError::Event(visible(other).into_owned())),
+            None => {
+                return Err(EventError::Field {
+                    field: "`hook_event_name`",
+                    expected: "as text",
+                });
+            }
+        };
+        let tool = text(&event, "tool_name").ok_or(EventError::Field {
+            field: "`tool_name`",
+            expected: "as text",
+        })?;
+        let Some(Value::Object(input)) = event.remove("tool_input") else {
+            return Err(EventError::Field {
+                field: "`tool_input`",
+                expected: "as an object",
+            });
+        };
+        Ok(Self {
+            kind,
+            tool,
+            input,
+            session: text(&event, "session_id"),
+            cwd: text(&event, "cwd"),
+            tool_use_id: text(&event, "tool_use_id"),
+            response: event.remove("tool_response"),
+        })
+    }
+}
+
+/// toolgate's answer to a hook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Verdict {
+    /// No decision of toolgate's: the gate lets the call run, and the
+    /// client's own rules apply as they would without the hook.
+    None {
+        /// Why, for the log.
+        why: String,
+    },
+    /// Approved: the client may run it — with `updated_input` in place of
+    /// its input, when the approver edited it.
+    Allow {
+        /// Who decided, in words.
+        reason: String,
+        /// The input to run instead, when it was edited.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        updated_input: Option<Map<String, Value>>,
+    },
+    /// Not to run: denied, not decided in time, or anything that went wrong.
+    Deny {
+        /// What the model reads.
+        reason: String,
+    },
+}
+
+/// What a hook process does with a verdict: exit with `exit`, having
+/// written `stdout` and `stderr`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The exit code: 0, or 2 for a deny — never another.
+    pub exit: u8,
+    /// What goes to stdout.
+    pub stdout: String,
+    /// What goes to stderr.
+    pub stderr: String,
+}
+
+impl Verdict {
+    /// A deny for what went wrong.
+    pub fn failed(why: impl std::fmt::Display) -> Self {
+        Verdict::Deny {
+            reason: format!("toolgate could not judge this call, so it does not run: {why}"),
+        }
+    }
+
+    /// The verdict in `client`'s shapes, for a `kind` hook. A deny is exit
+    /// 2 with the reason on stderr, which both clients read as a block
+    /// (Codex needs the reason non-empty: it always is). An allow is, for
+    /// Claude Code, `permissionDecision: "allow"` with the reason and any
+    /// edited input; for Codex, which takes no allow, exit 0 with nothing
+    /// written. No decision is exit 0 with nothing written.
+    pub fn render(&self, client: Client, kind: HookKind) -> Rendered {
+        let quiet = Rendered {
+            exit: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+        match self {
+            Verdict::None { .. } => quiet,
+            Verdict::Deny { reason } => Rendered {
+                exit: 2,
+                stdout: String::new(),
+                stderr: if reason.trim().is_empty() {
+                    "toolgate denied this call".to_owned()
+                } else {
+                    format!("{reason}\n")
+                },
+            },
+            Verdict::Allow { .. } if kind == HookKind::PostToolUse => quiet,
+            Verdict::Allow {
+                reason,
+                updated_input,
+            } => match client {
+                Client::Codex => quiet,
+                Client::ClaudeCode => {
+                    let mut output = json!({
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "allow",
+                        "permissionDecisionReason": reason,
+                    });
+                    if let (Some(input), Some(map)) = (updated_input, output.as_object_mut()) {
+                        map.insert("updatedInput".to_owned(), Value::Object(input.clone()));
+                    }
+                    Rendered {
+                        exit: 0,
+                        stdout: format!("{}\n", json!({ "hookSpecificOutput": output })),
+                        stderr: String::new(),
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// The gate for one client's hooks over a store.
+#[derive(Clone)]
+pub struct HookGate {
+    store: Store,
+    client: Client,
+    wait: Duration,
+    poll: Duration,
+    four_eyes: bool,
+    approvals: u32,
+    behind_gateway: Vec<String>,
+}
+
+impl HookGate {
+    /// The gate for `client`'s hooks: a held call waits
+    /// [`crate::DEFAULT_WAIT`] for its decision.
+    pub fn new(store: Store, client: Client) -> Self {
+        Self {
+            store,
+            client,
+            wait: crate::DEFAULT_WAIT,
+            poll: Duration::from_millis(200),
+            four_eyes: false,
+            approvals: 1,
+            behind_gateway: Vec::new(),
+        }
+    }
+
+    /// How long a held call waits for its decision before it is denied
+    /// (asked again, the same call joins its run).
+    #[must_use]
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// How often a held call's run is read while it waits.
+    #[must_use]
+    pub fn poll(mut self, poll: Duration) -> Self {
+        self.poll = poll;
+        self
+    }
+
+    /// Whether a requester may not decide their own calls.
+    #[must_use]
+    pub fn four_eyes(mut self, on: bool) -> Self {
+        self.four_eyes = on;
+        self
+    }
+
+    /// How many people must approve a call.
+    #[must_use]
+    pub fn approvals(mut self, people: u32) -> Self {
+        self.approvals = people;
+        self
+    }
+
+    /// Servers already behind a toolgate gateway: the client's
+    /// `mcp__SERVER__…` calls of them are gated there, not here.
+    #[must_use]
+    pub fn behind_gateway(mut self, servers: Vec<String>) -> Self {
+        self.behind_gateway = servers;
+        self
+    }
+
+    /// The client.
+    pub fn client(&self) -> Client {
+        self.client
+    }
+
+    /// toolgate's answer to `event`, asked by `requester`: judged and, when
+    /// the tool needs approval, held until a decision or the wait; for a
+    /// `PostToolUse`, the outcome recorded against the call's run. Never
+    /// an allow when unsure: anything that goes wrong is a deny.
+    pub async fn answer(&self, event: &HookEvent, requester: &str) -> Verdict {
+        match event.kind {
+            HookKind::PreToolUse => self.judge(event, requester).await,
+            HookKind::PostToolUse => self.record(event, requester).await,
+        }
+    }
+
+    /// What the gate lets through without a run: `Some(why)` when the call
+    /// needs no decision, `Err` for a blocked tool or a failure.
+    async fn unheld(&self, event: &HookEvent) -> Result<Option<String>, Verdict> {
+        if let Some(rest) = event.tool.strip_prefix("mcp__")
+            && let Some((server, _)) = rest.split_once("__")
+            && self.behind_gateway.iter().any(|s| s == server)
+        {
+            return Ok(Some(format!(
+                "the server `{server}` is behind a toolgate gateway, which gates its calls"
+            )));
+        }
+        let declaration = self
+            .store
+            .client_tool_declaration(self.client.name(), &event.tool)
+            .await
+            .map_err(|error| {
+                Verdict::failed(format!(
+                    "the operator's declarations cannot be read ({error})"
+                ))
+            })?;
+        match effective_approval(OperatorDeclaration::ApprovalRequired, declaration) {
+            None => Err(Verdict::Deny {
+                reason: format!(
+                    "the tool `{}` is blocked by the operator of toolgate: it does not run",
+                    visible(&event.tool)
+                ),
+            }),
+            Some((OperatorDeclaration::NoApproval, _)) => Ok(Some(
+                "the operator declared the tool no approval".to_owned(),
+            )),
+            Some((OperatorDeclaration::ApprovalRequired, _)) => {
+                if !self.client.is_shell(&event.tool) {
+                    return Ok(None);
+                }
+                let Some(command) = event.input.get("command").and_then(Value::as_str) else {
+                    return Ok(None);
+                };
+                let rules = self
+                    .store
+                    .command_rules(Some(self.client.name()))
+                    .await
+                    .map_err(|error| {
+                        Verdict::failed(format!("the command rules cannot be read ({error})"))
+                    })?;
+                let words: Vec<Vec<String>> = rules.into_iter().map(|r| r.words).collect();
+                Ok(rules::matching(&words, command)
+                    .map(|rule| format!("the command rule `{}`", rule.join(" "))))
+            }
+        }
+    }
+
+    async fn judge(&self, event: &HookEvent, requester: &str) -> Verdict {
+        match self.unheld(event).await {
+            Ok(Some(why)) => return Verdict::None { why },
+            Ok(None) => {}
+            Err(verdict) => return verdict,
+        }
+        let held = match self.held(event, requester) {
+            Ok(held) => held,
+            Err(verdict) => return verdict,
+        };
+        let wire = {
+            let catalogue = held.gateway.inner.registry.catalogue().await;
+            match catalogue.wire_name(&held.local) {
+                Some(wire) => wire.to_owned(),
+                None => {
+                    return Verdict::failed(format!(
+                        "the tool `{}` could not be offered to the gate",
+                        visible(&event.tool)
+                    ));
+                }
+            }
+        };
+        let asker = crate::Asker {
+            context: Some(held.context.clone()),
+            ..crate::Asker::patient(requester.to_owned())
+        };
+        let rmcp::model::CallToolResponse::Complete(result) = held
+            .gateway
+            .asked(
+                &wire,
+                held.arguments.clone(),
+                Some(held.client.clone()),
+                asker,
+            )
+            .await
+        else {
+            return Verdict::failed("the call was answered with a request for input");
+        };
+        let approved = (result.is_error != Some(true))
+            .then(|| {
+                result
+                    .structured_content
+                    .as_ref()
+                    .and_then(|s| s.get(MARKER))
+                    .and_then(|m| m.get("arguments"))
+                    .cloned()
+            })
+            .flatten();
+        let Some(approved) = approved else {
+            return Verdict::Deny {
+                reason: crate::answers::text_of(&result),
+            };
+        };
+        let run = held
+            .gateway
+            .held_run(&held.local, &held.arguments, &held.client, requester)
+            .await;
+        let who = match &run {
+            Some(run) => self.deciders(run).await,
+            None => "a person".to_owned(),
+        };
+        let reason = format!("approved in toolgate by {who}");
+        if approved == held.arguments {
+            return Verdict::Allow {
+                reason,
+                updated_input: None,
+            };
+        }
+        self.edited(event, &held, run.as_deref(), &approved, &reason)
+            .await
+    }
+
+    /// The answer to a call approved with arguments other than those it
+    /// asked with: Claude Code's `updatedInput` with the approved input in
+    /// place of the fields that make the call; refused for a client that
+    /// cannot apply it, or for another working directory — recorded
+    /// against the run as not run.
+    async fn edited(
+        &self,
+        event: &HookEvent,
+        held: &Held,
+        run: Option<&str>,
+        approved: &Value,
+        reason: &str,
+    ) -> Verdict {
+        let refused = if approved.get("cwd") == held.arguments.get("cwd") {
+            match approved.get("input") {
+                Some(Value::Object(edited)) if self.client.applies_edits() => {
+                    let mut input = event.input.clone();
+                    match self.client.same_call(&event.tool) {
+                        Some(fields) => {
+                            for field in fields {
+                                match edited.get(*field) {
+                                    Some(value) => {
+                                        input.insert((*field).to_owned(), value.clone());
+                                    }
+                                    None => {
+                                        input.remove(*field);
+                                    }
+                                }
+                            }
+                        }
+                        None => input.clone_from(edited),
+                    }
+                    return Verdict::Allow {
+                        reason: format!("{reason}, with edited input"),
+                        updated_input: Some(input),
+                    };
+                }
+                Some(Value::Object(_)) => format!(
+                    "the call was approved with edited input, which {} cannot apply (it would run the original): it does not run; ask again with the approved input",
+                    self.client
+                ),
+                _ => "the approved input does not read as an object: the call does not run"
+                    .to_owned(),
+            }
+        } else {
+            "the call was approved in another working directory than the one it runs in: it does not run; ask again".to_owned()
+        };
+        // The run says it was approved: what the client was told is kept
+        // beside it.
+        if let Some(run) = run {
+            let note = json!({ "not_run": refused }).to_string();
+            if let Err(error) = self.store.record_client_outcome(run, None, &note).await {
+                tracing::warn!(%run, %error, "what a hook did not run cannot be recorded");
+            }
+        }
+        Verdict::Deny { reason: refused }
+    }
+
+    /// Who decided run `run`, in words.
+    async fn deciders(&self, run: &str) -> String {
+        match self.store.decisions(run).await {
+            Ok(decisions) => {
+                let names: Vec<String> = decisions
+                    .iter()
+                    .filter(|d| d.voided.is_none())
+                    .map(|d| visible(&d.decided_by).into_owned())
+                    .collect();
+                if names.is_empty() {
+                    format!("a person (run {run})")
+                } else {
+                    format!("{} (run {run})", names.join(", "))
+                }
+            }
+            Err(_) => format!("a person (run {run})"),
+        }
+    }
+
+    async fn record(&self, event: &HookEvent, requester: &str) -> Verdict {
+        // A call that could not be held was never run by toolgate's leave:
+        // nothing to record against.
+        let Ok(held) = self.held(event, requester) else {
+            return Verdict::None {
+                why: "the call is no toolgate call".to_owned(),
+            };
+        };
+        let Some(run) = held
+            .gateway
+            .held_run_within(
+                &held.local,
+                &held.arguments,
+                &held.client,
+                requester,
+                OUTCOME_WITHIN,
+            )
+            .await
+        else {
+            return Verdict::None {
+                why: "the call was not held".to_owned(),
+            };
+        };
+        match self.store.client_outcomes(&run).await {
+            Ok(outcomes) if !outcomes.is_empty() => {
+                return Verdict::None {
+                    why: "its run has its outcome already: this was another call".to_owned(),
+                };
+            }
+            Ok(_) => {}
+            Err(error) => return Verdict::failed(format!("the store cannot be read ({error})")),
+        }
+        let mut outcome = event
+            .response
+            .as_ref()
+            .map_or_else(|| "null".to_owned(), Value::to_string);
+        if outcome.len() > MAX_OUTCOME_BYTES {
+            outcome = json!({
+                "cut": format!("{} bytes, more than {MAX_OUTCOME_BYTES}", outcome.len()),
+            })
+            .to_string();
+        }
+        match self
+            .store
+            .record_client_outcome(&run, event.tool_use_id.as_deref(), &outcome)
+            .await
+        {
+            Ok(()) => Verdict::None {
+                why: format!("the outcome was recorded against run {run}"),
+            },
+            Err(error) => Verdict::failed(format!(
+                "what the call did could not be recorded against run {run} ({error})"
+            )),
+        }
+    }
+
+    /// The gateway of one held call: its one tool, its arguments as the run
+    /// records them, its client and context.
+    fn held(&self, event: &HookEvent, requester: &str) -> Result<Held, Verdict> {
+        let local = format!("{}.{}", self.client.name(), event.tool);
+        if let Some(problem) = toolgate::registry::tool_name_problem(&local) {
+            return Err(Verdict::failed(format!(
+                "the tool `{}` cannot be named in a run: {problem}",
+                visible(&event.tool)
+            )));
+        }
+        let input = match self.client.same_call(&event.tool) {
+            Some(fields) => fields
+                .iter()
+                .filter_map(|f| event.input.get(*f).map(|v| ((*f).to_owned(), v.clone())))
+                .collect(),
+            None => event.input.clone(),
+        };
+        let cwd = event.cwd.clone().map_or(Value::Null, Value::String);
+        let arguments = json!({ "cwd": cwd, "input": input });
+        let context = format!(
+            "`{}` asked through the {} hook, session `{}`, in `{}`",
+            event.tool,
+            self.client,
+            event.session.as_deref().unwrap_or("none given"),
+            event.cwd.as_deref().unwrap_or("no directory given"),
+        );
+        let gateway = Gateway::builder(self.store.clone())
+            .source(ClientSource {
+                client: self.client,
+                tool: local.clone(),
+            })
+            .host(&self.client.host())
+            .user(requester)
+            .wait(self.wait)
+            .poll(self.poll)
+            .remember(Duration::ZERO)
+            .four_eyes(self.four_eyes)
+            .approvals(self.approvals)
+            .build()
+            .map_err(Verdict::failed)?;
+        Ok(Held {
+            gateway,
+            local,
+            arguments,
+            client: DeclaredClient::new(self.client.name(), None),
+            context,
+        })
+    }
+}
+
+struct Held {
+    gateway: Gateway,
+    local: String,
+    arguments: Value,
+    client: DeclaredClient,
+    context: String,
+}
+
+impl Gateway {
+    /// The run the call of `local` with `arguments` is held under now, if
+    /// any.
+    async fn held_run(
+        &self,
+        local: &str,
+        arguments: &Value,
+        client: &DeclaredClient,
+        requester: &str,
+    ) -> Option<String> {
+        self.held_run_within(local, arguments, client, requester, Duration::from_mins(1))
+            .await
+    }
+
+    /// The run the call was last held under, answered within `within`.
+    async fn held_run_within(
+        &self,
+        local: &str,
+        arguments: &Value,
+        client: &DeclaredClient,
+        requester: &str,
+        within: Duration,
+    ) -> Option<String> {
+        let key = crate::same::SameCall {
+            gateway: self.inner.host.name(),
+            requester: requester.trim(),
+            tool: local,
+            arguments,
+            client: Some(client.name.as_str()),
+        }
+        .key();
+        match self.inner.host.held(&key, within).await {
+            Ok(held) => held.map(|h| h.run_id),
+            Err(error) => {
+                tracing::warn!(%error, "a held call's run cannot be read");
+                None
+            }
+        }
+    }
+}
+
+/// The one tool of a held call of a client's, as a source of tools.
+struct ClientSource {
+    client: Client,
+    tool: String,
+}
+
+impl ToolProvider for ClientSource {
+    fn name(&self) -> &str {
+        self.client.name()
+    }
+
+    fn provide(&self) -> BoxFuture<'_, Result<Vec<ErasedTool>, ProviderError>> {
+        Box::pin(async move {
+            Ok(vec![ErasedTool::new(ClientTool {
+                client: self.client,
+                name: self.tool.clone(),
+            })])
+        })
+    }
+
+    fn revision(&self) -> BoxFuture<'_, Result<Revision, ProviderError>> {
+        Box::pin(async move { Ok(Revision::Fixed) })
+    }
+}
+
+/// A client's tool: remote — its body is the client's — and requiring
+/// approval: a tool the gate let through is never held, so every tool of
+/// this source that is held requires it.
+#[derive(Debug)]
+struct ClientTool {
+    client: Client,
+    name: String,
+}
+
+impl Tool for ClientTool {
+    type Origin = Remote;
+    type Effect = NonIdempotentWrite;
+    type Gate = ApprovalByOperator;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        "a coding agent's own tool, run by the agent once approved"
+    }
+}
+
+impl RemoteTool for ClientTool {
+    fn server(&self) -> &str {
+        self.client.name()
+    }
+}
+
+impl RemoteApproval for ClientTool {
+    fn operator_declaration(&self) -> OperatorDeclaration {
+        OperatorDeclaration::ApprovalRequired
+    }
+
+    fn declaration_scope(&self) -> DeclarationScope {
+        DeclarationScope::Tool
+    }
+}
+
+impl Execute for ClientTool {
+    type Args = Map<String, Value>;
+
+    fn parameters(&self) -> schemars::Schema {
+        schemars::Schema::from(Map::from_iter([("type".to_owned(), Value::from("object"))]))
+    }
+
+    /// Running an approved call of a client's is letting the client run
+    /// it: the answer carries the arguments approved, which the hook
+    /// compares with what the client asked.
+    async fn execute(&self, args: Self::Args) -> ToolOutput {
+        let structured = json!({ MARKER: { "arguments": Value::Object(args) } });
+        ToolOutput::text(format!("approved: {} runs the call itself", self.client)).with_rich(Some(
+            Box::new(RichOutput {
+                blocks: Vec::new(),
+                structured: Some(structured),
+            }),
+        ))
+    }
+}
