@@ -310,6 +310,44 @@ impl crate::Store {
         Ok(())
     }
 
+    /// Remembers that `client`'s call `tool_use_id` (the client's own id
+    /// for it) was allowed as run `run_id`'s: what its post-tool hook
+    /// reports is recorded against that run. The first run named for an id
+    /// stays.
+    pub async fn allowed_client_call(
+        &self,
+        client: &str,
+        tool_use_id: &str,
+        run_id: &str,
+    ) -> Result<(), StoreError> {
+        let (_writer, mut tx) = self.write().await?;
+        Query::new(
+            "INSERT INTO client_call (client, tool_use_id, run_id, allowed_at)
+             VALUES ($1, $2, $3, $4) ON CONFLICT (client, tool_use_id) DO NOTHING",
+        )
+        .bind(client)
+        .bind(tool_use_id)
+        .bind(run_id)
+        .bind(now_ms())
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The run `client`'s call `tool_use_id` was allowed as, if it was.
+    pub async fn run_of_client_call(
+        &self,
+        client: &str,
+        tool_use_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Query::new("SELECT run_id FROM client_call WHERE client = $1 AND tool_use_id = $2")
+            .bind(client)
+            .bind(tool_use_id)
+            .scalar_optional(&self.pool)
+            .await
+    }
+
     /// What clients reported of run `run_id`'s call, oldest first.
     pub async fn client_outcomes(&self, run_id: &str) -> Result<Vec<ClientOutcome>, StoreError> {
         let rows = Query::new(

@@ -164,6 +164,9 @@ async fn answer(
         Err(error) => return (Verdict::failed(error), HookKind::PreToolUse),
     };
     let kind = event.kind;
+    if let Some(why) = toolgate_gateway::hook::gated_elsewhere(&args.behind_gateway, &event.tool) {
+        return (Verdict::None { why }, kind);
+    }
     let verdict = match (&args.service, args.direct) {
         (Some(service), _) => submit(service, args, client, &bytes).await,
         (None, true) => direct(cli, client, args, &event).await,

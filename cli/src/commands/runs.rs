@@ -262,8 +262,29 @@ async fn show_run(
             )
         })
         .collect();
+    let reported = store.client_outcomes(run).await?;
     if out.json {
-        return out.json(&run_json(&paused, latest, &history, &states, &unknown));
+        let mut shown = run_json(&paused, latest, &history, &states, &unknown);
+        if let Some(map) = shown.as_object_mut() {
+            map.insert(
+                "asked".to_owned(),
+                json!(super::turn::first_request(paused.state())),
+            );
+            map.insert(
+                "client_reported".to_owned(),
+                reported
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "at": r.recorded_at, "tool_use_id": r.tool_use_id,
+                            "outcome": serde_json::from_str::<Value>(&r.outcome)
+                                .unwrap_or_else(|_| Value::String(r.outcome.clone())),
+                        })
+                    })
+                    .collect(),
+            );
+        }
+        return out.json(&shown);
     }
     if waiting {
         let plain: Vec<String> = states.iter().map(Mixed::plain).collect();
@@ -300,6 +321,13 @@ async fn show_run(
     print_decisions(out, &history.decisions);
     print_calls(out, &history.calls);
     print_unknown(run, &unknown);
+    for reported in &reported {
+        say!(
+            "the client reported at {}: {}",
+            timestamp(reported.recorded_at),
+            reported.outcome
+        );
+    }
     Ok(())
 }
 

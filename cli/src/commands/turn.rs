@@ -74,6 +74,9 @@ pub(super) async fn show_with_states(
         run.status().as_str().replace('_', " "),
         requester(run.state())
     );
+    if let Some(asked) = first_request(run.state()) {
+        say!("asked: {}", asked);
+    }
     let mut table = out.table(&["CALL", "TOOL", "GATE", "ARGUMENTS", "STATE"]);
     let mut asking = Vec::new();
     for (index, call) in run.pending().iter().enumerate() {
@@ -151,6 +154,16 @@ pub(super) async fn show_with_states(
 /// Who asked for a run, in words, raw (the line that shows it escapes it):
 /// the requester, and the MCP client they asked through as it declared
 /// itself — its word, not a fact.
+/// What the user said first in the run: for a run of one call, what asked
+/// for it (a gateway's `tools/call`, a hook's client, session and working
+/// directory).
+pub(super) fn first_request(state: &toolgate::run::RunState) -> Option<&str> {
+    state.transcript.iter().find_map(|message| match message {
+        toolgate::run::Message::User { content } => Some(content.as_str()),
+        _ => None,
+    })
+}
+
 pub(super) fn requester(state: &toolgate::run::RunState) -> String {
     match &state.client {
         Some(client) => format!(

@@ -311,6 +311,16 @@ impl Verdict {
     }
 }
 
+/// Why `tool` is gated elsewhere, when it is a client's call
+/// (`mcp__SERVER__TOOL`) of one of `servers`, already behind a toolgate
+/// gateway.
+pub fn gated_elsewhere(servers: &[String], tool: &str) -> Option<String> {
+    let (server, _) = tool.strip_prefix("mcp__")?.split_once("__")?;
+    servers.iter().any(|s| s == server).then(|| {
+        format!("the server `{server}` is behind a toolgate gateway, which gates its calls")
+    })
+}
+
 /// The gate for one client's hooks over a store.
 #[derive(Clone)]
 pub struct HookGate {
@@ -394,13 +404,8 @@ impl HookGate {
     /// What the gate lets through without a run: `Some(why)` when the call
     /// needs no decision, `Err` for a blocked tool or a failure.
     async fn unheld(&self, event: &HookEvent) -> Result<Option<String>, Verdict> {
-        if let Some(rest) = event.tool.strip_prefix("mcp__")
-            && let Some((server, _)) = rest.split_once("__")
-            && self.behind_gateway.iter().any(|s| s == server)
-        {
-            return Ok(Some(format!(
-                "the server `{server}` is behind a toolgate gateway, which gates its calls"
-            )));
+        if let Some(why) = gated_elsewhere(&self.behind_gateway, &event.tool) {
+            return Ok(Some(why));
         }
         let declaration = self
             .store
@@ -504,6 +509,14 @@ impl HookGate {
             None => "a person".to_owned(),
         };
         let reason = format!("approved in toolgate by {who}");
+        if let (Some(run), Some(id)) = (&run, &event.tool_use_id)
+            && let Err(error) = self
+                .store
+                .allowed_client_call(self.client.name(), id, run)
+                .await
+        {
+            tracing::warn!(%run, %error, "the allowed call cannot be remembered by its id: what it did is recorded by its input");
+        }
         if approved == held.arguments {
             return Verdict::Allow {
                 reason,
@@ -592,37 +605,55 @@ impl HookGate {
     }
 
     async fn record(&self, event: &HookEvent, requester: &str) -> Verdict {
-        // A call that could not be held was never run by toolgate's leave:
-        // nothing to record against.
-        let Ok(held) = self.held(event, requester) else {
-            return Verdict::None {
-                why: "the call is no toolgate call".to_owned(),
-            };
+        // The call allowed under the client's own id for it, whatever input
+        // it ran with; else the run its input was last held under, unless
+        // that run has its outcome already (this was another call).
+        let allowed = match &event.tool_use_id {
+            Some(id) => match self.store.run_of_client_call(self.client.name(), id).await {
+                Ok(run) => run,
+                Err(error) => {
+                    return Verdict::failed(format!("the store cannot be read ({error})"));
+                }
+            },
+            None => None,
         };
-        let Some(run) = held
-            .gateway
-            .held_run_within(
-                &held.local,
-                &held.arguments,
-                &held.client,
-                requester,
-                OUTCOME_WITHIN,
-            )
-            .await
-        else {
-            return Verdict::None {
-                why: "the call was not held".to_owned(),
-            };
-        };
-        match self.store.client_outcomes(&run).await {
-            Ok(outcomes) if !outcomes.is_empty() => {
+        let run = if let Some(run) = allowed {
+            run
+        } else {
+            // A call that could not be held was never run by toolgate's
+            // leave: nothing to record against.
+            let Ok(held) = self.held(event, requester) else {
                 return Verdict::None {
-                    why: "its run has its outcome already: this was another call".to_owned(),
+                    why: "the call is no toolgate call".to_owned(),
                 };
+            };
+            let Some(run) = held
+                .gateway
+                .held_run_within(
+                    &held.local,
+                    &held.arguments,
+                    &held.client,
+                    requester,
+                    OUTCOME_WITHIN,
+                )
+                .await
+            else {
+                return Verdict::None {
+                    why: "the call was not held".to_owned(),
+                };
+            };
+            match self.store.client_outcomes(&run).await {
+                Ok(outcomes) if !outcomes.is_empty() => {
+                    return Verdict::None {
+                        why: "its run has its outcome already: this was another call".to_owned(),
+                    };
+                }
+                Ok(_) => run,
+                Err(error) => {
+                    return Verdict::failed(format!("the store cannot be read ({error})"));
+                }
             }
-            Ok(_) => {}
-            Err(error) => return Verdict::failed(format!("the store cannot be read ({error})")),
-        }
+        };
         let mut outcome = event
             .response
             .as_ref()

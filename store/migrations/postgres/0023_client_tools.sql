@@ -37,3 +37,14 @@ CREATE TABLE client_outcome (
 );
 
 CREATE INDEX client_outcome_of ON client_outcome (run_id);
+
+-- The calls a hook answered allow, by the client's own id for the call: what
+-- its post-tool hook reports is recorded against that run, whatever input
+-- the client ran it with.
+CREATE TABLE client_call (
+    client TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    allowed_at BIGINT NOT NULL,
+    PRIMARY KEY (client, tool_use_id)
+);
