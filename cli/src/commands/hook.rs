@@ -390,7 +390,18 @@ async fn list(store: &Store, out: Out) -> Result<(), Failure> {
     let tools = store.client_tools().await?;
     let rules = store.command_rules(None).await?;
     if out.json {
-        return out.json(&json!({
+        return out.json(&listing_json(&tools, &rules));
+    }
+    print_listing(out, &tools, &rules);
+    Ok(())
+}
+
+/// The declarations of clients' tools and the command rules, as JSON.
+pub(super) fn listing_json(
+    tools: &[toolgate_store::ClientToolRecord],
+    rules: &[toolgate_store::CommandRule],
+) -> serde_json::Value {
+    json!({
             "tools": tools.iter().map(|t| json!({
                 "client": t.client, "tool": t.tool, "declaration": t.declaration.label(),
                 "stored": t.stored.to_string(), "declared_by": t.declared_by, "declared_at": t.declared_at,
@@ -398,11 +409,29 @@ async fn list(store: &Store, out: Out) -> Result<(), Failure> {
             "rules": rules.iter().map(|r| json!({
                 "client": r.client, "words": r.words, "declared_by": r.declared_by, "declared_at": r.declared_at,
             })).collect::<Vec<_>>(),
-        }));
-    }
+    })
+}
+
+/// The declarations of clients' tools and the command rules, as tables.
+pub(super) fn print_listing(
+    out: Out,
+    tools: &[toolgate_store::ClientToolRecord],
+    rules: &[toolgate_store::CommandRule],
+) {
     say!("Every tool of a client not listed here waits for approval.");
+    if !tools.is_empty() {
+        print_tools(out, tools);
+    }
+    if rules.is_empty() {
+        say!("No command rules: every shell command waits for approval.");
+    } else {
+        print_rules(out, rules);
+    }
+}
+
+fn print_tools(out: Out, tools: &[toolgate_store::ClientToolRecord]) {
     let mut table = out.table(&["CLIENT", "TOOL", "GATE", "DECLARED BY"]);
-    for t in &tools {
+    for t in tools {
         let shell = Client::named(&t.client).is_some_and(|c| c.is_shell(&t.tool));
         table.row([
             Col::from(&t.client),
@@ -412,9 +441,12 @@ async fn list(store: &Store, out: Out) -> Result<(), Failure> {
         ]);
     }
     table.print();
+}
+
+fn print_rules(out: Out, rules: &[toolgate_store::CommandRule]) {
     say!("Command rules: a command of plain words beginning so runs without approval.");
     let mut table = out.table(&["CLIENT", "COMMAND BEGINS", "DECLARED BY"]);
-    for r in &rules {
+    for r in rules {
         table.row([
             Col::from(&r.client),
             Col::from(r.words.join(" ")),
@@ -422,5 +454,4 @@ async fn list(store: &Store, out: Out) -> Result<(), Failure> {
         ]);
     }
     table.print();
-    Ok(())
 }

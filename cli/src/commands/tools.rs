@@ -18,6 +18,8 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
     };
     let (_, skipped) = provider.build_tools().await?;
     let servers = store.servers().await?;
+    let client_tools = store.client_tools().await?;
+    let command_rules = store.command_rules(None).await?;
     if out.json {
         let tools: Vec<Value> = explanations
             .iter()
@@ -45,6 +47,7 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
             "demo_builtins_listed": demo_ran,
             "skipped": skipped.iter().map(|s| json!({"tool": s.local_name, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
             "inert_servers": servers.iter().filter_map(|s| s.inert_reason().map(|r| json!({"server": s.id, "reason": r}))).collect::<Vec<_>>(),
+            "coding_agents": super::hook::listing_json(&client_tools, &command_rules),
         }));
     }
     let mut table = out.table(&[
@@ -96,6 +99,10 @@ pub(super) async fn tools(store: &Store, workspace: &Workspace, out: Out) -> Res
             row.server_id,
             row.local_name
         );
+    }
+    if !client_tools.is_empty() || !command_rules.is_empty() {
+        say!("Coding agents' own tools, through their hooks (`toolgate hook`):");
+        super::hook::print_listing(out, &client_tools, &command_rules);
     }
     provider.close().await;
     Ok(())
