@@ -27,6 +27,13 @@
 //!   (a plain `GET` form), and keeps a history of decided runs — each
 //!   filter the store's, in SQL, a page at a time
 //!   ([`toolgate_store::RunFilter`]).
+//! - **A run's page** (`/s/KEY/runs/ID`): the conversation that led to
+//!   the turn, each call's gate and why in the store's words, who resumes
+//!   the run and whether such a host was seen lately (its heartbeat,
+//!   [`toolgate_store::Store::host_seen`]), and once it ran, the
+//!   arguments each call ran with, its outcome and the final answer
+//!   ([`toolgate_store::Store::ran_calls`]). Approving a write asks once
+//!   more, on a page of its own, before anything is recorded.
 //! - **Servers and tools** (`/s/KEY/servers`): each server's declaration,
 //!   data class, state and last import; each tool's wire name, its gate
 //!   and why in the store's words ([`toolgate_store::ToolGate::words`], as
@@ -65,10 +72,15 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use toolgate_store::{Store, StoreError};
 
+mod confirm;
+mod conversation;
+mod finished;
+mod gates;
 mod guard;
 mod links;
 mod list;
 mod pages;
+mod resumer;
 mod run;
 mod servers;
 

@@ -10,6 +10,11 @@ use toolgate::suspend::SuspendedRun;
 use toolgate::visible::{visible, visible_json};
 use toolgate_store::{RunHistory, Session, UnknownCall};
 
+use crate::conversation::conversation;
+use crate::finished::{Finished, what_ran};
+use crate::gates::CallGate;
+use crate::resumer::{Resumer, resumer};
+
 /// The inbox's one style sheet, served from `/style.css`.
 pub(crate) const STYLE: &str = include_str!("style.css");
 
@@ -22,7 +27,7 @@ pub(crate) fn shown(text: &str) -> Markup {
 /// A JSON value someone else wrote, as readable text — an object key by
 /// key, a string with its line breaks — and as exact JSON, hidden
 /// characters escaped in both.
-fn json_block(value: &serde_json::Value) -> Markup {
+pub(crate) fn json_block(value: &serde_json::Value) -> Markup {
     let readable = |value: &serde_json::Value| match value {
         serde_json::Value::String(text) => {
             html! { pre.text { bdi { (toolgate::visible::visible_lines(text)) } } }
@@ -189,8 +194,25 @@ fn way_back(session: Option<&Session>, fresh: Option<&str>) -> Markup {
     }
 }
 
-/// One run: its pending turn call by call, the decision forms while it
-/// waits, the decisions so far and the calls its host ran.
+/// What a run's page shows beyond its turn and its decisions.
+pub(crate) struct RunParts {
+    /// Each pending call's gate and why, in order.
+    pub(crate) gates: Vec<CallGate>,
+    /// What ran, the final answer, what a client reported.
+    pub(crate) finished: Finished,
+    /// Who resumes the run, and whether it was seen.
+    pub(crate) resumer: Resumer,
+    /// Now, in milliseconds since the Unix epoch.
+    pub(crate) now_ms: i64,
+}
+
+/// One run: the conversation that led to it, its pending turn call by
+/// call with each call's gate, the decision forms while it waits, who
+/// resumes it, the decisions so far, and what ran.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one page, its sections in the order a reader meets them"
+)]
 pub(crate) fn run(
     session: &Session,
     run_id: &str,
@@ -198,9 +220,11 @@ pub(crate) fn run(
     history: &RunHistory,
     unknown: &[UnknownCall],
     may_declare: bool,
+    parts: &RunParts,
 ) -> Markup {
     let latest = history.suspensions.last();
     let open = latest.is_some_and(|s| s.state == "open");
+    let done = latest.is_some_and(|s| s.execution == "done");
     page(
         "Run",
         Some(session),
@@ -210,32 +234,27 @@ pub(crate) fn run(
                 p.state { (shown(&latest.standing())) }
                 p { "Requested by " (shown(&latest.requested_by)) " · host " (shown(&latest.owner)) }
             }
+            @if let Some(latest) = latest {
+                (resumer(&parts.resumer, &latest.owner, done, parts.now_ms))
+            }
             @if let Some(paused) = paused {
                 @if let Some(client) = &paused.state().client {
                     p { "Through the client " (shown(&client.to_string())) " (as it declared itself)" }
                 }
+                (conversation(&paused.state().transcript))
                 h2 { "The turn" }
                 @for (index, call) in paused.pending().iter().enumerate() {
                     @let reviewed = paused.review().tools.get(index).and_then(Option::as_ref);
                     section.call {
                         h3 { "Call " code { (shown(&call.id)) } ": " (shown(&call.name)) }
-                        @if let Some(tool) = reviewed {
-                            p {
-                                // A local tool's name holds no `.`; an imported
-                                // one's is `server.tool`.
-                                @match call.name.split_once('.') {
-                                    Some((server, _)) => { "Remote, server " code { (shown(server)) } }
-                                    None => { "Local (built in)" }
-                                }
-                                " · effect " code { (tool.effect.as_str()) } " · gate: "
-                                @if tool.needs_approval {
-                                    @if call.name.contains('.') {
-                                        "approval (the operator's declaration for its server, or the tool changed since it was accepted)"
-                                    } @else {
-                                        "approval (a declared write, or the tool's own rule)"
-                                    }
-                                } @else { "runs without approval" }
+                        @if let Some(gate) = parts.gates.get(index) {
+                            dl.gate {
+                                dt { "tool" } dd { (shown(&gate.source)) }
+                                dt { "effect" } dd { (shown(&gate.effect)) }
+                                dt { "gate" } dd { (shown(&gate.words)) "; " (gate.when_paused) }
                             }
+                        }
+                        @if let Some(tool) = reviewed {
                             p.description { (shown(&tool.description)) }
                         }
                         h4 { "Arguments" }
@@ -267,17 +286,7 @@ pub(crate) fn run(
                 (choices(session, run_id, unknown))
             }
             (decisions(history))
-            @if !history.calls.is_empty() {
-                h2 { "Calls the host ran" }
-                ul {
-                    @for call in &history.calls {
-                        li {
-                            code { (shown(&call.call_id)) } " " (shown(&call.tool)) ": " (shown(&call.state))
-                            @if let Some(result) = &call.result { " — " (shown(result)) }
-                        }
-                    }
-                }
-            }
+            (what_ran(&parts.finished, &history.calls))
         },
     )
 }
@@ -402,6 +411,7 @@ fn deny_only_form(session: &Session, run_id: &str, paused: &SuspendedRun) -> Mar
         form method="post" action={ (base(session)) "/runs/" (path_segment(run_id)) "/decide" } {
             input type="hidden" name="csrf" value=(session.csrf_token);
             input type="hidden" name="digest" value=(paused.digest().as_str());
+            (deny_reason())
             button type="submit" name="verdict" value="deny" { "Deny every call" }
         }
     }
@@ -417,7 +427,11 @@ fn decide_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> Marku
                 input type="hidden" name="digest" value=(paused.digest().as_str());
                 button type="submit" name="verdict" value="approve" { "Approve every call" }
                 " "
+                (deny_reason())
                 button type="submit" name="verdict" value="deny" { "Deny every call" }
+            }
+            p.note {
+                "Approving a call that writes asks once more, showing the arguments it will run with."
             }
             h3 { "Call by call" }
             form.calls method="post" action=(action) {
@@ -444,6 +458,18 @@ fn decide_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> Marku
                 button type="submit" { "Record these verdicts" }
             }
             p.digest { "Decided on digest " code { (paused.digest().as_str()) } }
+    }
+}
+
+/// The reason a denial of every call gives the model, as the console's
+/// `runs deny --reason` does.
+fn deny_reason() -> Markup {
+    html! {
+        label.reason {
+            "Deny, because "
+            input type="text" name="reason" placeholder="the reason the model reads";
+        }
+        " "
     }
 }
 

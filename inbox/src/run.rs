@@ -8,8 +8,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use toolgate::suspend::{CallVerdict, TurnDigest};
 use toolgate_store::{Answer, ClaimError, Session};
 
+use crate::finished::Finished;
 use crate::guard::{decider, same_origin, session_of, token_matches};
-use crate::{Inbox, Refused, pages};
+use crate::resumer::Resumer;
+use crate::{Inbox, Refused, confirm, gates, pages};
 
 pub(crate) async fn run_page(
     State(inbox): State<Inbox>,
@@ -28,6 +30,7 @@ pub(crate) async fn run_page(
             .into_response());
     }
     let may_declare = session.may_declare && inbox.inner.registry.is_some();
+    let parts = parts(&inbox, &run, paused.as_ref(), &history).await;
     Ok(pages::run(
         &session,
         &run,
@@ -35,8 +38,47 @@ pub(crate) async fn run_page(
         &history,
         &unknown,
         may_declare,
+        &parts,
     )
     .into_response())
+}
+
+/// What a run's page shows beyond its turn and its decisions: each call's
+/// gate, what ran and how the run ended, and who resumes it — each read on
+/// its own, so one part that cannot be read leaves the others.
+async fn parts(
+    inbox: &Inbox,
+    run: &str,
+    paused: Option<&toolgate::suspend::SuspendedRun>,
+    history: &toolgate_store::RunHistory,
+) -> pages::RunParts {
+    let store = inbox.store();
+    let gates = match paused {
+        Some(paused) => gates::of_turn(inbox, paused).await,
+        None => Vec::new(),
+    };
+    let finished = Finished {
+        ran: store.ran_calls(run).await.map_err(|e| e.to_string()),
+        answer: store.final_answer(run).await.map_err(|e| e.to_string()),
+        client: store.client_outcomes(run).await.map_err(|e| e.to_string()),
+    };
+    let owner = history
+        .suspensions
+        .last()
+        .map_or("", |latest| latest.owner.as_str());
+    let resumer = if toolgate_store::is_reserved_host_name(owner) {
+        Resumer::Client {
+            gateway: owner.to_owned(),
+        }
+    } else {
+        Resumer::Host(store.host_seen(owner).await.map_err(|e| e.to_string()))
+    };
+    pages::RunParts {
+        gates,
+        finished,
+        resumer,
+        now_ms: crate::now_ms(),
+    }
 }
 
 /// A decision form's fields, each named once: `csrf`, `digest`, `verdict`
@@ -86,6 +128,13 @@ impl DecideForm {
         Ok(Self { fields })
     }
 
+    /// Every field, by name.
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+    }
+
     pub(crate) fn get(&self, name: &str) -> &str {
         self.fields.get(name).map_or("", String::as_str)
     }
@@ -97,7 +146,28 @@ impl DecideForm {
     fn answer(&self, pending: &[toolgate::run::ToolCall]) -> Result<Answer, String> {
         match self.get("verdict") {
             "approve" => Ok(Answer::Approve),
-            "deny" => Ok(Answer::Deny),
+            // Every call denied, with the reason the model reads when one
+            // is given — the console's `runs deny --reason`.
+            "deny" => {
+                let reason = self.get("reason").trim();
+                if reason.is_empty() || pending.is_empty() {
+                    Ok(Answer::Deny)
+                } else {
+                    Ok(Answer::Calls(
+                        pending
+                            .iter()
+                            .map(|call| {
+                                (
+                                    call.id.clone(),
+                                    CallVerdict::Deny {
+                                        reason: reason.to_owned(),
+                                    },
+                                )
+                            })
+                            .collect(),
+                    ))
+                }
+            }
             "input" => serde_json::from_str(self.get("input"))
                 .map(Answer::Input)
                 .map_err(|error| format!("the input is not JSON: {error}")),
@@ -163,11 +233,12 @@ pub(crate) async fn decide(
         Refused::BadToken
     })?;
     token_matches(&session, form.get("csrf"))?;
-    let pending = match inbox.store().load_suspended(&run).await {
-        Ok(paused) => paused.pending().to_vec(),
-        // Whatever is wrong is the decision's to say.
-        Err(_) => Vec::new(),
-    };
+    // Whatever is wrong with the run is the decision's to say.
+    let paused = inbox.store().load_suspended(&run).await.ok();
+    let pending = paused
+        .as_ref()
+        .map(|paused| paused.pending().to_vec())
+        .unwrap_or_default();
     let answer = match form.answer(&pending) {
         Ok(answer) => answer,
         Err(why) => return Ok(bad_form(why)),
@@ -180,6 +251,18 @@ pub(crate) async fn decide(
         pages::path_segment(&run)
     );
     let allow_tool = form.get("allow_tool").trim();
+    // An approval of a write asks once more, with the same fields — when
+    // the run would take it: a refusal is said at once.
+    if let Some(paused) = &paused
+        && form.get(confirm::CONFIRM.0) != confirm::CONFIRM.1
+        && confirm::run_would_take(paused, &answer, &digest, decider.name())
+        && (allow_tool.is_empty() || may_declare_here(&inbox, &session, paused))
+    {
+        let writes = confirm::approved_writes(paused, &answer);
+        if !writes.is_empty() {
+            return Ok(confirm::ask(&session, &run, &writes, &form).into_response());
+        }
+    }
     if !allow_tool.is_empty() {
         return from_now_on(&inbox, &session, &run, &digest, answer, allow_tool, &fresh).await;
     }
@@ -200,6 +283,19 @@ pub(crate) async fn decide(
         )
             .into_response()),
     }
+}
+
+/// Whether "and from now on" may be taken here, on `paused`: the
+/// operator may declare, the inbox knows the tools, and nothing binds the
+/// run against it — what [`from_now_on`] and the store refuse otherwise.
+fn may_declare_here(
+    inbox: &Inbox,
+    session: &Session,
+    paused: &toolgate::suspend::SuspendedRun,
+) -> bool {
+    session.may_declare
+        && inbox.inner.registry.is_some()
+        && toolgate::audit::standing_declaration_problem(&paused.state().options).is_none()
 }
 
 /// A run that changed under the operator's form — decided elsewhere, or

@@ -456,6 +456,8 @@ async fn an_approval_runs_the_arguments_shown_and_an_edited_box_is_no_approval()
             ("call:c1", "approve".to_owned()),
             ("args:c1", args_c1.to_owned()),
             ("call:c2", "approve".to_owned()),
+            // An approval of a write, confirmed.
+            ("confirm", "write".to_owned()),
         ]
     };
     let edited = decide(r#"{"branch": "main"}"#);
@@ -539,6 +541,8 @@ async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
             ("csrf", csrf.clone()),
             ("digest", digest.as_str().to_owned()),
             ("verdict", "calls".to_owned()),
+            // An approval of a write, confirmed.
+            ("confirm", "write".to_owned()),
         ];
         all.extend(fields.iter().map(|(k, v)| (*k, (*v).to_owned())));
         all
@@ -1127,6 +1131,7 @@ async fn a_later_approver_sees_and_approves_the_first_ones_edit() {
                 ("verdict", "calls"),
                 ("call:c1", "edit"),
                 ("args:c1", r#"{"branch": "older"}"#),
+                ("confirm", "write"),
             ],
         ),
     )
@@ -1179,6 +1184,7 @@ async fn a_later_approver_sees_and_approves_the_first_ones_edit() {
                 ("verdict", "calls"),
                 ("call:c1", &verdict),
                 ("args:c1", &arguments),
+                ("confirm", "write"),
             ],
         ),
     )
@@ -1264,6 +1270,7 @@ async fn from_now_on_in_the_inbox_is_an_operators_power() {
             ("digest".to_owned(), run.digest().as_str().to_owned()),
             ("verdict".to_owned(), "approve".to_owned()),
             ("allow_tool".to_owned(), "notes.write_note".to_owned()),
+            ("confirm".to_owned(), "write".to_owned()),
         ]
     };
     let as_pairs = |form: &[(String, String)]| -> Vec<(String, String)> { form.to_vec() };

@@ -109,8 +109,8 @@ pub use flag::{StoredFlag, ToolDeclaration, effective_approval};
 pub use flag::{approval_from_stored, tool_declaration_from_stored};
 pub use host::choose::{Choice, Choosing, Chosen, RecordedChoice, UnknownCall};
 pub use host::{
-    ANSWER_GRACE, CallHost, CallStanding, Ended, HeldCall, Holding, Host, LostAnswer, Resumable,
-    Resumed, SetAside, WaitsFor,
+    ANSWER_GRACE, CallHost, CallStanding, Ended, HOST_HEARTBEAT, HeldCall, Holding, Host, HostSeen,
+    LostAnswer, RanCall, RanOutcome, Resumable, Resumed, SetAside, WaitsFor,
 };
 /// Not public API: the rule for a host's name, for tests (`test-util`);
 /// [`Host::new`] applies it.

@@ -33,6 +33,7 @@ impl Host {
         run_id: Option<&str>,
     ) -> Result<Option<(i64, String, String)>, StoreError> {
         self.store.check_keyed()?;
+        self.heartbeat().await;
         // A candidate can be out of reach for a moment — another host of the
         // name is claiming it, or a decider's transaction that lost is still
         // rolling back on PostgreSQL — while the poll still sees it waiting:

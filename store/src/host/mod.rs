@@ -29,7 +29,12 @@ pub(crate) mod choose;
 mod claim;
 mod journal;
 mod lost;
+mod ran;
 mod resume;
+mod seen;
+
+pub use ran::{RanCall, RanOutcome};
+pub use seen::{HOST_HEARTBEAT, HostSeen};
 
 /// A host: the name its runs are saved under, and this process's claim on
 /// the runs it resumes.
@@ -41,6 +46,10 @@ pub struct Host {
     /// Decided runs this host could not read, by suspension: passed over
     /// (and left as they are, for an operator) so the others still run.
     set_aside: Arc<Mutex<BTreeMap<i64, SetAside>>>,
+    /// When this host last wrote that it was seen (its heartbeat), in
+    /// milliseconds since the epoch: the heartbeat is written at most every
+    /// [`HOST_HEARTBEAT`].
+    seen_at: Arc<std::sync::atomic::AtomicI64>,
 }
 
 /// A decided run a host could not read — no key, the wrong key, a row
@@ -186,6 +195,7 @@ impl Host {
             name: name.to_owned(),
             lease: Duration::from_secs(30),
             set_aside: Arc::default(),
+            seen_at: Arc::default(),
         })
     }
 

@@ -266,8 +266,12 @@ impl Host {
             Ended::Suspended { status } => format!("paused again: {}", status.as_str()),
             _ => String::new(),
         };
+        let answer = match &ended {
+            Ended::Finished { answer } => Some(answer.as_str()),
+            _ => None,
+        };
         if self
-            .close(suspension_id, token, &words, next.as_ref())
+            .close_with(suspension_id, token, &words, next.as_ref(), answer)
             .await?
         {
             Ok((ended, Some(state)))
@@ -285,6 +289,21 @@ impl Host {
         outcome: &str,
         next: Option<&SuspendedRun>,
     ) -> Result<bool, StoreError> {
+        self.close_with(suspension_id, token, outcome, next, None)
+            .await
+    }
+
+    /// [`Host::close`], keeping the model's final answer beside the
+    /// outcome when the run finished — shown on its page, never read by a
+    /// resume.
+    async fn close_with(
+        &self,
+        suspension_id: i64,
+        token: &str,
+        outcome: &str,
+        next: Option<&SuspendedRun>,
+        answer: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let (_writer, mut tx) = self.store.write().await?;
         if !crate::suspension::conclude(&mut tx, suspension_id, token, Execution::Done, outcome)
             .await?
@@ -294,6 +313,13 @@ impl Host {
                 "the run was taken over by another host; nothing stored"
             );
             return Ok(false);
+        }
+        if let Some(answer) = answer {
+            Query::new("UPDATE suspended_run SET final_answer = $1 WHERE id = $2")
+                .bind(answer)
+                .bind(suspension_id)
+                .execute(&mut tx)
+                .await?;
         }
         if let Some(next) = next {
             self.store
