@@ -1013,3 +1013,134 @@ mod reqwest {
         }
     }
 }
+
+/// A free loopback port, for a server that must be told its address.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_call_is_decided_from_the_inbox() {
+    let dir = scratch();
+    let dir = dir.path().to_owned();
+    let port = free_port();
+    let origin = format!("http://127.0.0.1:{port}");
+    let inbox = command(&dir)
+        .args([
+            "inbox",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--no-notify",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let _inbox = Killed(inbox);
+    let http = ::reqwest::Client::builder()
+        .redirect(::reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http.get(format!("{origin}/")).send().await.is_err() {
+        assert!(Instant::now() < deadline, "the inbox does not answer");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let asked = event(
+        "codex",
+        "PreToolUse",
+        "apply_patch",
+        &json!({"command": "*** Begin Patch\n*** Delete File: Cargo.lock\n*** End Patch\n"}),
+    );
+    let hook_dir = dir.clone();
+    let waiting_hook =
+        std::thread::spawn(move || hook(&hook_dir, "codex", &["--direct", "--wait", "60"], &asked));
+    let run = {
+        let dir = dir.clone();
+        tokio::task::spawn_blocking(move || one_waiting(&dir, "codex"))
+            .await
+            .unwrap()
+    };
+    let added: Value = serde_json::from_str(&toolgate(
+        &dir,
+        &[
+            "--json",
+            "operator",
+            "add",
+            "carol",
+            "--public-url",
+            &origin,
+        ],
+    ))
+    .unwrap();
+    let secret = added["link"]
+        .as_str()
+        .unwrap()
+        .rsplit("token=")
+        .next()
+        .unwrap()
+        .to_owned();
+    let signed = http
+        .post(format!("{origin}/sign-in"))
+        .header("origin", &origin)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={secret}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status().as_u16(), 303);
+    let cookie = signed.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let home = signed.headers()["location"].to_str().unwrap().to_owned();
+    // The run's page shows the patch, escaped, and who asked through which client.
+    let page = http
+        .get(format!("{origin}{home}runs/{run}"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("codex.apply_patch"), "{page}");
+    assert!(page.contains("Delete File: Cargo.lock"), "{page}");
+    let digest = shown(&dir, &run)["digest"].as_str().unwrap().to_owned();
+    let csrf = home
+        .trim_start_matches("/s/")
+        .trim_end_matches('/')
+        .to_owned();
+    let decided = http
+        .post(format!("{origin}{home}runs/{run}/decide"))
+        .header("cookie", &cookie)
+        .header("origin", &origin)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "csrf={csrf}&digest={}&verdict=approve&confirm=write",
+            digest.replace(':', "%3A")
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        decided.status().as_u16() < 400,
+        "{}",
+        decided.text().await.unwrap()
+    );
+    let (code, out, err) = tokio::task::spawn_blocking(move || waiting_hook.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    let decisions = &shown(&dir, &run)["decisions"];
+    assert_eq!(decisions[0]["by"], "carol", "{decisions}");
+    assert_eq!(decisions[0]["channel"], "inbox", "{decisions}");
+}
