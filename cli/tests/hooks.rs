@@ -1066,42 +1066,7 @@ async fn a_held_call_is_decided_from_the_inbox() {
             .await
             .unwrap()
     };
-    let added: Value = serde_json::from_str(&toolgate(
-        &dir,
-        &[
-            "--json",
-            "operator",
-            "add",
-            "carol",
-            "--public-url",
-            &origin,
-        ],
-    ))
-    .unwrap();
-    let secret = added["link"]
-        .as_str()
-        .unwrap()
-        .rsplit("token=")
-        .next()
-        .unwrap()
-        .to_owned();
-    let signed = http
-        .post(format!("{origin}/sign-in"))
-        .header("origin", &origin)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("token={secret}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(signed.status().as_u16(), 303);
-    let cookie = signed.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let home = signed.headers()["location"].to_str().unwrap().to_owned();
+    let (cookie, home) = signed_into_inbox(&http, &origin, &dir, "carol").await;
     // The run's page shows the patch, escaped, and who asked through which client.
     let page = http
         .get(format!("{origin}{home}runs/{run}"))
@@ -1143,4 +1108,44 @@ async fn a_held_call_is_decided_from_the_inbox() {
     let decisions = &shown(&dir, &run)["decisions"];
     assert_eq!(decisions[0]["by"], "carol", "{decisions}");
     assert_eq!(decisions[0]["channel"], "inbox", "{decisions}");
+}
+
+/// Signs `name` in to the inbox at `origin` as a browser does: the session
+/// cookie, and the session's home path (`/s/CSRF/`).
+async fn signed_into_inbox(
+    http: &::reqwest::Client,
+    origin: &str,
+    dir: &Path,
+    name: &str,
+) -> (String, String) {
+    let added: Value = serde_json::from_str(&toolgate(
+        dir,
+        &["--json", "operator", "add", name, "--public-url", origin],
+    ))
+    .unwrap();
+    let secret = added["link"]
+        .as_str()
+        .unwrap()
+        .rsplit("token=")
+        .next()
+        .unwrap()
+        .to_owned();
+    let signed = http
+        .post(format!("{origin}/sign-in"))
+        .header("origin", origin)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={secret}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status().as_u16(), 303);
+    let cookie = signed.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let home = signed.headers()["location"].to_str().unwrap().to_owned();
+    (cookie, home)
 }
