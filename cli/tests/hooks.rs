@@ -433,6 +433,20 @@ fn approved_is_allowed_with_who_decided_denied_is_blocked() {
             asked_in.contains("5f0c-session") && asked_in.contains("/work/repo"),
             "{asked_in}"
         );
+        // Lowering a client's tool from a decision goes through its own
+        // declaration, said so.
+        let refused = decide(
+            dir,
+            &run,
+            "bob",
+            &["--allow-tool", &format!("{client}.Bash")],
+        );
+        assert_eq!(refused.status.code(), Some(2));
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            said.contains(&format!("toolgate hook declare {client} Bash off")),
+            "{said}"
+        );
         approve(dir, &run, "bob", &[]);
         let (code, out, err) = finished(child);
         assert_eq!(code, 0, "{client}: {err}");

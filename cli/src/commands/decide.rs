@@ -102,6 +102,15 @@ pub(super) async fn from_now_on(
     answer: Answer,
     tool: &str,
 ) -> Result<(), Failure> {
+    if let Some((client, name)) = tool.split_once('.')
+        && let Some(client) = toolgate_gateway::hook::Client::named(client)
+    {
+        return Err(Failure::Usage(format!(
+            "`{}` is a coding agent's own tool, declared apart from servers' tools: approve without `--allow-tool`, then `toolgate hook declare {client} {} off`",
+            visible(tool),
+            visible(name)
+        )));
+    }
     let digest = TurnDigest::from_text(required_digest(&args)?);
     let operator = operator_identity(args.operator.as_deref())?;
     let (shown, now) = offered_now(store, workspace, &args.run, tool).await?;
