@@ -280,6 +280,23 @@ fn a_server_behind_a_gateway_is_gated_there() {
         assert_eq!(code, 2, "{client}");
         assert!(err.contains("waits for approval"), "{err}");
     }
+    // A tool's name too long for a run is held under a shortened one, the
+    // full name in what asked.
+    let long = "mcp__a-very-long-server-name-here__and_a_really_long_tool_name_too";
+    let asked = event("claude-code", "PreToolUse", long, &json!({}));
+    let (code, _, err) = hook(dir, "claude-code", &["--direct", "--wait", "1"], &asked);
+    assert_eq!(code, 2);
+    assert!(err.contains("waits for approval"), "{err}");
+    let seen = waiting(dir, "claude-code")
+        .iter()
+        .map(|run| shown(dir, run))
+        .find(|seen| seen["asked"].as_str().unwrap().contains(long))
+        .expect("the call is held, its name in what asked");
+    let name = seen["pending"][0]["name"].as_str().unwrap();
+    assert!(
+        name.starts_with("claude-code.mcp__a-very") && name.len() <= 64,
+        "{name}"
+    );
 }
 
 #[test]

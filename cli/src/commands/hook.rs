@@ -7,7 +7,7 @@
 //! whatever goes wrong (a panic included): a deny is exit 2 with the reason
 //! on stderr.
 
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -120,7 +120,8 @@ pub(crate) struct HookArgs {
 /// whatever happens, a panic included.
 pub(crate) fn hook_process(cli: &Cli, client: Client, args: &HookArgs) -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "toolgate could not judge this call, so it does not run: the hook failed ({})",
             visible(&info.to_string())
         );
@@ -139,8 +140,10 @@ pub(crate) fn hook_process(cli: &Cli, client: Client, args: &HookArgs) -> ExitCo
         Err(_) => return ExitCode::from(2),
     };
     let rendered = verdict.render(client, kind);
-    print!("{}", rendered.stdout);
-    eprint!("{}", rendered.stderr);
+    // Never a panic on a closed stream: the exit code still says it.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), rendered.stdout.as_bytes());
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), rendered.stderr.as_bytes());
     ExitCode::from(rendered.exit)
 }
 
@@ -235,7 +238,8 @@ async fn submit(service: &str, args: &HookArgs, client: Client, bytes: &[u8]) ->
 
 /// Judges the event against the store itself.
 async fn direct(cli: &Cli, client: Client, args: &HookArgs, event: &HookEvent) -> Verdict {
-    eprintln!(
+    let _ = writeln!(
+        std::io::stderr(),
         "toolgate hook --direct: this hook writes the store itself, so whoever runs this agent can decide its calls; submit to a gateway under another account (`--service`) to keep deciding apart"
     );
     let location = match cli

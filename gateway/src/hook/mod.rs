@@ -681,7 +681,7 @@ impl HookGate {
     /// The gateway of one held call: its one tool, its arguments as the run
     /// records them, its client and context.
     fn held(&self, event: &HookEvent, requester: &str) -> Result<Held, Verdict> {
-        let local = format!("{}.{}", self.client.name(), event.tool);
+        let local = local_name(self.client, &event.tool);
         if let Some(problem) = toolgate::registry::tool_name_problem(&local) {
             return Err(Verdict::failed(format!(
                 "the tool `{}` cannot be named in a run: {problem}",
@@ -726,6 +726,23 @@ impl HookGate {
             context,
         })
     }
+}
+
+/// The name a client's tool is held under: `CLIENT.TOOL`; a name that does
+/// not fit a run's 64 characters keeps its first characters and a digest of
+/// the whole (the context names the tool in full). A name with characters
+/// no tool name holds is kept as it is, and refused.
+fn local_name(client: Client, tool: &str) -> String {
+    let whole = format!("{}.{tool}", client.name());
+    if whole.len() <= 64 {
+        return whole;
+    }
+    let digest = toolgate::suspend::arguments_digest(&Value::String(tool.to_owned()));
+    let digest = digest.rsplit(':').next().unwrap_or_default();
+    let digest: String = digest.chars().take(10).collect();
+    let keep = 64 - client.name().len() - 1 - 1 - digest.len();
+    let prefix: String = tool.chars().take(keep).collect();
+    format!("{}.{prefix}-{digest}", client.name())
 }
 
 struct Held {
