@@ -2,7 +2,8 @@
 //! (chromedriver) — without them this test fails, it does not skip. An
 //! operator signs in with the link `toolgate operator add` printed, sees the
 //! demo's paused run, denies one call and approves another with edited
-//! arguments; `toolgate host` resumes it and the page shows what ran. A run
+//! arguments — a write, so the page asks once more, showing the edit — and
+//! `toolgate host` resumes it and the page shows what ran. A run
 //! whose arguments hold markup renders it as text and runs nothing; a form
 //! posted from another port of 127.0.0.1 — same-site, so the cookie is sent
 //! — is refused. Each page is saved as a screenshot under the target
@@ -285,8 +286,8 @@ async fn an_operator_decides_in_a_real_browser_and_nothing_injected_runs() {
     // The host resumes it; the page shows what ran.
     toolgate(dir, &["host", "--once"]);
     client.refresh().await.unwrap();
-    let after = client.source().await.unwrap();
-    assert!(after.contains("Calls the host ran"), "{after}");
+    let after = page_with(&client, "Calls the host ran").await;
+    assert!(after.contains("Arguments it ran with"), "{after}");
     // The host ran the edited call and skipped the denied one.
     let ran = json_of(dir, &["runs", "show", &run]);
     let ended: Vec<&str> = ran["calls"]
@@ -298,6 +299,15 @@ async fn an_operator_decides_in_a_real_browser_and_nothing_injected_runs() {
         .collect();
     assert!(ended.contains(&edited.as_str()), "{ran}");
     snap(&client, "5-ran").await;
+    // What ran, further down the page: scrolled to, and saved too.
+    client
+        .execute(
+            "[...document.querySelectorAll('h2')].find(h => h.textContent === 'Calls the host ran').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    snap(&client, "5-ran-calls").await;
 
     // The history holds the decided run; the search narrows the list.
     client.goto(&format!("{base}/?view=history")).await.unwrap();
@@ -390,6 +400,20 @@ async fn decide_call_by_call(client: &Client, dir: &Path, url: &str, run: &str) 
         .unwrap();
     client
         .find(Locator::Css("form.calls button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // Approving a write asks once more, showing the edit as it will run;
+    // nothing is recorded until the second click.
+    let asked = page_with(client, "Approve this write?").await;
+    assert!(asked.contains("edited in the inbox"), "{asked}");
+    let waiting = json_of(dir, &["runs", "show", run]);
+    assert_eq!(waiting["state"], "open", "{waiting}");
+    snap(client, "3a-approve-this-write").await;
+    client
+        .find(Locator::Css("main form button[type=submit]"))
         .await
         .unwrap()
         .click()

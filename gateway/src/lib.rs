@@ -94,7 +94,6 @@ mod lost;
 mod mrtr;
 mod same;
 pub mod stdio;
-pub mod tls;
 
 use answers::{answer, refusal, run_error};
 use follow::Followed;

@@ -22,7 +22,6 @@ mod review;
 mod run_ids;
 mod runs;
 mod servers;
-mod serving;
 mod tools;
 mod turn;
 
