@@ -518,13 +518,39 @@ pub(crate) struct GatewayArgs {
 /// `toolgate inbox`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct InboxArgs {
-    /// Where to listen: a loopback address and port.
+    /// Where to listen: a loopback address and port — or any address, over
+    /// HTTPS (`--tls-cert`, `--tls-key`) or behind a proxy that signs
+    /// people in (`--behind-proxy`), with `--public-url`.
     #[arg(long, default_value = "127.0.0.1:8640")]
     pub(crate) listen: std::net::SocketAddr,
     /// Where a browser reaches the inbox, when not at the listen address (a
-    /// proxy in front): every change must come from this origin.
+    /// proxy in front, or a name on the network): every change must come
+    /// from this origin.
     #[arg(long)]
     pub(crate) public_url: Option<String>,
+    /// Serve HTTPS with this certificate (PEM: the server's certificate,
+    /// then any intermediates).
+    #[arg(long, value_name = "PATH", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM, unencrypted).
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// Behind an authenticating reverse proxy: the name it sets in
+    /// `--user-header` is the operator (recorded through the channel
+    /// `proxy`), on requests that prove they come from it with the secret
+    /// of `--proxy-secret-file` in `X-Toolgate-Proxy-Secret`; any other
+    /// request is refused. Needs `--public-url`, the proxy's address.
+    #[arg(long, requires_all = ["user_header", "proxy_secret_file", "public_url"])]
+    pub(crate) behind_proxy: bool,
+    /// The header the proxy names the signed-in user in (e.g.
+    /// `X-Forwarded-User`); it must replace any the browser sent.
+    #[arg(long, value_name = "NAME", requires = "behind_proxy")]
+    pub(crate) user_header: Option<String>,
+    /// A file holding the secret the proxy sends with every request, in
+    /// `X-Toolgate-Proxy-Secret` (at least 16 characters; `openssl rand
+    /// -hex 32`).
+    #[arg(long, value_name = "PATH", requires = "behind_proxy")]
+    pub(crate) proxy_secret_file: Option<PathBuf>,
     /// Do not deliver notifications from this process (by default the
     /// inbox delivers the outbox to every sink, with links to its runs).
     #[arg(long)]

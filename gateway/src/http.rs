@@ -41,9 +41,11 @@
 //! `serde_json` reads is refused, and a held call waits at most
 //! [`crate::Gateway::wait`].
 //!
-//! Only a loopback address is served for now ([`bind`]): a token crosses
-//! the network in the clear without TLS, and neither TLS nor a trusted
-//! proxy is supported yet.
+//! **Beyond loopback**, only over TLS ([`bind_tls`], [`crate::tls`]): a
+//! token must not cross a network in the clear, so [`bind`] takes a
+//! loopback address only. Clients then name the gateway by its public
+//! name, which [`HttpGateway::public_url`] adds to the hosts a request may
+//! name; tokens and sessions are checked exactly as on loopback.
 //!
 //! ```no_run
 //! # async fn serve(store: toolgate_store::Store) -> Result<(), Box<dyn std::error::Error>> {
@@ -92,11 +94,19 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpError {
-    /// The address is not a loopback one.
+    /// The address is not a loopback one, and TLS was not given.
     #[error(
-        "the gateway serves HTTP on a loopback address only (127.0.0.1 or ::1), not {0}: TLS and a trusted proxy in front are not supported yet, and a token must not cross the network in the clear"
+        "the gateway serves plain HTTP on a loopback address only (127.0.0.1 or ::1), not {0}: a token must not cross a network in the clear — serve it over TLS there, with a certificate and its key (`--tls-cert PATH --tls-key PATH`)"
     )]
     NotLoopback(SocketAddr),
+    /// The certificate or key for TLS could not be used.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
+    /// A public URL is not one.
+    #[error(
+        "`{0}` is not a URL the gateway can be reached at: write its scheme and host, and its port unless the scheme's own, e.g. `https://gateway.example.com` or `https://gateway.example.com:8650`"
+    )]
+    PublicUrl(String),
     /// The address could not be listened on.
     #[error("cannot listen on {address}: {error}")]
     Listen {
@@ -116,7 +126,7 @@ pub enum HttpError {
 }
 
 /// A listener on `address`, which must be a loopback address (a port of 0
-/// is chosen by the system).
+/// is chosen by the system): plain HTTP goes no further.
 pub async fn bind(address: SocketAddr) -> Result<tokio::net::TcpListener, HttpError> {
     if !address.ip().is_loopback() {
         return Err(HttpError::NotLoopback(address));
@@ -124,6 +134,44 @@ pub async fn bind(address: SocketAddr) -> Result<tokio::net::TcpListener, HttpEr
     tokio::net::TcpListener::bind(address)
         .await
         .map_err(|error| HttpError::Listen { address, error })
+}
+
+/// A listener on `address`, any address, whose connections are TLS with
+/// `tls`'s certificate.
+pub async fn bind_tls(
+    address: SocketAddr,
+    tls: crate::tls::Tls,
+) -> Result<crate::tls::TlsListener, HttpError> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| HttpError::Listen { address, error })?;
+    Ok(tls.listen(listener)?)
+}
+
+/// The hosts a request may name to reach `public_url`
+/// (`scheme://host[:port][/path]`): `host:port`, and `host` alone at the
+/// scheme's own port.
+fn public_hosts(public_url: &str) -> Option<Vec<String>> {
+    let url = public_url.trim();
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "https" => 443,
+        "http" => 80,
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    if authority.is_empty() || authority.contains(['@', ' ', '*']) {
+        return None;
+    }
+    let authority: axum::http::uri::Authority = authority.parse().ok()?;
+    let host = authority.host().to_ascii_lowercase();
+    let port = authority.port_u16().unwrap_or(default_port);
+    let mut hosts = vec![format!("{host}:{port}")];
+    if port == default_port {
+        hosts.push(host);
+    }
+    Some(hosts)
 }
 
 /// The person of the token a request carries: put in the request's
@@ -273,6 +321,8 @@ pub struct HttpGateway {
     origins: Vec<String>,
     /// How long a hook's held call waits, when hooks are answered.
     hooks: Option<Duration>,
+    /// The hosts of the public URL ([`HttpGateway::public_url`]).
+    public: Vec<String>,
 }
 
 impl Gateway {
@@ -285,6 +335,7 @@ impl Gateway {
             bound,
             origins: Vec::new(),
             hooks: None,
+            public: Vec::new(),
         }
     }
 }
@@ -319,6 +370,21 @@ impl HttpGateway {
         }
     }
 
+    /// Answers requests that name `public_url`'s host too
+    /// (`https://gateway.example.com`, say — the address clients are given,
+    /// in front of a listener on every address): by default only the
+    /// address listened on is. Tokens and sessions are checked as ever.
+    pub fn public_url(mut self, public_url: &str) -> Result<Self, HttpError> {
+        let hosts =
+            public_hosts(public_url).ok_or_else(|| HttpError::PublicUrl(public_url.to_owned()))?;
+        for host in hosts {
+            if !self.public.contains(&host) {
+                self.public.push(host);
+            }
+        }
+        Ok(self)
+    }
+
     /// Answers coding agents' hooks too, at `POST /hook/CLIENT`
     /// ([`crate::hook`]), holding each gated call up to `wait`: a hook
     /// submits with a token, whose person is the requester; the token
@@ -343,6 +409,11 @@ impl HttpGateway {
                 std::net::IpAddr::V6(ip) => format!("[{ip}]"),
             };
             hosts.extend([ip, "localhost".to_owned()]);
+        }
+        for host in &self.public {
+            if !hosts.contains(host) {
+                hosts.push(host.clone());
+            }
         }
         hosts
     }
@@ -396,14 +467,19 @@ impl HttpGateway {
         (router, guard, sessions, stop)
     }
 
-    /// Serves `listener` until `shutdown` resolves; then the sessions end,
-    /// and the connections to upstream servers close once the resumes
-    /// under way ended ([`Gateway::close`]).
-    pub async fn serve(
+    /// Serves `listener` — [`bind`]'s, or [`bind_tls`]'s for HTTPS — until
+    /// `shutdown` resolves; then the sessions end, and the connections to
+    /// upstream servers close once the resumes under way ended
+    /// ([`Gateway::close`]).
+    pub async fn serve<L>(
         self,
-        listener: tokio::net::TcpListener,
+        listener: L,
         shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<(), HttpError> {
+    ) -> Result<(), HttpError>
+    where
+        L: axum::serve::Listener,
+        L::Addr: std::fmt::Debug,
+    {
         let (router, guard, sessions, stop) = self.router();
         let stop = Arc::new(stop);
         // A held call's runs stopped gateways left are picked up from the
@@ -668,4 +744,39 @@ async fn guarded(State(guard): State<Guard>, mut request: Request, next: Next) -
         Some(_) => {}
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::public_hosts;
+
+    #[test]
+    fn a_public_url_names_its_host_with_and_without_its_default_port() {
+        assert_eq!(
+            public_hosts("https://Gateway.Example.com/").as_deref(),
+            Some(
+                &[
+                    "gateway.example.com:443".to_owned(),
+                    "gateway.example.com".to_owned()
+                ][..]
+            )
+        );
+        assert_eq!(
+            public_hosts("https://gw.example:8650/mcp").as_deref(),
+            Some(&["gw.example:8650".to_owned()][..])
+        );
+        assert_eq!(
+            public_hosts("http://[::1]:80").as_deref(),
+            Some(&["[::1]:80".to_owned(), "[::1]".to_owned()][..])
+        );
+        for no in [
+            "gateway.example.com",
+            "ftp://x",
+            "https://",
+            "https://a@b",
+            "https://*.example",
+        ] {
+            assert_eq!(public_hosts(no), None, "{no}");
+        }
+    }
 }

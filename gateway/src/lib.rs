@@ -94,6 +94,7 @@ mod lost;
 mod mrtr;
 mod same;
 pub mod stdio;
+pub mod tls;
 
 use answers::{answer, refusal, run_error};
 use follow::Followed;

@@ -164,13 +164,28 @@ pub(crate) async fn session_of(
         .map(|cookie| cookie.value().to_owned())
         .take(SESSION_COOKIES_TRIED)
         .collect();
+    // Behind a proxy, a session is used only while the proxy names its
+    // operator on this very request.
+    let proxy_names = if inbox.inner.proxy.is_some() {
+        Some(crate::proxy::named(inbox, headers).ok_or(Refused::NotSignedIn)?)
+    } else {
+        None
+    };
     for secret in secrets {
         let Some(session) = inbox.store().session(&secret).await? else {
             continue;
         };
-        if token_matches(&session, key).is_ok() {
-            return Ok((secret, session));
+        if token_matches(&session, key).is_err() {
+            continue;
         }
+        if let Some(named) = &proxy_names {
+            let theirs = Operator::new(&session.operator, IdentitySource::SignedIn);
+            if !theirs.is_ok_and(|theirs| theirs.is_same_person(named)) {
+                tracing::warn!("a session of another operator than the proxy names was refused");
+                return Err(Refused::NotSignedIn);
+            }
+        }
+        return Ok((secret, session));
     }
     Err(Refused::NotSignedIn)
 }
@@ -196,10 +211,17 @@ pub(crate) fn session_cookie(
 }
 
 /// Who decides through this session: the signed-in name, named by signing
-/// in, through the inbox — under the same identity rules as the console.
-pub(crate) fn decider(session: &Session) -> Result<Operator, Refused> {
+/// in, through the inbox — or, behind a trusted proxy, through the channel
+/// `proxy`, the proxy having signed them in — under the same identity
+/// rules as the console.
+pub(crate) fn decider(inbox: &Inbox, session: &Session) -> Result<Operator, Refused> {
+    let channel = if inbox.inner.proxy.is_some() {
+        Channel::Proxy
+    } else {
+        Channel::Inbox
+    };
     Operator::new(&session.operator, IdentitySource::SignedIn)
-        .map(|operator| operator.via(Channel::Inbox))
+        .map(|operator| operator.via(channel))
         .map_err(|error| {
             Refused::Store(StoreError::InvalidOperatorName {
                 name: toolgate::visible::visible(&session.operator).into_owned(),

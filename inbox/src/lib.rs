@@ -51,6 +51,12 @@
 //!   under another name that resolves to the inbox reads and decides
 //!   nothing; a refusal below the handlers (a form past
 //!   [`FORM_LIMIT`]) is an inbox page too.
+//! - **Beyond loopback**: behind an authenticating reverse proxy
+//!   ([`Inbox::behind_proxy`]), whose word — proven with a shared secret
+//!   on every request, never by its address — names the operator,
+//!   recorded through the channel `proxy`; or over HTTPS, the router
+//!   served on a TLS listener (the command line's is
+//!   `toolgate_gateway::tls`).
 //!
 //! ```no_run
 //! # async fn serve(store: toolgate_store::Store) -> std::io::Result<()> {
@@ -80,11 +86,13 @@ mod guard;
 mod links;
 mod list;
 mod pages;
+mod proxy;
 mod resumer;
 mod run;
 mod servers;
 
 pub use links::run_link;
+pub use proxy::{MIN_SECRET_LEN, ProxyError, SECRET_HEADER, TrustedProxy};
 
 use guard::{origin_of, same_origin, session_cookie, session_of, token_matches};
 use run::{choose, decide, run_page};
@@ -127,6 +135,9 @@ struct Inner {
     /// shown, which takes the registry to tell. Without it the inbox does
     /// not offer that act.
     registry: Option<Arc<toolgate::Registry>>,
+    /// The authenticating proxy in front, whose word names the operator
+    /// ([`Inbox::behind_proxy`]); none, and people sign in with links.
+    proxy: Option<Arc<TrustedProxy>>,
 }
 
 impl Inbox {
@@ -148,6 +159,7 @@ impl Inbox {
                 session_for: DEFAULT_SESSION,
                 failures: Mutex::default(),
                 registry: None,
+                proxy: None,
             }),
         }
     }
@@ -165,6 +177,7 @@ impl Inbox {
                 session_for,
                 failures: Mutex::default(),
                 registry: inner.registry.clone(),
+                proxy: inner.proxy.clone(),
             }),
         }
     }
@@ -185,6 +198,7 @@ impl Inbox {
                 session_for: inner.session_for,
                 failures: Mutex::default(),
                 registry: Some(registry),
+                proxy: inner.proxy.clone(),
             }),
         }
     }
@@ -210,6 +224,30 @@ impl Inbox {
                 session_for: inner.session_for,
                 failures: Mutex::default(),
                 registry: inner.registry.clone(),
+                proxy: inner.proxy.clone(),
+            }),
+        }
+    }
+
+    /// The same inbox, behind an authenticating reverse proxy: the name
+    /// `proxy` gives is the operator, recorded through the channel
+    /// `proxy`, on requests that carry its secret — every other request is
+    /// refused. Sign-in links are not used; every other check holds. See
+    /// [`TrustedProxy`] and the module docs of the proxy's routes: `/`
+    /// shows who the proxy names and opens the inbox for them.
+    #[must_use]
+    pub fn behind_proxy(self, proxy: TrustedProxy) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                store: inner.store.clone(),
+                origin: inner.origin.clone(),
+                secure: inner.secure,
+                hosts: inner.hosts.clone(),
+                session_for: inner.session_for,
+                failures: Mutex::default(),
+                registry: inner.registry.clone(),
+                proxy: Some(Arc::new(proxy)),
             }),
         }
     }
@@ -222,15 +260,22 @@ impl Inbox {
     /// Every page and action, each answer with the inbox's security
     /// headers.
     pub fn router(self) -> Router {
+        // Behind a proxy, its word opens a session; else a sign-in link.
+        let entry = if self.inner.proxy.is_some() {
+            proxy::routes()
+        } else {
+            Router::new()
+                .route("/", get(links::root))
+                .route("/sign-in", get(sign_in_page).post(sign_in))
+                .route("/signed-out", get(links::signed_out))
+        };
         Router::new()
-            .route("/", get(links::root))
+            .merge(entry)
             .route("/inbox.js", get(links::script))
             .route("/runs/{run}", get(links::run_address))
             .route("/s/{key}/", get(list::list))
             .route("/style.css", get(style))
-            .route("/sign-in", get(sign_in_page).post(sign_in))
             .route("/s/{key}/sign-out", post(sign_out))
-            .route("/signed-out", get(links::signed_out))
             .route("/s/{key}/runs/{run}", get(run_page))
             .route("/s/{key}/runs/{run}/decide", post(decide))
             .route("/s/{key}/runs/{run}/choose", post(choose))
@@ -240,6 +285,11 @@ impl Inbox {
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 guard::own_host,
+            ))
+            // The first to read a request: behind a proxy, its secret.
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                proxy::trusted,
             ))
             .layer(axum::middleware::map_response(guard::secured))
             .with_state(self)

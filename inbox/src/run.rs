@@ -243,7 +243,7 @@ pub(crate) async fn decide(
         Ok(answer) => answer,
         Err(why) => return Ok(bad_form(why)),
     };
-    let decider = decider(&session)?;
+    let decider = decider(&inbox, &session)?;
     let digest = TurnDigest::from_text(form.get("digest"));
     let fresh = format!(
         "{}/runs/{}",
@@ -381,7 +381,7 @@ async fn from_now_on(
             ),
         );
     };
-    let decider = decider(session)?;
+    let decider = decider(inbox, session)?;
     let shown = match inbox.store().acceptance(server, &[tool.to_owned()]).await {
         Ok(acceptance) => acceptance.digest,
         Err(error) => return refused(StatusCode::FORBIDDEN, error.to_string()),
@@ -449,7 +449,7 @@ pub(crate) async fn choose(
                 .into_response());
         }
     };
-    let decider = decider(&session)?;
+    let decider = decider(&inbox, &session)?;
     let digest = toolgate::suspend::RerunDigest::from_text(form.get("digest"));
     let choosing = toolgate_store::Choosing {
         call_id: form.get("call"),

@@ -387,7 +387,7 @@ pub(crate) async fn accept(
             &fresh,
         ));
     };
-    let operator = decider(&session)?;
+    let operator = decider(&inbox, &session)?;
     match inbox
         .store()
         .accept_declared_tool(server_id, &row.local_name, form.get("digest"), &operator)

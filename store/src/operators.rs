@@ -246,6 +246,57 @@ impl Store {
         })
     }
 
+    /// Opens a session for the operator `name` without a link, valid for
+    /// `valid_for`: for a front end that vouches for who they are itself
+    /// (the inbox behind an authenticating proxy, which names them).
+    /// Refused, [`StoreError::NoSuchOperator`], unless `name` is an
+    /// operator who was added and is not revoked: whoever the front end
+    /// signs in, only operators decide.
+    pub async fn open_session(
+        &self,
+        name: &str,
+        valid_for: Duration,
+    ) -> Result<NewSession, StoreError> {
+        let operator = Self::operator_named(name)?;
+        let key = operator.key();
+        let now = now_ms();
+        let (_writer, mut tx) = self.write().await?;
+        let Some(operator_row) = Query::new(
+            "SELECT shown, may_declare FROM operator WHERE name = $1 AND revoked_at IS NULL",
+        )
+        .bind(key)
+        .fetch_optional(&mut tx)
+        .await?
+        else {
+            return Err(StoreError::NoSuchOperator(operator.name().to_owned()));
+        };
+        let shown: String = operator_row.try_get("shown")?;
+        let session_secret = secret();
+        let session = Session {
+            operator: shown,
+            csrf_token: secret(),
+            expires_at: now.saturating_add(millis(valid_for)),
+            may_declare: may_declare_of(&operator_row),
+        };
+        Query::new(
+            "INSERT INTO operator_session (secret_hash, operator, csrf_token, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(hashed(&session_secret))
+        .bind(key)
+        .bind(&session.csrf_token)
+        .bind(now)
+        .bind(session.expires_at)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        tracing::info!(operator = %session.operator, "a session was opened for an operator a front end vouched for");
+        Ok(NewSession {
+            secret: session_secret,
+            session,
+        })
+    }
+
     /// The live session whose secret is `session_secret`: `None` when there
     /// is none — unknown, expired, signed out, or its operator revoked.
     pub async fn session(&self, session_secret: &str) -> Result<Option<Session>, StoreError> {

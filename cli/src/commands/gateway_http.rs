@@ -12,11 +12,25 @@ use crate::{Failure, GatewayArgs};
 #[derive(clap::Args, Debug)]
 pub(crate) struct GatewayHttpArgs {
     /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio: a
-    /// loopback address and port (a port of 0 is chosen by the system).
-    /// Every request carries a token (`toolgate gateway token add NAME`),
-    /// whose person is the requester of its calls; `--user` is not used.
+    /// loopback address and port (a port of 0 is chosen by the system) —
+    /// or any address over HTTPS (`--tls-cert`, `--tls-key`), with
+    /// `--public-url`. Every request carries a token (`toolgate gateway
+    /// token add NAME`), whose person is the requester of its calls;
+    /// `--user` is not used.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
+    /// Serve HTTPS with this certificate (PEM: the server's certificate,
+    /// then any intermediates).
+    #[arg(long, value_name = "PATH", requires_all = ["listen", "tls_key"])]
+    pub(crate) tls_cert: Option<std::path::PathBuf>,
+    /// The certificate's private key (PEM, unencrypted).
+    #[arg(long, value_name = "PATH", requires_all = ["listen", "tls_cert"])]
+    pub(crate) tls_key: Option<std::path::PathBuf>,
+    /// The address clients are given (`https://gateway.example.com`, say):
+    /// requests naming its host are answered, besides the address listened
+    /// on. Needed beyond loopback.
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub(crate) public_url: Option<String>,
     /// Let a browser's requests from this origin in (`scheme://host:port`);
     /// by default a request that carries an `Origin` is refused. May be
     /// given more than once.
@@ -151,36 +165,91 @@ pub(super) async fn serve(
 ) -> Result<(), Failure> {
     use toolgate_gateway::http::HttpError;
     let refused = |e: HttpError| match e {
-        HttpError::NotLoopback(_) | HttpError::Origin(_) => Failure::Refused(e.to_string()),
+        HttpError::NotLoopback(_)
+        | HttpError::Origin(_)
+        | HttpError::PublicUrl(_)
+        | HttpError::Tls(_) => Failure::Refused(e.to_string()),
         _ => Failure::Error(e.to_string()),
     };
-    let listener = toolgate_gateway::http::bind(listen)
-        .await
-        .map_err(refused)?;
-    let bound = listener.local_addr().unwrap_or(listen);
+    let tls = super::serving::tls(args.http.tls_cert.as_ref(), args.http.tls_key.as_ref())?;
+    if !listen.ip().is_loopback() {
+        if tls.is_none() {
+            return Err(refused(HttpError::NotLoopback(listen)));
+        }
+        if args.http.public_url.is_none() {
+            return Err(Failure::Refused(format!(
+                "the gateway listens on {listen}, beyond loopback: give `--public-url URL`, the address clients are given (its host one the certificate names), e.g. `--public-url https://gateway.example.com:{}`",
+                listen.port()
+            )));
+        }
+    }
+    if tls.is_some()
+        && let Some(url) = &args.http.public_url
+        && !super::serving::is_https(url)
+    {
+        return Err(Failure::Refused(format!(
+            "the gateway serves HTTPS, but --public-url {url} is not an https:// URL"
+        )));
+    }
+    let (plain, secured) = match tls {
+        Some(tls) => (
+            None,
+            Some(
+                toolgate_gateway::http::bind_tls(listen, tls)
+                    .await
+                    .map_err(refused)?,
+            ),
+        ),
+        None => (
+            Some(
+                toolgate_gateway::http::bind(listen)
+                    .await
+                    .map_err(refused)?,
+            ),
+            None,
+        ),
+    };
+    let bound = match (&plain, &secured) {
+        (Some(plain), _) => plain.local_addr().unwrap_or(listen),
+        (None, Some(secured)) => secured.local_addr(),
+        (None, None) => listen,
+    };
+    let scheme = if secured.is_some() { "https" } else { "http" };
     let mut http = gateway.over_http(bound);
     for origin in &args.http.allow_origin {
         http = http.allow_origin(origin).map_err(refused)?;
     }
+    if let Some(url) = &args.http.public_url {
+        http = http.public_url(url).map_err(refused)?;
+    }
+    // Where clients are told to go: the public URL, else the address bound.
+    let base = args.http.public_url.as_ref().map_or_else(
+        || format!("{scheme}://{bound}"),
+        |url| url.trim().trim_end_matches('/').to_owned(),
+    );
     if args.http.hooks {
         http = http.with_hooks(std::time::Duration::from_secs(args.wait));
     }
     say!(
-        "the gateway is at http://{}/mcp — every request carries a token (`toolgate gateway token add NAME`)",
-        bound.to_string()
+        "the gateway is at {}/mcp — every request carries a token (`toolgate gateway token add NAME`)",
+        base
     );
     if args.http.hooks {
         say!(
-            "coding agents' hooks submit to http://{}/hook/claude-code and http://{}/hook/codex (`toolgate hook claude-code --service http://{}`)",
-            bound.to_string(),
-            bound.to_string(),
-            bound.to_string()
+            "coding agents' hooks submit to {}/hook/claude-code and {}/hook/codex (`toolgate hook claude-code --service {}`)",
+            base,
+            base,
+            base
         );
     }
-    tracing::info!(listen = %bound, host = %args.name, "gateway serving over HTTP");
-    http.serve(listener, async {
+    tracing::info!(listen = %bound, host = %args.name, tls = secured.is_some(), "gateway serving over HTTP");
+    let stop = async {
         let _ = tokio::signal::ctrl_c().await;
-    })
-    .await
+    };
+    match (plain, secured) {
+        (Some(plain), _) => http.serve(plain, stop).await,
+        (None, Some(secured)) => http.serve(secured, stop).await,
+        (None, None) => Ok(()),
+    }
     .map_err(refused)
 }

@@ -22,6 +22,7 @@ mod review;
 mod run_ids;
 mod runs;
 mod servers;
+mod serving;
 mod tools;
 mod turn;
 
