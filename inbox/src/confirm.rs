@@ -106,8 +106,20 @@ pub(crate) fn ask(
     session: &Session,
     run_id: &str,
     writes: &[Write<'_>],
+    answer: &Answer,
     form: &DecideForm,
 ) -> Markup {
+    // The rest of the answer, so the whole of it is in view.
+    let denied: Vec<(&str, &str)> = match answer {
+        Answer::Calls(verdicts) => verdicts
+            .iter()
+            .filter_map(|(id, verdict)| match verdict {
+                CallVerdict::Deny { reason } => Some((id.as_str(), reason.as_str())),
+                CallVerdict::Approve | CallVerdict::Edit { .. } => None,
+            })
+            .collect(),
+        Answer::Approve | Answer::Deny | Answer::Input(_) => Vec::new(),
+    };
     let run = format!("{}/runs/{}", base(session), path_segment(run_id));
     page(
         "Approve this write?",
@@ -126,6 +138,17 @@ pub(crate) fn ask(
                     p { "effect " code { (write.effect) } }
                     h4 { "Arguments it will run with" }
                     (json_block(write.arguments))
+                }
+            }
+            @if !denied.is_empty() {
+                h2 { "And denies" }
+                ul {
+                    @for (id, reason) in &denied {
+                        li {
+                            "call " code { (shown(id)) }
+                            @if reason.is_empty() { " (no reason given)" } @else { ", because " (shown(reason)) }
+                        }
+                    }
                 }
             }
             form method="post" action={ (run) "/decide" } {

@@ -33,6 +33,12 @@ pub(crate) fn resumer(resumer: &Resumer, owner: &str, done: bool, now_ms: i64) -
     html! {
         h2 { "Who resumes it" }
         @match resumer {
+            Resumer::Client { gateway } if done => {
+                p {
+                    "A run of one call, held by gateway " code { (shown(gateway)) } ": "
+                    "it was resumed when its client asked for the call again."
+                }
+            }
             Resumer::Client { gateway } => {
                 p {
                     "A run of one call, held by gateway " code { (shown(gateway)) } ". "
@@ -40,14 +46,15 @@ pub(crate) fn resumer(resumer: &Resumer, owner: &str, done: bool, now_ms: i64) -
                     "any gateway of that name serves the call then. There is no host to start."
                 }
             }
+            Resumer::Host(Ok(_)) if done => {
+                p { "Host " code { (shown(owner)) } " resumed it." }
+            }
             Resumer::Host(Ok(seen)) => {
                 p {
                     "Host " code { (shown(owner)) } " resumes it once it is decided: "
                     "a process of that name claims it and runs the turn."
                 }
-                @if !done {
-                    p.seen { (seen_words(seen, now_ms)) }
-                }
+                p.seen { (seen_words(seen, now_ms)) }
             }
             Resumer::Host(Err(why)) => {
                 p {

@@ -260,7 +260,7 @@ pub(crate) async fn decide(
     {
         let writes = confirm::approved_writes(paused, &answer);
         if !writes.is_empty() {
-            return Ok(confirm::ask(&session, &run, &writes, &form).into_response());
+            return Ok(confirm::ask(&session, &run, &writes, &answer, &form).into_response());
         }
     }
     if !allow_tool.is_empty() {

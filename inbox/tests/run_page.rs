@@ -436,7 +436,8 @@ async fn approving_a_write_asks_once_more() {
                 ("csrf", &csrf),
                 ("digest", digest.as_str()),
                 ("verdict", "calls"),
-                ("call:c1", "approve"),
+                ("call:c1", "deny"),
+                ("reason:c1", "keep <it>"),
                 ("call:c2", "edit"),
                 ("args:c2", r#"{"branch": "<stale-2>"}"#),
             ],
@@ -448,6 +449,16 @@ async fn approving_a_write_asks_once_more() {
     assert!(
         asked.body.contains("&lt;stale-2&gt;") && !asked.body.contains("<stale-2>"),
         "the edit, as it will run: {}",
+        asked.body
+    );
+    assert!(
+        asked.body.contains("<h2>And denies</h2>") && asked.body.contains("keep &lt;it&gt;"),
+        "the rest of the answer, in view: {}",
+        asked.body
+    );
+    assert!(
+        !asked.body.contains("<h3>Call <code><bdi>c1</bdi>"),
+        "a denied call is no write to confirm: {}",
         asked.body
     );
     assert!(
@@ -495,6 +506,12 @@ async fn approving_a_write_asks_once_more() {
         panic!("{:?}", history.decisions);
     };
     assert_eq!(decision.record.decided_by, "bob");
+    assert_eq!(
+        decision.record.calls[0].verdict,
+        Some(CallVerdict::Deny {
+            reason: "keep <it>".into()
+        })
+    );
     assert!(matches!(
         decision.record.calls[1].verdict,
         Some(CallVerdict::Edit { .. })
@@ -560,6 +577,11 @@ async fn a_finished_run_shows_what_ran_and_the_final_answer() {
         ran.contains("<details class=\"result\"><summary>Its result, in full")
             && ran.contains("and its reflog"),
         "the full result, folded: {ran}"
+    );
+    let who = section(&body, "<h2>Who resumes it</h2>");
+    assert!(
+        who.contains("Host <code><bdi>demo</bdi></code> resumed it."),
+        "{who}"
     );
     let answer = section(&body, "<h2>The final answer</h2>");
     assert!(
@@ -638,6 +660,11 @@ async fn the_page_says_who_resumes_the_run_and_whether_it_was_seen() {
         .await
         .unwrap();
     let body = page(&inbox, &cookie, &csrf, hooked.run_id()).await;
+    let who = section(&body, "<h2>Who resumes it</h2>");
+    assert!(
+        who.contains("it was resumed when its client asked for the call again"),
+        "{who}"
+    );
     let reported = section(&body, "<h2>What the client reported</h2>");
     assert!(
         reported.contains("toolu_1") && reported.contains("&lt;dir&gt;"),
