@@ -76,7 +76,8 @@ fn seen_words(seen: &HostSeen, now_ms: i64) -> Markup {
         Some(when) => html! {
             span.problem { "Not seen lately" } ": a process of host " code { (shown(host)) }
             " last looked for work at " (at(when)) " (" (ago(now_ms.saturating_sub(when)))
-            " ago). Until one runs again (" code { "toolgate host --name " (shown(host)) }
+            " ago): it may be busy resuming another run, or stopped. If none runs ("
+            code { "toolgate host --name " (shown(host)) }
             " on a machine that holds its tools and model), a decision is recorded and waits."
         },
         None => html! {

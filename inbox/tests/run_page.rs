@@ -620,6 +620,20 @@ async fn the_page_says_who_resumes_the_run_and_whether_it_was_seen() {
     assert!(who.contains("Seen lately"), "{who}");
     assert!(!who.contains("Never seen"), "{who}");
 
+    // Its heartbeat ten minutes old: not seen lately, and said so.
+    let ten_minutes_ago = store.host_seen("demo").await.unwrap().seen_at.unwrap() - 600_000;
+    toolgate_store::Query::new("UPDATE host_seen SET seen_at = $1 WHERE host = 'demo'")
+        .bind(ten_minutes_ago)
+        .execute_on(&store)
+        .await
+        .unwrap();
+    let body = page(&inbox, &cookie, &csrf, run.run_id()).await;
+    let who = section(&body, "<h2>Who resumes it</h2>");
+    assert!(
+        who.contains("Not seen lately") && who.contains("(10 min ago)"),
+        "{who}"
+    );
+
     // A coding agent's held call: its client asks again; nothing to start.
     let agent = Registry::builder().provider(AgentTools).build().unwrap();
     let hooked = held_call(

@@ -141,6 +141,8 @@ pub use stored_json::object_type_passes;
 /// | suspended runs | hosts, and the console |
 /// | decisions | the console |
 /// | unknown outcomes | the console |
+/// | what hosts ran | the inbox's run page |
+/// | hosts seen | the inbox's run page (a host writes its heartbeat) |
 ///
 /// A host resumes decided runs through a [`Host`], not through these.
 #[derive(Clone, Debug)]
