@@ -509,6 +509,16 @@ pub(crate) struct GatewayArgs {
     /// request state it hands back expires then (5 minutes by default).
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) answer_within: u64,
+    /// Open no store: forward to a toolgate gateway served over HTTP
+    /// (`http://HOST:PORT/mcp`), with the token in `--token-file` — for a
+    /// machine where an agent has a shell, which then holds nothing that
+    /// decides. Every call is judged there, as the token's person.
+    #[arg(long, value_name = "URL", conflicts_with = "listen")]
+    pub(crate) upstream: Option<String>,
+    /// The file holding the token to forward with (`toolgate gateway token
+    /// add NAME` on the upstream gateway's machine).
+    #[arg(long, value_name = "PATH", requires = "upstream")]
+    pub(crate) token_file: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) http: commands::GatewayHttpArgs,
     #[command(subcommand)]
@@ -651,6 +661,18 @@ fn main() -> ExitCode {
         }
         Command::Hook(commands::HookCommand::Codex(args)) => {
             return commands::hook_process(&cli, toolgate_gateway::hook::Client::Codex, args);
+        }
+        Command::Gateway(args) if args.upstream.is_some() => {
+            let Some(runtime) = runtime() else {
+                return ExitCode::from(1);
+            };
+            return match runtime.block_on(commands::forward(args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(failure) => {
+                    say_err!("{}{}", failure.prefix(), failure.message());
+                    ExitCode::from(failure.code())
+                }
+            };
         }
         _ => {}
     }

@@ -85,6 +85,7 @@ use toolgate_store::{CallHost, Store, StoreError};
 mod answers;
 mod elicit;
 mod follow;
+pub mod forward;
 mod handler;
 mod held;
 pub mod hook;

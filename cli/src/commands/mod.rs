@@ -9,6 +9,7 @@ mod decide;
 mod declare;
 mod demo;
 mod form;
+mod forward;
 mod gateway;
 mod gateway_http;
 mod hook;
@@ -32,6 +33,7 @@ use std::time::Duration;
 use toolgate_mcp::Deadlines;
 use toolgate_store::{Location, Store};
 
+pub(crate) use forward::forward;
 pub(crate) use gateway_http::{GatewayCommand, GatewayHttpArgs};
 pub(crate) use hook::{HookCommand, hook_process};
 pub(crate) use notify::NotifyCommand;
