@@ -266,13 +266,13 @@ impl Inbox {
         } else {
             Router::new()
                 .route("/", get(links::root))
+                .route("/runs/{run}", get(links::run_address))
                 .route("/sign-in", get(sign_in_page).post(sign_in))
                 .route("/signed-out", get(links::signed_out))
         };
         Router::new()
             .merge(entry)
             .route("/inbox.js", get(links::script))
-            .route("/runs/{run}", get(links::run_address))
             .route("/s/{key}/", get(list::list))
             .route("/style.css", get(style))
             .route("/s/{key}/sign-out", post(sign_out))

@@ -21,8 +21,13 @@
 //!   only while the proxy names its operator on that very request — a
 //!   session opened for alice is refused once the proxy names bob.
 //!   Sign-in links are not used here.
+//! - **A run's stable address** (`/runs/ID`, what a notification links
+//!   to) goes on to the run in the named operator's session, or — without
+//!   one — shows the same button, which opens the session on that run.
+//!   It answers only requests from the proxy that name an operator, and a
+//!   page of another site that opens it cannot read where it leads.
 
-use axum::extract::{Request, State};
+use axum::extract::{Form, Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -198,6 +203,7 @@ pub(crate) fn routes() -> axum::Router<Inbox> {
         .route("/", get(enter_page))
         .route("/signed-out", get(enter_page))
         .route("/enter", post(enter))
+        .route("/runs/{run}", get(run_address))
         .route("/sign-in", get(no_links).post(no_links))
 }
 
@@ -225,15 +231,59 @@ fn no_one(inbox: &Inbox) -> Response {
 /// goes on to it; another is shown who the proxy names, and a button that
 /// opens the inbox (a `POST`, checked for its origin as a sign-in is).
 async fn enter_page(State(inbox): State<Inbox>, headers: HeaderMap) -> Response {
-    let Some(operator) = named(&inbox, &headers) else {
-        return no_one(&inbox);
+    entering(&inbox, &headers, None).await
+}
+
+/// A run's stable address behind the proxy: on to the run in the named
+/// operator's session, or the button that opens one on it.
+async fn run_address(
+    State(inbox): State<Inbox>,
+    Path(run): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if !is_run_id(&run) {
+        return (
+            StatusCode::NOT_FOUND,
+            pages::refused(
+                None,
+                "this is not the address of a run: a run's address is /runs/ followed by its id",
+                Some("/"),
+            ),
+        )
+            .into_response();
+    }
+    entering(&inbox, &headers, Some(&run)).await
+}
+
+/// Whether `run` has the shape of a run id: 1 to 128 ASCII letters,
+/// digits, `-` and `_`.
+fn is_run_id(run: &str) -> bool {
+    (1..=128).contains(&run.len())
+        && run
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+}
+
+/// Where the named operator's session goes: its pages, or `run` in them.
+fn to(session: &toolgate_store::Session, run: Option<&str>) -> Redirect {
+    match run {
+        Some(run) => Redirect::to(&format!("{}/runs/{run}", pages::base(session))),
+        None => Redirect::to(&format!("{}/", pages::base(session))),
+    }
+}
+
+/// On to the named operator's session (at `run`, if given), or the page
+/// with the button that opens one.
+async fn entering(inbox: &Inbox, headers: &HeaderMap, run: Option<&str>) -> Response {
+    let Some(operator) = named(inbox, headers) else {
+        return no_one(inbox);
     };
-    for secret in session_cookies(&headers) {
+    for secret in session_cookies(headers) {
         if let Ok(Some(session)) = inbox.store().session(&secret).await
             && Operator::new(&session.operator, IdentitySource::SignedIn)
                 .is_ok_and(|theirs| theirs.is_same_person(&operator))
         {
-            return Redirect::to(&format!("{}/", pages::base(&session))).into_response();
+            return to(&session, run).into_response();
         }
     }
     pages::page(
@@ -245,7 +295,12 @@ async fn enter_page(State(inbox): State<Inbox>, headers: HeaderMap) -> Response 
                 "Your proxy signed you in as " strong { bdi { (toolgate::visible::visible(operator.name())) } } "."
             }
             form method="post" action="/enter" {
-                button type="submit" { "Open the inbox" }
+                @if let Some(run) = run {
+                    input type="hidden" name="run" value=(run);
+                }
+                button type="submit" {
+                    @if run.is_some() { "Open the run" } @else { "Open the inbox" }
+                }
             }
         },
     )
@@ -266,10 +321,23 @@ fn session_cookies(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
+/// The button's form: the run to go on to, if any.
+#[derive(serde::Deserialize)]
+struct EnterForm {
+    #[serde(default)]
+    run: String,
+}
+
 /// Opens a session for the operator the proxy names, from the inbox's own
-/// origin: the cookie, and on to the session's pages.
-async fn enter(State(inbox): State<Inbox>, headers: HeaderMap) -> Result<Response, Refused> {
+/// origin: the cookie, and on to the session's pages — or to the run the
+/// form names.
+async fn enter(
+    State(inbox): State<Inbox>,
+    headers: HeaderMap,
+    Form(form): Form<EnterForm>,
+) -> Result<Response, Refused> {
     same_origin(&inbox, &headers)?;
+    let run = Some(form.run.as_str()).filter(|run| is_run_id(run));
     let Some(operator) = named(&inbox, &headers) else {
         return Ok(no_one(&inbox));
     };
@@ -289,7 +357,7 @@ async fn enter(State(inbox): State<Inbox>, headers: HeaderMap) -> Result<Respons
             tracing::info!(operator = %opened.session.operator, "signed in to the inbox by the proxy");
             Ok((
                 [(header::SET_COOKIE, cookie.to_string())],
-                Redirect::to(&format!("{}/", pages::base(&opened.session))),
+                to(&opened.session, run),
             )
                 .into_response())
         }

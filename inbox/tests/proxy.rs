@@ -398,3 +398,71 @@ async fn a_decision_is_the_named_operators_through_the_proxy() {
         Some("proxy")
     );
 }
+
+#[tokio::test]
+async fn a_runs_stable_address_opens_the_run_in_the_named_operators_session() {
+    let db = TestDb::new().await;
+    let (store, inbox) = proxied(&db).await;
+    store
+        .add_operator("bob", Duration::from_mins(10))
+        .await
+        .unwrap();
+    let run = paused(&store).await;
+    let address = format!("/runs/{}", run.run_id());
+    // Not from the proxy: refused, as everything is.
+    let answer = send(&inbox, through(get(&address, None), None, Some("bob"))).await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{}", answer.body);
+    // No session yet: the button, which opens one on the run.
+    let page = send(
+        &inbox,
+        through(get(&address, None), Some(SECRET), Some("bob")),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("Open the run"), "{}", page.body);
+    assert!(page.body.contains(run.run_id()), "{}", page.body);
+    let opened = send(
+        &inbox,
+        through(
+            post("/enter", None, Some(ORIGIN), &[("run", run.run_id())]),
+            Some(SECRET),
+            Some("bob"),
+        ),
+    )
+    .await;
+    assert_eq!(opened.status, StatusCode::SEE_OTHER, "{}", opened.body);
+    let location = opened.headers[header::LOCATION].to_str().unwrap();
+    assert!(
+        location.starts_with("/s/") && location.ends_with(&format!("/runs/{}", run.run_id())),
+        "{location}"
+    );
+    // With bob's session: straight on to the run in it.
+    let (cookie, key) = entered(&inbox, "bob").await;
+    let on = send(
+        &inbox,
+        through(get(&address, Some(&cookie)), Some(SECRET), Some("bob")),
+    )
+    .await;
+    assert_eq!(on.status, StatusCode::SEE_OTHER, "{}", on.body);
+    assert_eq!(
+        on.headers[header::LOCATION],
+        format!("/s/{key}/runs/{}", run.run_id()).as_str()
+    );
+    let shown = send(
+        &inbox,
+        through(
+            get(&format!("/s/{key}/runs/{}", run.run_id()), Some(&cookie)),
+            Some(SECRET),
+            Some("bob"),
+        ),
+    )
+    .await;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.body);
+    // Not a run's shape: not a run's address.
+    let odd = send(
+        &inbox,
+        through(get("/runs/a.b", None), Some(SECRET), Some("bob")),
+    )
+    .await;
+    assert_eq!(odd.status, StatusCode::NOT_FOUND, "{}", odd.body);
+}
