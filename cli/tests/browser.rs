@@ -408,7 +408,10 @@ async fn decide_call_by_call(client: &Client, dir: &Path, url: &str, run: &str) 
     // Approving a write asks once more, showing the edit as it will run;
     // nothing is recorded until the second click.
     let asked = page_with(client, "Approve this write?").await;
-    assert!(asked.contains("edited in the inbox"), "{asked}");
+    assert!(
+        asked.contains("edited in the inbox") && asked.contains("not this file"),
+        "{asked}"
+    );
     let waiting = json_of(dir, &["runs", "show", run]);
     assert_eq!(waiting["state"], "open", "{waiting}");
     snap(client, "3a-approve-this-write").await;
