@@ -11,8 +11,8 @@
 )]
 
 use std::io::BufRead as _;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Stdio};
 
 use rmcp::ServiceExt as _;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 mod common;
 use common::gateway::json_of;
+use common::tls::{Certs, certs};
 
 /// A child process killed when dropped.
 struct Killed(Child);
@@ -29,106 +30,6 @@ impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// Files of a test CA and of a server certificate it signed for
-/// `localhost`, `gateway.test` and `127.0.0.1`, made by `openssl` in
-/// `dir`.
-struct Certs {
-    ca: PathBuf,
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let output = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("openssl runs (it makes the test's certificates)");
-    assert!(
-        output.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn certs(dir: &Path) -> Certs {
-    std::fs::write(
-        dir.join("ca.ext"),
-        "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("server.ext"),
-        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,DNS:gateway.test,IP:127.0.0.1\n",
-    )
-    .unwrap();
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
-    openssl(
-        dir,
-        &[
-            &["req", "-new", "-nodes"][..],
-            &ec,
-            &[
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.csr",
-                "-subj",
-                "/CN=toolgate test CA",
-            ],
-        ]
-        .concat(),
-    );
-    openssl(
-        dir,
-        &[
-            "x509", "-req", "-in", "ca.csr", "-signkey", "ca.key", "-out", "ca.pem", "-days", "2",
-            "-extfile", "ca.ext",
-        ],
-    );
-    openssl(
-        dir,
-        &[
-            &["req", "-new", "-nodes"][..],
-            &ec,
-            &[
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-                "-subj",
-                "/CN=localhost",
-            ],
-        ]
-        .concat(),
-    );
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "server.ext",
-        ],
-    );
-    Certs {
-        ca: dir.join("ca.pem"),
-        cert: dir.join("server.pem"),
-        key: dir.join("server.key"),
     }
 }
 

@@ -561,11 +561,19 @@ fn many_hooks_asking_the_same_call_at_once_join_one_run() {
     std::thread::sleep(Duration::from_millis(1500));
     let run = one_waiting(dir, client);
     approve(dir, &run, "bob", &[]);
+    // One approval lets one call run: the others are told so.
+    let mut allowed = 0;
     for child in children {
         let (code, out, err) = finished(child);
-        assert_eq!(code, 0, "{err}");
-        assert!(out.contains("\"allow\""), "{out}");
+        if code == 0 {
+            assert!(out.contains("\"allow\""), "{out}");
+            allowed += 1;
+        } else {
+            assert_eq!(code, 2);
+            assert!(err.contains("let it run once"), "{err}");
+        }
     }
+    assert_eq!(allowed, 1);
     let listed: Value =
         serde_json::from_str(&toolgate(dir, &["runs", "list", "--all", "--json"])).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
@@ -1179,4 +1187,210 @@ async fn signed_into_inbox(
         .to_owned();
     let home = signed.headers()["location"].to_str().unwrap().to_owned();
     (cookie, home)
+}
+
+#[test]
+fn every_field_but_the_description_and_timeout_is_part_of_the_call() {
+    let dir = scratch();
+    let dir = dir.path();
+    let client = "claude-code";
+    let plain = event(client, "PreToolUse", "Bash", &bash("echo sbx"));
+    let (code, _, _) = hook(dir, client, &["--direct", "--wait", "1"], &plain);
+    assert_eq!(code, 2);
+    approve(dir, &one_waiting(dir, client), "bob", &[]);
+    // Out of the sandbox, in the background: another call, shown and held.
+    let mut outside = bash("echo sbx");
+    outside["dangerouslyDisableSandbox"] = json!(true);
+    outside["run_in_background"] = json!(true);
+    let asked = event(client, "PreToolUse", "Bash", &outside);
+    let (code, _, err) = hook(dir, client, &["--direct", "--wait", "1"], &asked);
+    assert_eq!(code, 2, "an approval of the call in the sandbox let it out");
+    assert!(err.contains("waits for approval"), "{err}");
+    let run = waiting(dir, client)
+        .into_iter()
+        .find(|run| {
+            shown(dir, run)["pending"][0]["arguments"]["input"]["dangerouslyDisableSandbox"] == true
+        })
+        .expect("the reviewer is shown the flag");
+    // Approved with the flag edited away, the client runs it without.
+    let id = call_id(dir, &run);
+    let edit = format!(
+        "{id}={}",
+        json!({"cwd": "/work/repo", "input": {"command": "echo sbx"}})
+    );
+    let child = start_hook(
+        dir,
+        client,
+        &["--direct", "--wait", "30"],
+        asked.to_string().as_bytes(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    approve(dir, &run, "bob", &["--edit", &edit]);
+    let (code, out, err) = finished(child);
+    assert_eq!(code, 0, "{err}");
+    let input = &serde_json::from_str::<Value>(&out).unwrap()["hookSpecificOutput"]["updatedInput"];
+    assert_eq!(
+        *input,
+        json!({"command": "echo sbx", "description": "a step", "timeout": 120_000}),
+        "only what was approved, and the incidental fields"
+    );
+}
+
+#[test]
+fn stdin_left_open_or_a_stop_signal_is_a_deny() {
+    let dir = scratch();
+    let dir = dir.path();
+    for client in CLIENTS {
+        let mut child = command(dir)
+            .args(["hook", client, "--direct"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(
+                event(client, "PreToolUse", "Bash", &bash("ls"))
+                    .to_string()
+                    .as_bytes(),
+            )
+            .unwrap();
+        let started = Instant::now();
+        let (code, _, err) = finished(child);
+        drop(stdin);
+        assert_eq!(code, 2, "{client}");
+        assert!(err.contains("stdin was not closed"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+        // Stopped while it waits for a decision.
+        for signal in ["TERM", "INT", "HUP"] {
+            let asked = event(
+                client,
+                "PreToolUse",
+                "Bash",
+                &bash(&format!("echo {signal}")),
+            );
+            let child = start_hook(
+                dir,
+                client,
+                &["--direct", "--wait", "30"],
+                asked.to_string().as_bytes(),
+            );
+            std::thread::sleep(Duration::from_millis(1500));
+            let killed = Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(killed.success());
+            let (code, _, err) = finished(child);
+            assert_eq!(code, 2, "{client} SIG{signal}");
+            assert!(err.contains(&format!("SIG{signal}")), "{err}");
+        }
+    }
+}
+
+#[test]
+fn a_report_of_a_call_that_never_ran_is_not_recorded() {
+    let dir = scratch();
+    let dir = dir.path();
+    let client = "claude-code";
+    let asked = event(client, "PreToolUse", "Bash", &bash("make release"));
+    let (code, _, _) = hook(dir, client, &["--direct", "--wait", "1"], &asked);
+    assert_eq!(code, 2);
+    let run = one_waiting(dir, client);
+    let mut forged = event(client, "PostToolUse", "Bash", &bash("make release"));
+    forged.as_object_mut().unwrap().remove("tool_use_id");
+    forged["tool_response"] = json!({"stdout": "released"});
+    let (code, _, _) = hook(dir, client, &["--direct"], &forged);
+    assert_eq!(code, 0);
+    let reported = &shown(dir, &run)["client_reported"];
+    assert_eq!(reported.as_array().unwrap().len(), 0, "{reported}");
+}
+
+#[test]
+fn a_service_over_https_is_trusted_only_with_its_authority() {
+    let dir = scratch();
+    let dir = dir.path();
+    let certs = common::tls::certs(dir);
+    let made = toolgate(dir, &["gateway", "token", "add", "dev", "--json"]);
+    let token_file = dir.join("token");
+    std::fs::write(
+        &token_file,
+        serde_json::from_str::<Value>(&made).unwrap()["token"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let port = free_port();
+    let public = format!("https://localhost:{port}");
+    let (child, url) = {
+        use std::io::BufRead as _;
+        let mut child = command(dir)
+            .args([
+                "gateway",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--hooks",
+                "--wait",
+                "30",
+            ])
+            .args(["--public-url", &public])
+            .args([
+                "--tls-cert",
+                certs.cert.to_str().unwrap(),
+                "--tls-key",
+                certs.key.to_str().unwrap(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let said = lines.next().unwrap().unwrap();
+        std::thread::spawn(move || for _ in lines {});
+        assert!(said.contains(&public), "{said}");
+        (child, public.clone())
+    };
+    let _service = Killed(child);
+    let token = token_file.to_str().unwrap();
+    let ca = certs.ca.to_str().unwrap();
+    let asked = event("codex", "PreToolUse", "Bash", &bash("deploy"));
+    // Not trusting its authority, the hook submits nothing.
+    let (code, _, err) = hook(
+        dir,
+        "codex",
+        &["--service", &url, "--token-file", token],
+        &asked,
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot be reached"), "{err}");
+    assert!(waiting(dir, "codex").is_empty());
+    // Trusting it: held, decided, allowed.
+    let child = start_hook(
+        dir,
+        "codex",
+        &["--service", &url, "--token-file", token, "--service-ca", ca],
+        asked.to_string().as_bytes(),
+    );
+    let run = one_waiting(dir, "codex");
+    approve(dir, &run, "bob", &[]);
+    let (code, out, err) = finished(child);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    // An authority for a plain service is a mistake, said so.
+    let (code, _, err) = hook(
+        dir,
+        "codex",
+        &[
+            "--service",
+            "http://127.0.0.1:9",
+            "--token-file",
+            token,
+            "--service-ca",
+            ca,
+        ],
+        &asked,
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("is for an `https://` service"), "{err}");
 }

@@ -310,29 +310,40 @@ impl crate::Store {
         Ok(())
     }
 
-    /// Remembers that `client`'s call `tool_use_id` (the client's own id
-    /// for it) was allowed as run `run_id`'s: what its post-tool hook
-    /// reports is recorded against that run. The first run named for an id
-    /// stays.
-    pub async fn allowed_client_call(
+    /// Takes the one allow run `run_id` gives: true for the first hook
+    /// that asks — whose client may run the call — and false for every
+    /// other (the same call asked at once by several processes joins one
+    /// run, and one approval lets one call run). `tool_use_id` is the
+    /// client's own id for the call, when it gave one: what its post-tool
+    /// hook reports is recorded against the run by it.
+    pub async fn take_client_allow(
         &self,
         client: &str,
-        tool_use_id: &str,
+        tool_use_id: Option<&str>,
         run_id: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let (_writer, mut tx) = self.write().await?;
-        Query::new(
-            "INSERT INTO client_call (client, tool_use_id, run_id, allowed_at)
-             VALUES ($1, $2, $3, $4) ON CONFLICT (client, tool_use_id) DO NOTHING",
+        let taken = Query::new(
+            "INSERT INTO client_call (run_id, client, tool_use_id, allowed_at)
+             VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING",
         )
+        .bind(run_id)
         .bind(client)
         .bind(tool_use_id)
-        .bind(run_id)
         .bind(now_ms())
         .execute(&mut tx)
         .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(taken == 1)
+    }
+
+    /// Whether run `run_id` let a client's call run.
+    pub async fn client_allowed(&self, run_id: &str) -> Result<bool, StoreError> {
+        let count = Query::new("SELECT COUNT(*) FROM client_call WHERE run_id = $1")
+            .bind(run_id)
+            .scalar::<i64>(&self.pool)
+            .await?;
+        Ok(count > 0)
     }
 
     /// The run `client`'s call `tool_use_id` was allowed as, if it was.
@@ -341,11 +352,14 @@ impl crate::Store {
         client: &str,
         tool_use_id: &str,
     ) -> Result<Option<String>, StoreError> {
-        Query::new("SELECT run_id FROM client_call WHERE client = $1 AND tool_use_id = $2")
-            .bind(client)
-            .bind(tool_use_id)
-            .scalar_optional(&self.pool)
-            .await
+        Query::new(
+            "SELECT run_id FROM client_call WHERE client = $1 AND tool_use_id = $2
+             ORDER BY allowed_at DESC LIMIT 1",
+        )
+        .bind(client)
+        .bind(tool_use_id)
+        .scalar_optional(&self.pool)
+        .await
     }
 
     /// What clients reported of run `run_id`'s call, oldest first.

@@ -93,6 +93,12 @@ pub(crate) struct HookArgs {
     /// add NAME`), for `--service`.
     #[arg(long, env = "TOOLGATE_HOOK_TOKEN_FILE", value_name = "PATH")]
     token_file: Option<PathBuf>,
+    /// For an `https://` service: the certificate (PEM) of the authority
+    /// that signed its certificate — trusted alone, so that no other
+    /// program answering at that address (one the agent started on a port
+    /// the gateway left free) can answer for it.
+    #[arg(long, env = "TOOLGATE_HOOK_SERVICE_CA", value_name = "PATH")]
+    service_ca: Option<PathBuf>,
     /// Read and write the store itself, as this process's user: for one
     /// person who accepts that whoever runs the agent can decide its calls.
     #[arg(long, conflicts_with = "service")]
@@ -131,7 +137,18 @@ pub(crate) fn hook_process(cli: &Cli, client: Client, args: &HookArgs) -> ExitCo
             .enable_all()
             .build()
             .map_err(|error| Verdict::failed(format!("cannot start the runtime ({error})")))?;
-        Ok::<_, Verdict>(runtime.block_on(answer(cli, client, args)))
+        let answered = runtime.block_on(async {
+            tokio::select! {
+                answered = answer(cli, client, args) => answered,
+                signal = stopped() => (
+                    Verdict::failed(format!("the hook was stopped ({signal})")),
+                    toolgate_gateway::hook::HookKind::PreToolUse,
+                ),
+            }
+        });
+        // A read of stdin that never ends is left behind, not waited for.
+        runtime.shutdown_timeout(Duration::from_millis(100));
+        Ok::<_, Verdict>(answered)
     }));
     let (verdict, kind) = match answered {
         Ok(Ok(answered)) => answered,
@@ -147,6 +164,28 @@ pub(crate) fn hook_process(cli: &Cli, client: Client, args: &HookArgs) -> ExitCo
     ExitCode::from(rendered.exit)
 }
 
+/// How long a hook waits for its client to write the event and close stdin.
+const READ_WITHIN: Duration = Duration::from_secs(10);
+
+/// Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP):
+/// the call is denied, with exit 2, rather than the process dying with a
+/// code a client reads as a failure that lets the call run.
+async fn stopped() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+        _ = hup.recv() => "SIGHUP",
+    }
+}
+
 /// The verdict on the event on stdin, and which hook asked.
 async fn answer(
     cli: &Cli,
@@ -154,14 +193,40 @@ async fn answer(
     args: &HookArgs,
 ) -> (Verdict, toolgate_gateway::hook::HookKind) {
     use toolgate_gateway::hook::HookKind;
-    let mut bytes = Vec::new();
-    let limit = u64::try_from(MAX_EVENT_BYTES).unwrap_or(u64::MAX) + 1;
-    if let Err(error) = std::io::stdin().take(limit).read_to_end(&mut bytes) {
-        return (
-            Verdict::failed(format!("the event cannot be read ({error})")),
-            HookKind::PreToolUse,
-        );
-    }
+    // A client writes the event and closes stdin; one that keeps it open
+    // is answered all the same, before its own timeout lets the call run.
+    let read = tokio::task::spawn_blocking(|| {
+        let mut bytes = Vec::new();
+        let limit = u64::try_from(MAX_EVENT_BYTES).unwrap_or(u64::MAX) + 1;
+        std::io::stdin()
+            .take(limit)
+            .read_to_end(&mut bytes)
+            .map(|_| bytes)
+    });
+    let bytes = match tokio::time::timeout(READ_WITHIN, read).await {
+        Ok(Ok(Ok(bytes))) => bytes,
+        Ok(Ok(Err(error))) => {
+            return (
+                Verdict::failed(format!("the event cannot be read ({error})")),
+                HookKind::PreToolUse,
+            );
+        }
+        Ok(Err(error)) => {
+            return (
+                Verdict::failed(format!("the event cannot be read ({error})")),
+                HookKind::PreToolUse,
+            );
+        }
+        Err(_) => {
+            return (
+                Verdict::failed(format!(
+                    "stdin was not closed within {} seconds of the hook's start",
+                    READ_WITHIN.as_secs()
+                )),
+                HookKind::PreToolUse,
+            );
+        }
+    };
     let event = match HookEvent::parse(&bytes) {
         Ok(event) => event,
         Err(error) => return (Verdict::failed(error), HookKind::PreToolUse),
@@ -196,10 +261,38 @@ async fn submit(service: &str, args: &HookArgs, client: Client, bytes: &[u8]) ->
         }
     };
     let url = format!("{}/hook/{}", service.trim_end_matches('/'), client.name());
-    let http = match reqwest::Client::builder()
+    let mut http = reqwest::Client::builder()
         .timeout(Duration::from_secs(args.wait) + Duration::from_secs(30))
-        .build()
-    {
+        .redirect(reqwest::redirect::Policy::none());
+    match (&args.service_ca, service.starts_with("https://")) {
+        (Some(path), true) => {
+            let pem = match std::fs::read(path) {
+                Ok(pem) => pem,
+                Err(error) => {
+                    return Verdict::failed(format!(
+                        "the service's authority {} cannot be read ({error})",
+                        visible(&path.display().to_string())
+                    ));
+                }
+            };
+            match reqwest::Certificate::from_pem(&pem) {
+                Ok(ca) => http = http.tls_certs_only([ca]),
+                Err(error) => {
+                    return Verdict::failed(format!(
+                        "the service's authority {} is not a PEM certificate ({error})",
+                        visible(&path.display().to_string())
+                    ));
+                }
+            }
+        }
+        (Some(_), false) => {
+            return Verdict::failed(
+                "`--service-ca` is for an `https://` service: give the service's https address",
+            );
+        }
+        (None, _) => {}
+    }
+    let http = match http.build() {
         Ok(http) => http,
         Err(error) => return Verdict::failed(format!("no HTTP client ({error})")),
     };
@@ -332,7 +425,7 @@ pub(super) async fn command(store: &Store, out: Out, command: HookCommand) -> Re
             operator,
         }) => {
             let client = client_named(&client)?;
-            let words = rules::rule_words(&words.join(" ")).map_err(Failure::Usage)?;
+            let words = rules::rule_words(&words).map_err(Failure::Usage)?;
             let operator = operator_identity(operator.as_deref())?;
             let added = store
                 .add_command_rule(client.name(), &words, &operator)

@@ -12,6 +12,7 @@ use toolgate_store::Location;
 #[path = "../../../store/tests/backend/mod.rs"]
 pub(crate) mod backend;
 pub(crate) mod gateway;
+pub(crate) mod tls;
 
 /// The store of a data directory: `toolgate.db` in it on SQLite; on
 /// PostgreSQL, a database of its own, created on first use.

@@ -9,10 +9,10 @@
 //! a command of plain words ([`rules`]). A held call is a run of one call of
 //! a gateway of its own (`gateway.hook.CLIENT`), decided like any run —
 //! from the console, `runs review`, the inbox, notifications — and answered
-//! allow only after an approval ([`Verdict`]); what makes a retry the same
-//! call is named per tool ([`Client::same_call`]): for the shell, the
-//! command and the working directory, not the model's description or
-//! timeout.
+//! allow only after an approval, once per approval ([`Verdict`]); what
+//! makes a retry the same call is named per tool ([`Client::incidental`]):
+//! for the shell, everything but the model's description and timeout, and
+//! the working directory.
 //!
 //! The adapters ([`HookEvent::parse`], [`Verdict::render`]) speak each
 //! client's shapes; [`HookGate::answer`] is the one judgement both use,
@@ -48,6 +48,9 @@ const MAX_OUTCOME_BYTES: usize = 64 * 1024;
 /// How long a held call's run is looked for when its client reports what
 /// it ran.
 const OUTCOME_WITHIN: Duration = Duration::from_hours(24);
+
+/// Why a call that joined an approved run is not allowed.
+const ONE_ALLOW: &str = "the approval of this call let it run once, and another asking of the same call took it: it does not run; asked again, it is held for a new decision";
 
 /// The key of the marker an approved call's run answers with.
 const MARKER: &str = "toolgate_hook";
@@ -89,14 +92,16 @@ impl Client {
         tool == "Bash"
     }
 
-    /// The fields of `tool`'s input that make a call the same call: for
-    /// the shell and Codex's patches, the command — not the model's
-    /// description, timeout or the like; `None` for every other tool,
-    /// whose whole input does.
-    pub fn same_call(self, tool: &str) -> Option<&'static [&'static str]> {
-        match (self, tool) {
-            (_, "Bash") | (Client::Codex, "apply_patch") => Some(&["command"]),
-            _ => None,
+    /// The fields of `tool`'s input that do not make a call another call,
+    /// and are neither shown to the reviewer nor bound by an approval: for
+    /// the shell, the model's `description` of the command and its
+    /// `timeout`. Every other field — the command, a flag that leaves the
+    /// client's sandbox, one a later version adds — is the call's.
+    pub fn incidental(self, tool: &str) -> &'static [&'static str] {
+        if self.is_shell(tool) {
+            &["description", "timeout"]
+        } else {
+            &[]
         }
     }
 
@@ -315,8 +320,10 @@ impl Verdict {
 /// (`mcp__SERVER__TOOL`) of one of `servers`, already behind a toolgate
 /// gateway.
 pub fn gated_elsewhere(servers: &[String], tool: &str) -> Option<String> {
-    let (server, _) = tool.strip_prefix("mcp__")?.split_once("__")?;
-    servers.iter().any(|s| s == server).then(|| {
+    let (server, name) = tool.strip_prefix("mcp__")?.split_once("__")?;
+    // `mcp__a__b__c` could be server `a`'s `b__c` or server `a__b`'s `c`:
+    // gated here.
+    (!name.contains("__") && servers.iter().any(|s| s == server)).then(|| {
         format!("the server `{server}` is behind a toolgate gateway, which gates its calls")
     })
 }
@@ -509,15 +516,12 @@ impl HookGate {
             None => "a person".to_owned(),
         };
         let reason = format!("approved in toolgate by {who}");
-        if let (Some(run), Some(id)) = (&run, &event.tool_use_id)
-            && let Err(error) = self
-                .store
-                .allowed_client_call(self.client.name(), id, run)
-                .await
-        {
-            tracing::warn!(%run, %error, "the allowed call cannot be remembered by its id: what it did is recorded by its input");
-        }
         if approved == held.arguments {
+            if !self.took_allow(event, run.as_deref()).await {
+                return Verdict::Deny {
+                    reason: ONE_ALLOW.to_owned(),
+                };
+            }
             return Verdict::Allow {
                 reason,
                 updated_input: None,
@@ -543,30 +547,29 @@ impl HookGate {
         let refused = if approved.get("cwd") == held.arguments.get("cwd") {
             match approved.get("input") {
                 Some(Value::Object(edited)) if self.client.applies_edits() => {
-                    let mut input = event.input.clone();
-                    match self.client.same_call(&event.tool) {
-                        Some(fields) => {
-                            for field in fields {
-                                match edited.get(*field) {
-                                    Some(value) => {
-                                        input.insert((*field).to_owned(), value.clone());
-                                    }
-                                    None => {
-                                        input.remove(*field);
-                                    }
-                                }
-                            }
+                    // The approved fields; of the rest, only what does not
+                    // make the call (the model's description, say).
+                    let incidental = self.client.incidental(&event.tool);
+                    let mut input = edited.clone();
+                    for (field, value) in &event.input {
+                        if incidental.contains(&field.as_str()) {
+                            input.insert(field.clone(), value.clone());
                         }
-                        None => input.clone_from(edited),
+                    }
+                    if !self.took_allow(event, run).await {
+                        return Verdict::Deny {
+                            reason: ONE_ALLOW.to_owned(),
+                        };
                     }
                     return Verdict::Allow {
                         reason: format!("{reason}, with edited input"),
                         updated_input: Some(input),
                     };
                 }
-                Some(Value::Object(_)) => format!(
-                    "the call was approved with edited input, which {} cannot apply (it would run the original): it does not run; ask again with the approved input",
-                    self.client
+                Some(Value::Object(edited)) => format!(
+                    "the call was approved with edited input, which {} cannot apply (it would run the original): it does not run. The approver's version: {}; asked with it, it is held for a decision of its own",
+                    self.client,
+                    Value::Object(edited.clone())
                 ),
                 _ => "the approved input does not read as an object: the call does not run"
                     .to_owned(),
@@ -583,6 +586,27 @@ impl HookGate {
             }
         }
         Verdict::Deny { reason: refused }
+    }
+
+    /// Whether this hook took the one allow of run `run`: false when
+    /// another asking of the same call took it, when the run cannot be
+    /// found, or when the store cannot say.
+    async fn took_allow(&self, event: &HookEvent, run: Option<&str>) -> bool {
+        let Some(run) = run else {
+            tracing::warn!("an approved call's run cannot be found: it is not allowed");
+            return false;
+        };
+        match self
+            .store
+            .take_client_allow(self.client.name(), event.tool_use_id.as_deref(), run)
+            .await
+        {
+            Ok(taken) => taken,
+            Err(error) => {
+                tracing::warn!(%run, %error, "the allow of an approved call cannot be taken: it is not allowed");
+                false
+            }
+        }
     }
 
     /// Who decided run `run`, in words.
@@ -642,14 +666,24 @@ impl HookGate {
                     why: "the call was not held".to_owned(),
                 };
             };
-            match self.store.client_outcomes(&run).await {
-                Ok(outcomes) if !outcomes.is_empty() => {
+            // Only a run that let a call run has an outcome to record, and
+            // only one.
+            match (
+                self.store.client_allowed(&run).await,
+                self.store.client_outcomes(&run).await,
+            ) {
+                (Ok(false), _) => {
+                    return Verdict::None {
+                        why: "its run let no call run".to_owned(),
+                    };
+                }
+                (_, Ok(outcomes)) if !outcomes.is_empty() => {
                     return Verdict::None {
                         why: "its run has its outcome already: this was another call".to_owned(),
                     };
                 }
-                Ok(_) => run,
-                Err(error) => {
+                (Ok(true), Ok(_)) => run,
+                (Err(error), _) | (_, Err(error)) => {
                     return Verdict::failed(format!("the store cannot be read ({error})"));
                 }
             }
@@ -688,13 +722,13 @@ impl HookGate {
                 visible(&event.tool)
             )));
         }
-        let input = match self.client.same_call(&event.tool) {
-            Some(fields) => fields
-                .iter()
-                .filter_map(|f| event.input.get(*f).map(|v| ((*f).to_owned(), v.clone())))
-                .collect(),
-            None => event.input.clone(),
-        };
+        let incidental = self.client.incidental(&event.tool);
+        let input: Map<String, Value> = event
+            .input
+            .iter()
+            .filter(|(field, _)| !incidental.contains(&field.as_str()))
+            .map(|(field, value)| (field.clone(), value.clone()))
+            .collect();
         let cwd = event.cwd.clone().map_or(Value::Null, Value::String);
         let arguments = json!({ "cwd": cwd, "input": input });
         let context = format!(

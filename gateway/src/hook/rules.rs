@@ -68,18 +68,49 @@ pub fn matching<'r>(rules: &'r [Vec<String>], command: &str) -> Option<&'r [Stri
         .map(Vec::as_slice)
 }
 
-/// A rule's words from what an operator typed: plain words, as a command
-/// must be to match one.
-pub fn rule_words(typed: &str) -> Result<Vec<String>, String> {
-    let trimmed = typed.trim();
-    plain_words(trimmed)
-        .map(|words| words.into_iter().map(str::to_owned).collect())
-        .map_err(|why| {
-            format!(
-                "the rule `{}` cannot be matched: {why}; a rule is plain words, as a command must be to match it (`git status`)",
-                toolgate::visible::visible(typed)
-            )
-        })
+/// Commands that run another command named in their arguments, or a
+/// file's content as commands: a rule may not begin with one — `env`,
+/// `sudo`, `xargs`, `.`… would let whatever follows run unasked.
+const RUNNERS: &[&str] = &[
+    ".", "source", "eval", "exec", "env", "command", "builtin", "sh", "bash", "zsh", "dash", "ksh",
+    "fish", "sudo", "su", "doas", "xargs", "nohup", "nice", "timeout", "time", "watch", "setsid",
+    "stdbuf", "chroot", "unshare", "nsenter", "runuser", "flock", "python", "python3", "perl",
+    "ruby", "node", "awk",
+];
+
+/// A rule's words from the words an operator typed: each one plain, as a
+/// command's must be to match it — no word with a space, quoting or shell
+/// control in it, none empty — and the first not a command that runs
+/// another ([`RUNNERS`]).
+pub fn rule_words(typed: &[String]) -> Result<Vec<String>, String> {
+    if typed.is_empty() {
+        return Err("a rule has at least one word (`git status`)".to_owned());
+    }
+    for word in typed {
+        match plain_words(word) {
+            Ok(words) if words.len() == 1 => {}
+            Ok(_) => {
+                return Err(format!(
+                    "the word `{}` holds a space: give each word of the rule as its own argument",
+                    toolgate::visible::visible(word)
+                ));
+            }
+            Err(why) => {
+                return Err(format!(
+                    "the word `{}` cannot be matched: {why}; a rule is plain words, as a command must be to match it (`git status`)",
+                    toolgate::visible::visible(word)
+                ));
+            }
+        }
+    }
+    let first = typed[0].rsplit('/').next().unwrap_or_default();
+    if RUNNERS.contains(&first) {
+        return Err(format!(
+            "a rule may not begin with `{}`, which runs whatever follows it: a rule for it would let any command run unasked",
+            toolgate::visible::visible(&typed[0])
+        ));
+    }
+    Ok(typed.to_vec())
 }
 
 #[cfg(test)]
@@ -147,13 +178,28 @@ mod tests {
         }
     }
 
+    fn typed(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
     #[test]
     fn a_rule_must_be_plain_words() {
         assert_eq!(
-            rule_words("  git status ").ok(),
-            Some(vec!["git".to_owned(), "status".to_owned()])
+            rule_words(&typed(&["git", "status"])).ok(),
+            Some(typed(&["git", "status"]))
         );
-        let refused = rule_words("git status; ls").err().unwrap_or_default();
-        assert!(refused.contains("shell control"), "{refused}");
+        for (words, said) in [
+            (&["git", "status;"][..], "shell control"),
+            (&["git", "status "][..], "space"),
+            (&["git status"][..], "space"),
+            (&["git", ""][..], "empty"),
+            (&[][..], "at least one word"),
+            (&[".", "/tmp/x.sh"][..], "runs whatever follows"),
+            (&["/usr/bin/env", "git"][..], "runs whatever follows"),
+            (&["sudo", "ls"][..], "runs whatever follows"),
+        ] {
+            let refused = rule_words(&typed(words)).err().unwrap_or_default();
+            assert!(refused.contains(said), "{words:?}: {refused}");
+        }
     }
 }

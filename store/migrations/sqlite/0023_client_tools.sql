@@ -40,13 +40,15 @@ CREATE TABLE client_outcome (
 
 CREATE INDEX client_outcome_of ON client_outcome (run_id);
 
--- The calls a hook answered allow, by the client's own id for the call: what
--- its post-tool hook reports is recorded against that run, whatever input
--- the client ran it with.
+-- The runs a hook answered allow, each once: one approval lets one call
+-- run, however many hook processes asked it at once; by the client's own id
+-- for the call, when it gave one, what its post-tool hook reports is
+-- recorded against that run whatever input the client ran it with.
 CREATE TABLE client_call (
+    run_id TEXT PRIMARY KEY,
     client TEXT NOT NULL,
-    tool_use_id TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    allowed_at BIGINT NOT NULL,
-    PRIMARY KEY (client, tool_use_id)
+    tool_use_id TEXT,
+    allowed_at BIGINT NOT NULL
 );
+
+CREATE INDEX client_call_by_id ON client_call (client, tool_use_id);
