@@ -81,7 +81,7 @@ const RUNNERS: &[&str] = &[
 /// A rule's words from the words an operator typed: each one plain, as a
 /// command's must be to match it — no word with a space, quoting or shell
 /// control in it, none empty — and the first not a command that runs
-/// another ([`RUNNERS`]).
+/// another (`env`, `sudo`, `sh`, `xargs`, `.`…).
 pub fn rule_words(typed: &[String]) -> Result<Vec<String>, String> {
     if typed.is_empty() {
         return Err("a rule has at least one word (`git status`)".to_owned());
