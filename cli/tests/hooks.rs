@@ -265,6 +265,20 @@ fn a_server_behind_a_gateway_is_gated_there() {
             &notes,
         );
         assert_eq!(code, 0, "{client}: decided before anything is submitted");
+        // `mcp__notes___add` could be server `notes_`'s `add`: gated here.
+        let ambiguous = event(
+            client,
+            "PreToolUse",
+            "mcp__notes___add",
+            &json!({"text": "x"}),
+        );
+        let (code, _, _) = hook(
+            dir,
+            client,
+            &["--direct", "--behind-gateway", "notes", "--wait", "1"],
+            &ambiguous,
+        );
+        assert_eq!(code, 2, "{client}");
         let other = event(
             client,
             "PreToolUse",
@@ -771,6 +785,18 @@ fn what_ran_is_recorded_against_its_run() {
     let reported = &shown(dir, &run)["client_reported"];
     assert_eq!(reported.as_array().unwrap().len(), 1, "{reported}");
     assert_eq!(reported[0]["outcome"]["exit_code"], 0);
+    // Told again, or another call with the same id: one outcome per run.
+    let mut again = after.clone();
+    again["tool_input"] = bash("echo other");
+    let (code, _, _) = hook(dir, client, &["--direct"], &again);
+    assert_eq!(code, 0);
+    assert_eq!(
+        shown(dir, &run)["client_reported"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     let text = toolgate(dir, &["runs", "show", &run]);
     assert!(text.contains("the client reported"), "{text}");
     assert!(!text.contains('\u{1b}'), "{text:?}");
@@ -1263,7 +1289,7 @@ fn stdin_left_open_or_a_stop_signal_is_a_deny() {
         assert!(err.contains("stdin was not closed"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(30));
         // Stopped while it waits for a decision.
-        for signal in ["TERM", "INT", "HUP"] {
+        for signal in ["TERM", "INT", "HUP", "USR1", "ALRM"] {
             let asked = event(
                 client,
                 "PreToolUse",

@@ -324,7 +324,11 @@ impl Gateway {
         self.inner.follow.forget();
         match self.inner.host.resume(task, &self.inner.registry).await {
             Ok(resumed) => match (&resumed.ended, &resumed.state) {
-                (Ended::Finished { .. }, Some(state)) => (answer(state), true),
+                (Ended::Finished { .. }, Some(state)) => {
+                    let mut answered = answer(state);
+                    crate::hook::stamp_run(&mut answered, run_id);
+                    (answered, true)
+                }
                 (Ended::OutcomeUnknown { why, .. }, _) => (outcome_unknown(run_id, why), false),
                 (ended, _) => (refusal(not_finished(run_id, ended)), false),
             },

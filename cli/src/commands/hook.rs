@@ -167,22 +167,49 @@ pub(crate) fn hook_process(cli: &Cli, client: Client, args: &HookArgs) -> ExitCo
 /// How long a hook waits for its client to write the event and close stdin.
 const READ_WITHIN: Duration = Duration::from_secs(10);
 
-/// Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP):
-/// the call is denied, with exit 2, rather than the process dying with a
-/// code a client reads as a failure that lets the call run.
+/// The signals a hook answers with a deny rather than dying with another
+/// exit code (Linux numbers): all that end a process and can be caught —
+/// SIGKILL and SIGSTOP cannot, and a fault (SIGSEGV, SIGILL, SIGFPE, SIGBUS)
+/// is no request to stop.
+const STOPPING: &[(i32, &str)] = &[
+    (1, "SIGHUP"),
+    (2, "SIGINT"),
+    (3, "SIGQUIT"),
+    (5, "SIGTRAP"),
+    (6, "SIGABRT"),
+    (10, "SIGUSR1"),
+    (12, "SIGUSR2"),
+    (14, "SIGALRM"),
+    (15, "SIGTERM"),
+    (16, "SIGSTKFLT"),
+    (24, "SIGXCPU"),
+    (25, "SIGXFSZ"),
+    (26, "SIGVTALRM"),
+    (27, "SIGPROF"),
+    (30, "SIGPWR"),
+    (31, "SIGSYS"),
+];
+
+/// Resolves when the process is sent a signal that would end it: the call
+/// is denied, with exit 2, rather than the process dying with a code a
+/// client reads as a failure that lets the call run.
 async fn stopped() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-        _ = hup.recv() => "SIGHUP",
+    let (tell, mut told) = tokio::sync::mpsc::channel(STOPPING.len());
+    for &(number, name) in STOPPING {
+        if let Ok(mut stream) = signal(SignalKind::from_raw(number)) {
+            let tell = tell.clone();
+            tokio::spawn(async move {
+                if stream.recv().await.is_some() {
+                    let _ = tell.send(name).await;
+                }
+            });
+        }
+    }
+    drop(tell);
+    match told.recv().await {
+        Some(name) => name,
+        None => std::future::pending().await,
     }
 }
 

@@ -316,6 +316,19 @@ impl Verdict {
     }
 }
 
+/// Marks an approved client call's answer with the run it came from: the
+/// one allow a run gives is taken by that run, never by whichever run the
+/// call's key names by the time its answer is read.
+pub(crate) fn stamp_run(answer: &mut rmcp::model::CallToolResult, run_id: &str) {
+    if let Some(Value::Object(marker)) = answer
+        .structured_content
+        .as_mut()
+        .and_then(|s| s.get_mut(MARKER))
+    {
+        marker.insert("run".to_owned(), Value::String(run_id.to_owned()));
+    }
+}
+
 /// Why `tool` is gated elsewhere, when it is a client's call
 /// (`mcp__SERVER__TOOL`) of one of `servers`, already behind a toolgate
 /// gateway.
@@ -323,9 +336,10 @@ pub fn gated_elsewhere(servers: &[String], tool: &str) -> Option<String> {
     let (server, name) = tool.strip_prefix("mcp__")?.split_once("__")?;
     // `mcp__a__b__c` could be server `a`'s `b__c` or server `a__b`'s `c`:
     // gated here.
-    (!name.contains("__") && servers.iter().any(|s| s == server)).then(|| {
-        format!("the server `{server}` is behind a toolgate gateway, which gates its calls")
-    })
+    // And `mcp__gh___x` could be server `gh_`'s `x`.
+    (!name.contains("__") && !name.starts_with('_') && servers.iter().any(|s| s == server)).then(
+        || format!("the server `{server}` is behind a toolgate gateway, which gates its calls"),
+    )
 }
 
 /// The gate for one client's hooks over a store.
@@ -492,25 +506,29 @@ impl HookGate {
         else {
             return Verdict::failed("the call was answered with a request for input");
         };
-        let approved = (result.is_error != Some(true))
+        let marker = (result.is_error != Some(true))
             .then(|| {
                 result
                     .structured_content
                     .as_ref()
                     .and_then(|s| s.get(MARKER))
-                    .and_then(|m| m.get("arguments"))
                     .cloned()
             })
             .flatten();
-        let Some(approved) = approved else {
+        let Some(marker) = marker else {
             return Verdict::Deny {
                 reason: crate::answers::text_of(&result),
             };
         };
-        let run = held
-            .gateway
-            .held_run(&held.local, &held.arguments, &held.client, requester)
-            .await;
+        // The run the approval came from, as its answer says; an answer
+        // that names none allows nothing.
+        let (Some(approved), Some(run)) = (
+            marker.get("arguments").cloned(),
+            marker.get("run").and_then(Value::as_str).map(str::to_owned),
+        ) else {
+            return Verdict::failed("the approved answer names no run");
+        };
+        let run = Some(run);
         let who = match &run {
             Some(run) => self.deciders(run).await,
             None => "a person".to_owned(),
@@ -666,28 +684,30 @@ impl HookGate {
                     why: "the call was not held".to_owned(),
                 };
             };
-            // Only a run that let a call run has an outcome to record, and
-            // only one.
-            match (
-                self.store.client_allowed(&run).await,
-                self.store.client_outcomes(&run).await,
-            ) {
-                (Ok(false), _) => {
+            // Only a run that let a call run has an outcome to record.
+            match self.store.client_allowed(&run).await {
+                Ok(true) => run,
+                Ok(false) => {
                     return Verdict::None {
                         why: "its run let no call run".to_owned(),
                     };
                 }
-                (_, Ok(outcomes)) if !outcomes.is_empty() => {
-                    return Verdict::None {
-                        why: "its run has its outcome already: this was another call".to_owned(),
-                    };
-                }
-                (Ok(true), Ok(_)) => run,
-                (Err(error), _) | (_, Err(error)) => {
+                Err(error) => {
                     return Verdict::failed(format!("the store cannot be read ({error})"));
                 }
             }
         };
+        // One outcome per run: a second report is of another call, or the
+        // same told twice.
+        match self.store.client_outcomes(&run).await {
+            Ok(outcomes) if !outcomes.is_empty() => {
+                return Verdict::None {
+                    why: "its run has its outcome already".to_owned(),
+                };
+            }
+            Ok(_) => {}
+            Err(error) => return Verdict::failed(format!("the store cannot be read ({error})")),
+        }
         let mut outcome = event
             .response
             .as_ref()
@@ -788,19 +808,6 @@ struct Held {
 }
 
 impl Gateway {
-    /// The run the call of `local` with `arguments` is held under now, if
-    /// any.
-    async fn held_run(
-        &self,
-        local: &str,
-        arguments: &Value,
-        client: &DeclaredClient,
-        requester: &str,
-    ) -> Option<String> {
-        self.held_run_within(local, arguments, client, requester, Duration::from_mins(1))
-            .await
-    }
-
     /// The run the call was last held under, answered within `within`.
     async fn held_run_within(
         &self,

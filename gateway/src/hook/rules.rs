@@ -70,13 +70,119 @@ pub fn matching<'r>(rules: &'r [Vec<String>], command: &str) -> Option<&'r [Stri
 
 /// Commands that run another command named in their arguments, or a
 /// file's content as commands: a rule may not begin with one — `env`,
-/// `sudo`, `xargs`, `.`… would let whatever follows run unasked.
+/// `sudo`, `xargs`, `.`… would let whatever follows run unasked. Compared
+/// without case, and a name that begins with an interpreter's (`python3.11`,
+/// `perl5.36`) counts as it. A guard against the plain mistakes, not a list
+/// of every program that can run another: a rule is the operator's
+/// declaration, and the README says what to keep asked.
 const RUNNERS: &[&str] = &[
-    ".", "source", "eval", "exec", "env", "command", "builtin", "sh", "bash", "zsh", "dash", "ksh",
-    "fish", "sudo", "su", "doas", "xargs", "nohup", "nice", "timeout", "time", "watch", "setsid",
-    "stdbuf", "chroot", "unshare", "nsenter", "runuser", "flock", "python", "python3", "perl",
-    "ruby", "node", "awk",
+    ".",
+    "source",
+    "eval",
+    "exec",
+    "env",
+    "command",
+    "builtin",
+    "trap",
+    "alias",
+    "export",
+    "coproc",
+    "sh",
+    "bash",
+    "rbash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "csh",
+    "tcsh",
+    "fish",
+    "busybox",
+    "toybox",
+    "sudo",
+    "su",
+    "doas",
+    "pkexec",
+    "run0",
+    "runuser",
+    "fakeroot",
+    "xargs",
+    "nohup",
+    "nice",
+    "ionice",
+    "taskset",
+    "chrt",
+    "timeout",
+    "time",
+    "watch",
+    "setsid",
+    "stdbuf",
+    "chroot",
+    "unshare",
+    "nsenter",
+    "bwrap",
+    "flock",
+    "systemd-run",
+    "script",
+    "expect",
+    "tmux",
+    "screen",
+    "at",
+    "batch",
+    "ssh",
+    "strace",
+    "ltrace",
+    "gdb",
+    "valgrind",
+    "find",
+    "sed",
+    "awk",
+    "gawk",
+    "mawk",
+    "npx",
+    "make",
 ];
+
+/// Interpreters, by the start of their names.
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "perl",
+    "ruby",
+    "node",
+    "deno",
+    "bun",
+    "php",
+    "lua",
+    "tclsh",
+    "wish",
+    "pwsh",
+    "powershell",
+    "osascript",
+    "java",
+    "jshell",
+    "rscript",
+    "julia",
+    "guile",
+    "racket",
+];
+
+/// Whether `first`, a rule's first word, names a command that runs others.
+fn runs_others(first: &str) -> bool {
+    // A path is refused whole when relative (`./x` runs whatever is there),
+    // and judged by its last part when absolute.
+    if first.contains('/') && !first.starts_with('/') {
+        return true;
+    }
+    let name = first
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    RUNNERS.contains(&name.as_str())
+        || INTERPRETERS
+            .iter()
+            .any(|i| name.starts_with(&i.to_ascii_lowercase()))
+}
 
 /// A rule's words from the words an operator typed: each one plain, as a
 /// command's must be to match it — no word with a space, quoting or shell
@@ -103,8 +209,7 @@ pub fn rule_words(typed: &[String]) -> Result<Vec<String>, String> {
             }
         }
     }
-    let first = typed[0].rsplit('/').next().unwrap_or_default();
-    if RUNNERS.contains(&first) {
+    if runs_others(&typed[0]) {
         return Err(format!(
             "a rule may not begin with `{}`, which runs whatever follows it: a rule for it would let any command run unasked",
             toolgate::visible::visible(&typed[0])
@@ -197,9 +302,25 @@ mod tests {
             (&[".", "/tmp/x.sh"][..], "runs whatever follows"),
             (&["/usr/bin/env", "git"][..], "runs whatever follows"),
             (&["sudo", "ls"][..], "runs whatever follows"),
+            (&["ENV", "ls"][..], "runs whatever follows"),
+            (&["/usr/bin/Env"][..], "runs whatever follows"),
+            (&["python3.11", "x.py"][..], "runs whatever follows"),
+            (&["perl5.36"][..], "runs whatever follows"),
+            (&["./x"][..], "runs whatever follows"),
+            (&["bin/tool"][..], "runs whatever follows"),
+            (&["busybox", "sh"][..], "runs whatever follows"),
+            (&["ionice"][..], "runs whatever follows"),
         ] {
             let refused = rule_words(&typed(words)).err().unwrap_or_default();
             assert!(refused.contains(said), "{words:?}: {refused}");
+        }
+        for plain in [
+            &["rg", "TODO"][..],
+            &["ls"][..],
+            &["cargo", "test"][..],
+            &["/usr/bin/ls"][..],
+        ] {
+            assert!(rule_words(&typed(plain)).is_ok(), "{plain:?}");
         }
     }
 }
