@@ -14,44 +14,15 @@ use std::time::Duration;
 
 use rmcp::ServiceExt as _;
 use serde_json::json;
-use tokio::io::AsyncBufReadExt as _;
 
 mod common;
-use common::gateway::{call, json_of, lines, notes, text};
-use common::{TOOLGATE, database_env, toolgate};
+use common::gateway::{call, json_of, lines, listening, notes, text};
+use common::{TOOLGATE, toolgate};
 
 /// This suite again, on PostgreSQL.
 #[test]
 fn on_postgres() {
     common::backend::rerun_on_postgres();
-}
-
-/// `toolgate gateway --listen 127.0.0.1:0 ARGS…` over `dir`, and its URL.
-async fn listening(dir: &Path, args: &[&str]) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(["gateway", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .env_remove("TOOLGATE_DATABASE_URL")
-        .envs(database_env(dir))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    tokio::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut said)
-        .await
-        .unwrap();
-    let url = said
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {said:?}"))
-        .to_owned();
-    (child, url)
 }
 
 /// The forwarder over `agent` (a data directory with no store), to `url`

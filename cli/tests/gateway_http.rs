@@ -11,7 +11,6 @@
 )]
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::ServiceExt as _;
@@ -20,47 +19,15 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt as _;
 
 mod common;
-use common::gateway::{call, json_of, lines, notes, text};
-use common::{TOOLGATE, database_env, toolgate};
+use common::gateway::{call, json_of, lines, listening, notes, text};
+use common::toolgate;
 
 /// This suite again, on PostgreSQL.
 #[test]
 fn on_postgres() {
     common::backend::rerun_on_postgres();
-}
-
-/// A `toolgate gateway --listen 127.0.0.1:0 ARGS…` process over `dir`, and
-/// the URL it says it serves at. The process ends when the child is
-/// dropped.
-async fn listening(dir: &Path, args: &[&str]) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(TOOLGATE)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(["gateway", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .env_remove("TOOLGATE_DATABASE_URL")
-        .envs(database_env(dir))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the gateway starts");
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let mut said = String::new();
-    tokio::io::BufReader::new(stdout)
-        .read_line(&mut said)
-        .await
-        .expect("the gateway says where it is");
-    let url = said
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {said:?}"))
-        .to_owned();
-    (child, url)
 }
 
 /// A token made for `person`.

@@ -116,3 +116,35 @@ pub(crate) fn text(result: &CallToolResult) -> String {
 pub(crate) fn lines(ledger: &Path) -> usize {
     std::fs::read_to_string(ledger).map_or(0, |t| t.lines().count())
 }
+
+/// A `toolgate gateway --listen 127.0.0.1:0 ARGS…` process over `dir`, and
+/// the URL it says it serves at. The process ends when the child is
+/// dropped.
+pub(crate) async fn listening(dir: &Path, args: &[&str]) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = tokio::process::Command::new(TOOLGATE)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["gateway", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .envs(database_env(dir))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the gateway starts");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut said = String::new();
+    tokio::io::BufReader::new(stdout)
+        .read_line(&mut said)
+        .await
+        .expect("the gateway says where it is");
+    let url = said
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {said:?}"))
+        .to_owned();
+    (child, url)
+}
