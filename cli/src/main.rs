@@ -662,24 +662,19 @@ fn main() -> ExitCode {
         Command::Hook(commands::HookCommand::Codex(args)) => {
             return commands::hook_process(&cli, toolgate_gateway::hook::Client::Codex, args);
         }
-        Command::Gateway(args) if args.upstream.is_some() => {
-            let Some(runtime) = runtime() else {
-                return ExitCode::from(1);
-            };
-            return match runtime.block_on(commands::forward(args)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(failure) => {
-                    say_err!("{}{}", failure.prefix(), failure.message());
-                    ExitCode::from(failure.code())
-                }
-            };
-        }
         _ => {}
     }
     let Some(runtime) = runtime() else {
         return ExitCode::from(1);
     };
-    match runtime.block_on(commands::run(cli)) {
+    // A gateway that forwards opens no store: it never goes through `run`.
+    let done = match &cli.command {
+        Command::Gateway(args) if args.upstream.is_some() => {
+            runtime.block_on(commands::forward(args))
+        }
+        _ => runtime.block_on(commands::run(cli)),
+    };
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             say_err!("{}{}", failure.prefix(), failure.message());
