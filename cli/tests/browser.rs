@@ -14,141 +14,24 @@
     reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
 )]
 
-use std::io::{BufRead as _, Read as _, Write as _};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::{Read as _, Write as _};
+use std::path::Path;
 use std::time::Duration;
 
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 use serde_json::{Map, Value, json};
 use toolgate::run::{CallRequest, NoModel, Outcome, ToolCall};
 use toolgate::suspend::SuspendedRun;
 use toolgate::{Agent, Execute, Registry, Tool, ToolOutput};
 
+#[path = "common/browser.rs"]
+mod browsing;
 mod common;
+use browsing::{
+    another_port, browser, browser_with, chromedriver, free_port, inbox, inbox_with, json_of,
+    page_with, snap,
+};
 use common::toolgate;
-
-/// A child process killed when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A free port on 127.0.0.1.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `toolgate inbox` on a port the system picks; its URL.
-fn inbox(dir: &Path) -> (Killed, String) {
-    inbox_with(dir, "127.0.0.1:0", &[])
-}
-
-/// `toolgate inbox --listen LISTEN EXTRA…`; the URL it says it is at.
-fn inbox_with(dir: &Path, listen: &str, extra: &[&str]) -> (Killed, String) {
-    let mut child = common::command(dir)
-        .args(["inbox", "--listen", listen])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .unwrap_or_else(|| panic!("{first}"))
-        .to_owned();
-    (Killed(child), url)
-}
-
-/// chromedriver, listening; its URL.
-fn chromedriver() -> (Killed, String) {
-    let port = free_port();
-    let child = Killed(
-        Command::new("chromedriver")
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver runs (Debian's chromium-driver; `.ci/run` installs it)"),
-    );
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return (child, format!("http://127.0.0.1:{port}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("chromedriver does not listen");
-}
-
-async fn browser(webdriver: &str) -> Client {
-    browser_with(webdriver, &[]).await
-}
-
-/// A Chromium session with `extra` switches.
-async fn browser_with(webdriver: &str, extra: &[&str]) -> Client {
-    let mut args = vec![
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1200,1600",
-    ];
-    args.extend_from_slice(extra);
-    let mut capabilities = Map::new();
-    capabilities.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": "/usr/bin/chromium",
-            "args": args,
-        }),
-    );
-    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-    ClientBuilder::new(connector)
-        .capabilities(capabilities)
-        .connect(webdriver)
-        .await
-        .expect("a Chromium session")
-}
-
-fn screenshots() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("inbox-screenshots");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-async fn snap(client: &Client, name: &str) {
-    let png = client.screenshot().await.unwrap();
-    std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap();
-}
-
-/// The page's source once it holds `text`: a click that submits a form
-/// returns before the page it leads to has loaded.
-async fn page_with(client: &Client, text: &str) -> String {
-    for _ in 0..100 {
-        let source = client.source().await.unwrap();
-        if source.contains(text) {
-            return source;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("no page with {text:?}: {}", client.source().await.unwrap());
-}
-
-fn json_of(dir: &Path, args: &[&str]) -> Value {
-    serde_json::from_str(&toolgate(dir, &[&["--json"][..], args].concat())).unwrap()
-}
 
 /// Deletes a branch: a write, so a call of it waits for approval.
 #[derive(Tool)]
@@ -222,25 +105,6 @@ fn hostile_site(target: &str) -> (u16, std::thread::JoinHandle<()>) {
          <input name=\"verdict\" value=\"approve\"><input name=\"digest\" value=\"x\">\
          <input name=\"csrf\" value=\"guess\"><button id=\"go\" type=\"submit\">win</button></form></body></html>"
     ))
-}
-
-/// A server on another port of 127.0.0.1 that answers one request with
-/// `page`.
-fn another_port(page: String) -> (u16, std::thread::JoinHandle<()>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let handle = std::thread::spawn(move || {
-        if let Ok((mut stream, _)) = listener.accept() {
-            let mut buffer = [0u8; 4096];
-            let _ = stream.read(&mut buffer);
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                page.len()
-            );
-        }
-    });
-    (port, handle)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
