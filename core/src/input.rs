@@ -79,9 +79,16 @@ impl std::fmt::Display for InputError {
     }
 }
 
-/// Validates `data` against the full schema; every error is reported.
-pub(crate) fn validate(schema: &Schema, data: &Value) -> Result<(), Vec<InputError>> {
-    let validator = jsonschema::validator_for(schema.as_value()).map_err(|error| {
+/// Checks `data` against `schema` (a JSON Schema), reporting every error:
+/// the one check of a submission and of edited arguments, which the inbox's
+/// forms use too, so what a form refuses and what a decision refuses agree.
+///
+/// Each error names where it is as a JSON Pointer into `data`; a missing
+/// required field is named at the place it is missing from (`/branch` for
+/// `{}` that lacks `branch`), so a form can show the error beside that
+/// field. A schema that is not a usable JSON Schema is one error at `""`.
+pub fn validate(schema: &Value, data: &Value) -> Result<(), Vec<InputError>> {
+    let validator = jsonschema::validator_for(schema).map_err(|error| {
         vec![InputError {
             path: String::new(),
             message: format!("the input schema cannot be used: {error}"),
@@ -89,9 +96,18 @@ pub(crate) fn validate(schema: &Schema, data: &Value) -> Result<(), Vec<InputErr
     })?;
     let errors: Vec<InputError> = validator
         .iter_errors(data)
-        .map(|error| InputError {
-            path: error.instance_path().to_string(),
-            message: error.to_string(),
+        .map(|error| {
+            let mut path = error.instance_path().to_string();
+            if let jsonschema::error::ValidationErrorKind::Required { property } = error.kind()
+                && let Some(name) = property.as_str()
+            {
+                path.push('/');
+                path.push_str(&name.replace('~', "~0").replace('/', "~1"));
+            }
+            InputError {
+                path,
+                message: error.to_string(),
+            }
         })
         .collect();
     if errors.is_empty() {
@@ -155,16 +171,22 @@ mod tests {
             "properties": {"branch": {"type": "string", "minLength": 1}, "n": {"type": "integer"}},
             "required": ["branch"]
         }));
-        assert_eq!(validate(&s, &json!({"branch": "main"})), Ok(()));
-        let errors = validate(&s, &json!({"branch": "", "n": "x"}))
+        let s = s.as_value();
+        assert_eq!(validate(s, &json!({"branch": "main"})), Ok(()));
+        let errors = validate(s, &json!({"branch": "", "n": "x"}))
             .err()
             .unwrap_or_default();
         let paths: Vec<_> = errors.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths.len(), 2, "{errors:?}");
         assert!(paths.contains(&"/branch") && paths.contains(&"/n"));
-        let missing = validate(&s, &json!({})).err().unwrap_or_default();
+        let missing = validate(s, &json!({})).err().unwrap_or_default();
         assert_eq!(missing.len(), 1);
         assert!(missing[0].message.contains("branch"), "{missing:?}");
+        // A missing field is named where it is missing from.
+        assert_eq!(missing[0].path, "/branch");
+        let odd = json!({"type": "object", "required": ["a/b~c"]});
+        let missing = validate(&odd, &json!({})).err().unwrap_or_default();
+        assert_eq!(missing[0].path, "/a~1b~0c");
     }
 
     #[test]

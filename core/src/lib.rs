@@ -145,7 +145,7 @@ pub mod suspend {
         DefinitionsDigest, RerunDigest, Review, ReviewedTool, TurnDigest, UnknownCall,
         accepted_definitions_digest, arguments_digest, rerun_digest,
     };
-    pub use crate::input::{InputError, input_fields_not_taken, input_schema_problem};
+    pub use crate::input::{InputError, input_fields_not_taken, input_schema_problem, validate};
     pub use crate::pause::{
         AwaitingApproval, CallDecisions, Decision, InputSubmission, Pause, Refusal, Suspended,
         TakesInput, TakesVerdict, Verdict, WaitingForInput,

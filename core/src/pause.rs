@@ -592,7 +592,7 @@ impl<S> Suspended<S> {
         };
         let schema = Schema::try_from(tool.parameters.clone())
             .map_err(|_| refuse("the tool's parameter schema is not a schema"))?;
-        input::validate(&schema, arguments).map_err(|errors| Refusal::InvalidEdit {
+        input::validate(schema.as_value(), arguments).map_err(|errors| Refusal::InvalidEdit {
             call: call.id.clone(),
             tool: call.name.clone(),
             errors,
@@ -609,7 +609,7 @@ impl<S> Suspended<S> {
         let digest = self.check_digest(&submission.digest)?;
         Operator::new(&submission.submitted_by, IdentitySource::Given)
             .map_err(Refusal::InvalidIdentity)?;
-        input::validate(&self.pause.input_pause().schema, &submission.data)
+        input::validate(self.pause.input_pause().schema.as_value(), &submission.data)
             .map_err(Refusal::InvalidInput)?;
         Ok(digest)
     }
