@@ -121,11 +121,21 @@ pub(crate) fn lines(ledger: &Path) -> usize {
 /// the URL it says it serves at. The process ends when the child is
 /// dropped.
 pub(crate) async fn listening(dir: &Path, args: &[&str]) -> (tokio::process::Child, String) {
+    listening_on(dir, "127.0.0.1:0", args).await
+}
+
+/// A `toolgate gateway --listen LISTEN ARGS…` process over `dir`, and the
+/// URL it says it serves at. The process ends when the child is dropped.
+pub(crate) async fn listening_on(
+    dir: &Path,
+    listen: &str,
+    args: &[&str],
+) -> (tokio::process::Child, String) {
     use tokio::io::AsyncBufReadExt as _;
     let mut child = tokio::process::Command::new(TOOLGATE)
         .arg("--data-dir")
         .arg(dir)
-        .args(["gateway", "--listen", "127.0.0.1:0"])
+        .args(["gateway", "--listen", listen])
         .args(args)
         .env_remove("TOOLGATE_DATABASE_URL")
         .envs(database_env(dir))
