@@ -157,3 +157,119 @@ pub(crate) fn another_port(page: String) -> (u16, std::thread::JoinHandle<()>) {
     });
     (port, handle)
 }
+
+/// `toolgate inbox --listen LISTEN EXTRA…`; the first URL of `scheme`
+/// (`http` or `https`) it says it is at.
+pub(crate) fn inbox_serving(
+    dir: &Path,
+    listen: &str,
+    extra: &[&str],
+    scheme: &str,
+) -> (Killed, String) {
+    let mut child = crate::common::command(dir)
+        .args(["inbox", "--listen", listen])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|word| word.starts_with(&format!("{scheme}://")))
+        .unwrap_or_else(|| panic!("no {scheme} URL in {first:?}"))
+        .trim_end_matches(['.', ','])
+        .to_owned();
+    (Killed(child), url)
+}
+
+/// Signs `client` in with a link `toolgate operator add` printed: its
+/// page, then its button. The address of the session's pages, without
+/// its trailing slash.
+pub(crate) async fn signed_in(client: &Client, link: &str) -> String {
+    client.goto(link).await.unwrap();
+    client
+        .find(fantoccini::Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    page_with(client, "signed in as").await;
+    let base = client.current_url().await.unwrap().to_string();
+    assert!(base.contains("/s/"), "the session's pages: {base}");
+    base.trim_end_matches('/').to_owned()
+}
+
+/// Clicks the first element `selector` (CSS) finds.
+pub(crate) async fn click(client: &Client, selector: &str) {
+    client
+        .find(fantoccini::Locator::Css(selector))
+        .await
+        .unwrap_or_else(|error| panic!("no {selector}: {error}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+/// Clicks the button whose text holds `text`.
+pub(crate) async fn click_button(client: &Client, text: &str) {
+    let xpath = format!("//button[contains(., {text:?})]");
+    client
+        .find(fantoccini::Locator::XPath(&xpath))
+        .await
+        .unwrap_or_else(|error| panic!("no button {text:?}: {error}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+/// Scrolls the first heading whose text is `heading` to the top of the
+/// window, for a screenshot of what follows it.
+pub(crate) async fn scroll_to_heading(client: &Client, heading: &str) {
+    client
+        .execute(
+            "const h = [...document.querySelectorAll('h1, h2, h3')].find(h => h.textContent.includes(arguments[0])); if (h) { h.scrollIntoView(); } return !!h;",
+            vec![json!(heading)],
+        )
+        .await
+        .unwrap();
+}
+
+/// The base64 SHA-256 of a certificate's public key (its SPKI), made by
+/// `openssl` in the certificate's directory: what Chromium's
+/// `--ignore-certificate-errors-spki-list` takes, trusting that one key
+/// and nothing else.
+pub(crate) fn spki_pin(cert: &Path) -> String {
+    let dir = cert.parent().unwrap();
+    let openssl = |args: &[&str]| {
+        let output = Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            output.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output.stdout
+    };
+    let cert = cert.to_str().unwrap();
+    openssl(&["x509", "-in", cert, "-pubkey", "-noout", "-out", "spki.pem"]);
+    openssl(&[
+        "pkey", "-pubin", "-in", "spki.pem", "-outform", "der", "-out", "spki.der",
+    ]);
+    openssl(&[
+        "dgst",
+        "-sha256",
+        "-binary",
+        "-out",
+        "spki.sha256",
+        "spki.der",
+    ]);
+    let pin = openssl(&["base64", "-A", "-in", "spki.sha256"]);
+    String::from_utf8(pin).unwrap().trim().to_owned()
+}
