@@ -110,6 +110,27 @@ async fn over_https_an_operator_signs_in_with_a_secure_cookie_and_decides() {
     let client = browser_with(&webdriver, &[resolve, &pin]).await;
     client.goto(&link).await.unwrap();
     page_with(&client, "action=\"/sign-in\"").await;
+    // That key only: another certificate the same CA would not sign
+    // differently — a key of its own — is not trusted by the pin.
+    let other = dir.join("other");
+    std::fs::create_dir(&other).unwrap();
+    let other = common::tls::certs(&other);
+    let (_other_inbox, other_url) = inbox_serving(
+        dir,
+        "127.0.0.1:0",
+        &[
+            "--tls-cert",
+            other.cert.to_str().unwrap(),
+            "--tls-key",
+            other.key.to_str().unwrap(),
+        ],
+        "https",
+    );
+    let _ = client.goto(&format!("{other_url}/")).await;
+    let stopped = client.source().await.unwrap();
+    assert!(stopped.contains("ERR_CERT_AUTHORITY_INVALID"), "{stopped}");
+    client.goto(&link).await.unwrap();
+    page_with(&client, "action=\"/sign-in\"").await;
     snap(&client, "op-2-https-sign-in").await;
     let base = signed_in(&client, &link).await;
     assert!(base.starts_with(&format!("{public}/s/")), "{base}");
@@ -214,8 +235,19 @@ async fn a_cookie_tossed_from_another_port_locks_no_one_out() {
     assert_eq!(session_cookie_paths(&client).await, ["/", "/s"]);
     snap(&client, "op-6-tossed-cookie-signed-in").await;
 
-    // After signing in: more of them, narrower still.
-    let (port, site) = cookie_tosser(&["/s/", "/runs"]);
+    // After signing in: more of them, narrower still — and one on the
+    // session's own path, which a script may not put in place of a cookie
+    // the page cannot read (`HttpOnly`).
+    let session = client
+        .get_all_cookies()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|cookie| cookie.http_only() == Some(true))
+        .expect("the session's cookie")
+        .value()
+        .to_owned();
+    let (port, site) = cookie_tosser(&["/s/", "/runs", "/"]);
     client
         .goto(&format!("http://127.0.0.1:{port}/"))
         .await
@@ -226,6 +258,12 @@ async fn a_cookie_tossed_from_another_port_locks_no_one_out() {
     page_with(&client, "Deny every call").await;
     // WebDriver lists the cookies the page's address is sent.
     assert_eq!(session_cookie_paths(&client).await, ["/", "/s", "/s/"]);
+    let kept = client.get_all_cookies().await.unwrap();
+    assert!(
+        kept.iter()
+            .any(|cookie| cookie.path() == Some("/") && cookie.value() == session),
+        "the session's cookie is kept: {kept:?}"
+    );
     // The run's stable address too, where the `/runs` cookie goes first.
     client
         .goto(&toolgate_inbox::run_link(&url, &run))
