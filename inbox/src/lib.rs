@@ -38,9 +38,11 @@
 //!   data class, state and last import; each tool's wire name, its gate
 //!   and why in the store's words ([`toolgate_store::ToolGate::words`], as
 //!   the console says it), its own declaration, and a quarantined tool's
-//!   change since it was accepted. A tool quarantined under its own "no
-//!   approval" is accepted there by an operator who may declare, bound to
-//!   the digest of the definition shown; lowering a gate is the console's.
+//!   change since it was accepted. An operator who may declare declares
+//!   a server's approval and each tool's own there, and accepts a tool
+//!   quarantined under its own "no approval": what tightens at once, what
+//!   lets calls run without a person shown first and bound to the digest
+//!   of the definitions shown.
 //! - **A run's stable address**, [`run_link`] (`/runs/ID`), is what a
 //!   notification links to: a browser signed in to the inbox opens it on
 //!   the run, in its session; another is told how to sign in. Its answer
@@ -80,6 +82,7 @@ use toolgate_store::{Store, StoreError};
 
 mod confirm;
 mod conversation;
+mod declare;
 mod finished;
 mod gates;
 mod guard;
@@ -281,6 +284,8 @@ impl Inbox {
             .route("/s/{key}/runs/{run}/choose", post(choose))
             .route("/s/{key}/servers", get(servers::servers))
             .route("/s/{key}/servers/accept", post(servers::accept))
+            .route("/s/{key}/servers/declare", post(declare::declare_tool))
+            .route("/s/{key}/servers/approval", post(declare::server_approval))
             .layer(axum::middleware::map_response(guard::as_a_page))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),

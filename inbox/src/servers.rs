@@ -6,13 +6,14 @@
 //! quarantined tool with what changed since it was accepted and the digest
 //! `toolgate server accept` takes.
 //!
-//! The page lowers no gate: that is done from the console, where it is
-//! shown first and bound to the digest of what was reviewed. The one act it
-//! offers is accepting a tool quarantined under its own "no approval"
-//! declaration, to an operator who may declare tools: a form carrying the
-//! digest of the definition shown, recorded as that operator's declaration
-//! through the inbox; a definition changed again since the page was shown
-//! is refused, and nothing is recorded.
+//! An operator who may declare declares there too ([`crate::declare`]): a
+//! server's approval and each tool's own, what tightens at once, what lets
+//! calls run without a person shown first and bound to the digest of the
+//! definitions shown. The other act it offers is accepting a tool
+//! quarantined under its own "no approval" declaration: a form carrying
+//! the digest of the definition shown, recorded as that operator's
+//! declaration through the inbox; a definition changed again since the
+//! page was shown is refused, and nothing is recorded.
 
 use axum::extract::{Form, Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -122,14 +123,14 @@ pub(crate) async fn servers(
 fn how_to_change() -> Markup {
     html! {
         p.note {
-            "Lowering a gate ("
-            code { "toolgate tool set-approval SERVER.TOOL off" } ", "
-            code { "toolgate server set-approval SERVER off" }
-            ") is done from the console, not from this page: the console first shows the "
-            "definitions it covers and their digest, and acts only when given that digest — a "
-            "deliberate act bound to what was reviewed. A quarantined tool is accepted as shown "
-            "below: here, when it is held under its own declaration and you may declare tools; "
-            "otherwise with " code { "toolgate server accept" } " and the digest beside it."
+            "An operator who may declare (" code { "toolgate operator add NAME --may-declare" } ") "
+            "declares a server's approval and each tool's own here, as "
+            code { "toolgate server set-approval" } " and " code { "toolgate tool set-approval" }
+            " do: what tightens is recorded at once; what lets calls run without a person is "
+            "shown first — every definition it covers and their digest — and acts only on that "
+            "digest, a deliberate act bound to what was reviewed. A quarantined tool is accepted "
+            "as shown below: here, when it is held under its own declaration; otherwise with "
+            code { "toolgate server accept" } " and the digest beside it."
         }
     }
 }
@@ -182,6 +183,9 @@ fn server_section(session: &Session, view: &ServerView, with_wire: bool) -> Mark
                     }
                 }
             }
+            @if session.may_declare {
+                (crate::declare::server_form(session, server))
+            }
             @if view.tools.is_empty() {
                 p { "No tool imported: " code { "toolgate import " (shown(&server.id)) } "." }
             } @else {
@@ -191,9 +195,10 @@ fn server_section(session: &Session, view: &ServerView, with_wire: bool) -> Mark
                         th { "gate" }
                         th { "its own declaration" }
                         th { "description (as the server wrote it)" }
+                        @if session.may_declare { th { "declare" } }
                     }
                     @for tool in &view.tools {
-                        (tool_row(tool, with_wire))
+                        (tool_row(session, tool, with_wire))
                     }
                 }
                 @for tool in view.tools.iter().filter(|t| t.gate.quarantine().is_some() && !t.row.orphaned) {
@@ -204,7 +209,7 @@ fn server_section(session: &Session, view: &ServerView, with_wire: bool) -> Mark
     }
 }
 
-fn tool_row(tool: &ToolView, with_wire: bool) -> Markup {
+fn tool_row(session: &Session, tool: &ToolView, with_wire: bool) -> Markup {
     let row = &tool.row;
     html! {
         tr.tool {
@@ -240,6 +245,9 @@ fn tool_row(tool: &ToolView, with_wire: bool) -> Markup {
                 }
             }
             td.description { (shown(&row.description)) }
+            @if session.may_declare {
+                td { @if !row.orphaned { (crate::declare::tool_form(session, row)) } }
+            }
         }
     }
 }
@@ -309,7 +317,7 @@ fn quarantined(session: &Session, server: &ServerRecord, tool: &ToolView) -> Mar
 
 /// A definition's field as text: a string with its line breaks, anything
 /// else as JSON — hidden characters escaped in both.
-fn value_text(value: &Value) -> Markup {
+pub(crate) fn value_text(value: &Value) -> Markup {
     match value {
         Value::String(text) => {
             html! { pre.text { bdi { (toolgate::visible::visible_lines(text)) } } }
@@ -410,7 +418,7 @@ pub(crate) async fn accept(
 
 /// News, not an alarm: the tool changed under the operator's form, and
 /// nothing was recorded.
-fn changed(session: &Session, what: &str, fresh: &str) -> Response {
+pub(crate) fn changed(session: &Session, what: &str, fresh: &str) -> Response {
     (
         StatusCode::CONFLICT,
         page(

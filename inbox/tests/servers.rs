@@ -211,11 +211,11 @@ async fn each_gate_reads_in_the_consoles_words() {
     assert!(body.contains("off <small>(stored: <bdi>"), "{body}");
 
     quarantines_show_their_change(&store, body).await;
-    // Lowering a gate is not offered here: the page says where, and why.
-    assert!(
-        body.contains("toolgate tool set-approval SERVER.TOOL off"),
-        "{body}"
-    );
+    // Declaring is not offered to an operator who may not declare: the
+    // page says who may, and how it is bound.
+    assert!(body.contains("--may-declare"), "{body}");
+    assert!(!body.contains("/servers/declare"), "{body}");
+    assert!(!body.contains("/servers/approval"), "{body}");
     assert!(body.contains("deliberate act"), "{body}");
     assert!(
         !body.contains("/servers/accept"),
