@@ -143,6 +143,7 @@ pub use stored_json::object_type_passes;
 /// | unknown outcomes | the console |
 /// | what hosts ran | the inbox's run page |
 /// | hosts seen | the inbox's run page (a host writes its heartbeat) |
+/// | changes | the inbox's live pages ([`Store::changes`]) |
 ///
 /// A host resumes decided runs through a [`Host`], not through these.
 #[derive(Clone, Debug)]
@@ -166,6 +167,9 @@ pub struct Store {
     /// Set once this handle's PostgreSQL listener runs.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     listening: Arc<std::sync::OnceLock<()>>,
+    /// The one watcher of the outbox that every follower of this handle
+    /// and its clones shares ([`Store::changes`]); started by the first.
+    followers: outbox::live::Followers,
 }
 
 /// # Opening
@@ -237,6 +241,7 @@ impl Store {
             keyed: false,
             inbox: Arc::new(tokio::sync::Notify::new()),
             listening: Arc::new(std::sync::OnceLock::new()),
+            followers: Arc::new(std::sync::OnceLock::new()),
         };
         store.keyed = store.versions_applied().await?.contains(&5)
             && Query::new("SELECT COUNT(*) FROM integrity")

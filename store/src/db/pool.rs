@@ -24,6 +24,15 @@ impl Pool {
         }
     }
 
+    /// True once [`Pool::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        match self {
+            Pool::Sqlite(pool) => pool.is_closed(),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => pool.is_closed(),
+        }
+    }
+
     pub(crate) async fn close(&self) {
         match self {
             Pool::Sqlite(pool) => pool.close().await,

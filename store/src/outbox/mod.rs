@@ -22,6 +22,11 @@
 //! **Cost to a run.** Two inserts in a transaction the run writes anyway,
 //! and for a run that starts waiting one read of its tools' servers. A sink
 //! that is down never slows a run: sending is the dispatcher's, elsewhere.
+//! On PostgreSQL the write is announced too (`pg_notify`, on commit).
+//!
+//! **Following it.** The outbox is also the log of what changed, for pages
+//! that follow runs as they change ([`Store::changes`],
+//! [`Store::changes_since`]): each event's row id is its place in it.
 
 use std::collections::BTreeSet;
 
@@ -33,7 +38,9 @@ use crate::db::{Query, Tx};
 use crate::{DataClass, Store, StoreError, now_ms};
 
 mod delivery;
+pub(crate) mod live;
 pub use delivery::{Delivery, NewSink, SinkKind, SinkRecord, SinkStatus, sink_name_problem};
+pub use live::{CHANGES_READ, POLL_EVERY, RunChange};
 
 /// The most characters of one call's arguments' summary.
 pub const SUMMARY_CHARS: usize = 200;
@@ -343,6 +350,16 @@ impl Store {
         .bind(now)
         .execute(&mut *tx)
         .await?;
+        // Followers of the outbox on any machine read it at once: the
+        // announcement goes out when the transaction commits, and never
+        // if it does not.
+        if tx.backend() == crate::Backend::Postgres {
+            Query::new("SELECT pg_notify($1, $2)")
+                .bind(live::CHANNEL)
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
         tracing::debug!(run = %event.data.run_id, event = %event.id, kind = kind.as_str(), "notification written");
         Ok(())
     }
