@@ -106,7 +106,8 @@ pub(crate) async fn as_a_page(response: Response) -> Response {
 }
 
 /// The security headers of every answer: no script but the inbox's own
-/// file (`/inbox.js`, never inline), no frame, no window shared with
+/// file (`/inbox.js`, never inline), no connection but to the inbox itself
+/// (its pages' event stream, the list read again), no frame, no window shared with
 /// another origin, no referrer to another origin, no caching, no
 /// sniffing.
 pub(crate) async fn secured(mut response: Response) -> Response {
@@ -117,7 +118,7 @@ pub(crate) async fn secured(mut response: Response) -> Response {
     set(
         headers,
         header::CONTENT_SECURITY_POLICY,
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     );
     set(headers, header::X_FRAME_OPTIONS, "DENY");
     // The inbox's own forms keep their origin (`Origin` is the inbox's, not

@@ -1,5 +1,6 @@
 // The inbox's one script, served from /inbox.js; no page holds a script of
-// its own (the content security policy allows this file only).
+// its own (the content security policy allows this file only). Every page
+// works without it.
 //
 // It keeps the address of the session this browser signed in to (/s/KEY)
 // in the inbox origin's own storage, so that a run's stable address
@@ -50,6 +51,117 @@
 
   var body = document.body;
 
+  // The list and a run's page follow the runs as they change, through the
+  // session's event stream. An event says which run changed and how, in
+  // one word; nothing it carries is written into the page. The list is
+  // read again from its own address and its rows replaced; a run's page
+  // whose run changed says so, before the operator acts, and its buttons
+  // stop acting (the server refuses a stale decision anyway).
+  var EVENTS = /^\/s\/[A-Za-z0-9_-]+\/events\?since=[0-9]+$/;
+  var HOW = {
+    waiting: ": it waits again, on a new turn",
+    decided: ": it was decided elsewhere",
+    resumed: ": its host resumed it",
+    expired: ": it expired"
+  };
+
+  function follow(live) {
+    var events = live.getAttribute("data-events");
+    if (!events || !EVENTS.test(events)) {
+      return;
+    }
+    var source = new EventSource(events);
+    window.addEventListener("pagehide", function () {
+      source.close();
+    });
+    if (live.getAttribute("data-live") === "list") {
+      followList(source);
+    } else if (live.getAttribute("data-live") === "run") {
+      followRun(source, live);
+    }
+  }
+
+  function followList(source) {
+    var busy = false;
+    var again = false;
+    function swap(fresh, id) {
+      var old = document.getElementById(id);
+      var next = fresh.getElementById(id);
+      if (old && next) {
+        old.parentNode.replaceChild(document.importNode(next, true), old);
+      }
+    }
+    function read() {
+      window
+        .fetch(window.location.href, { credentials: "same-origin" })
+        .then(function (answer) {
+          // Signed out meanwhile: the page stays as it is.
+          if (!answer.ok || answer.redirected) {
+            throw new Error("not the list");
+          }
+          return answer.text();
+        })
+        .then(function (text) {
+          var fresh = new DOMParser().parseFromString(text, "text/html");
+          swap(fresh, "count");
+          swap(fresh, "listing");
+        })
+        .catch(function () {
+          // The list stays as it was; the next change reads it again.
+        })
+        .then(function () {
+          busy = false;
+          if (again) {
+            again = false;
+            soon();
+          }
+        });
+    }
+    function soon() {
+      if (busy) {
+        again = true;
+        return;
+      }
+      busy = true;
+      // Changes that come together are read once.
+      window.setTimeout(read, 200);
+    }
+    source.addEventListener("run", soon);
+  }
+
+  function followRun(source, live) {
+    var run = live.getAttribute("data-run-id");
+    function block(event) {
+      event.preventDefault();
+    }
+    source.addEventListener("run", function (event) {
+      var change;
+      try {
+        change = JSON.parse(event.data);
+      } catch (e) {
+        return;
+      }
+      if (!change || (change.run !== null && change.run !== run)) {
+        return;
+      }
+      source.close();
+      var how = live.querySelector(".how");
+      if (how) {
+        how.textContent = HOW.hasOwnProperty(change.kind) ? HOW[change.kind] : "";
+      }
+      live.hidden = false;
+      body.classList.add("stale");
+      var forms = document.querySelectorAll("main form");
+      for (var i = 0; i < forms.length; i++) {
+        forms[i].addEventListener("submit", block);
+        var buttons = forms[i].querySelectorAll("button, input[type=submit]");
+        for (var j = 0; j < buttons.length; j++) {
+          buttons[j].disabled = true;
+        }
+      }
+    });
+  }
+
   // A signed-in page: its session's address is kept; signing out forgets it.
   var session = body.getAttribute("data-session");
   if (session && SHAPE.test(session)) {
@@ -58,6 +170,12 @@
     if (signOut) {
       signOut.addEventListener("submit", forget);
     }
+  }
+
+  // Live pages (see follow below).
+  var live = document.getElementById("live");
+  if (live && window.EventSource) {
+    follow(live);
   }
 
   var address = stored();

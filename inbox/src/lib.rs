@@ -88,6 +88,7 @@ mod gates;
 mod guard;
 mod links;
 mod list;
+mod live;
 mod pages;
 mod proxy;
 mod resumer;
@@ -95,6 +96,7 @@ mod run;
 mod servers;
 
 pub use links::run_link;
+pub use live::{KEEP_ALIVE, SESSION_CHECK, STREAMS, STREAMS_PER_SESSION};
 pub use proxy::{MIN_SECRET_LEN, ProxyError, SECRET_HEADER, TrustedProxy};
 
 use guard::{origin_of, same_origin, session_cookie, session_of, token_matches};
@@ -141,6 +143,9 @@ struct Inner {
     /// The authenticating proxy in front, whose word names the operator
     /// ([`Inbox::behind_proxy`]); none, and people sign in with links.
     proxy: Option<Arc<TrustedProxy>>,
+    /// The event streams open now, shared by every copy of the inbox
+    /// made from this one.
+    streams: Arc<live::Streams>,
 }
 
 impl Inbox {
@@ -163,6 +168,7 @@ impl Inbox {
                 failures: Mutex::default(),
                 registry: None,
                 proxy: None,
+                streams: Arc::default(),
             }),
         }
     }
@@ -181,6 +187,7 @@ impl Inbox {
                 failures: Mutex::default(),
                 registry: inner.registry.clone(),
                 proxy: inner.proxy.clone(),
+                streams: Arc::clone(&inner.streams),
             }),
         }
     }
@@ -202,6 +209,7 @@ impl Inbox {
                 failures: Mutex::default(),
                 registry: Some(registry),
                 proxy: inner.proxy.clone(),
+                streams: Arc::clone(&inner.streams),
             }),
         }
     }
@@ -228,6 +236,7 @@ impl Inbox {
                 failures: Mutex::default(),
                 registry: inner.registry.clone(),
                 proxy: inner.proxy.clone(),
+                streams: Arc::clone(&inner.streams),
             }),
         }
     }
@@ -251,6 +260,7 @@ impl Inbox {
                 failures: Mutex::default(),
                 registry: inner.registry.clone(),
                 proxy: Some(Arc::new(proxy)),
+                streams: Arc::clone(&inner.streams),
             }),
         }
     }
@@ -277,6 +287,7 @@ impl Inbox {
             .merge(entry)
             .route("/inbox.js", get(links::script))
             .route("/s/{key}/", get(list::list))
+            .route("/s/{key}/events", get(live::events))
             .route("/style.css", get(style))
             .route("/s/{key}/sign-out", post(sign_out))
             .route("/s/{key}/runs/{run}", get(run_page))

@@ -117,6 +117,8 @@ pub(crate) async fn list(
 ) -> Result<Response, Refused> {
     let (_, session) = session_of(&inbox, &headers, &key).await?;
     let filter = query.filter();
+    // Read first: a change while the list is read is sent to the page too.
+    let since = crate::live::since(&inbox).await;
     let runs = inbox.store().runs_page(&filter, query.before, PAGE).await?;
     let count = inbox.store().count_runs(&filter, COUNTED).await?;
     let next = (runs.len() == PAGE as usize)
@@ -129,6 +131,7 @@ pub(crate) async fn list(
         count,
         next,
         now: crate::now_ms(),
+        since,
     };
     Ok(listed.page().into_response())
 }
@@ -143,6 +146,8 @@ struct Listed<'a> {
     /// The suspension the next page starts after.
     next: Option<i64>,
     now: i64,
+    /// The newest change the list shows, which it follows from.
+    since: Option<i64>,
 }
 
 impl Listed<'_> {
@@ -186,14 +191,17 @@ impl Listed<'_> {
                     a href=(self.href(&waiting, None)) aria-current=[(!history).then_some("page")] { "Waiting" }
                     a href=(self.href(&decided, None)) aria-current=[history.then_some("page")] { "History" }
                 }
+                (crate::live::list_follows(self.session, self.since))
                 h1 {
                     (title) " "
-                    span.count {
+                    span.count #count {
                         @if history { (count) " decided" } @else { (count) " waiting" }
                         @if filtered { ", matching the filter" }
                     }
                 }
                 (self.filters())
+                // What the inbox's script reads again when a run changes.
+                div #listing {
                 @if self.runs.is_empty() {
                     p.empty {
                         @if filtered { "No run matches." }
@@ -205,6 +213,7 @@ impl Listed<'_> {
                 }
                 @if let Some(next) = self.next {
                     p.more { a href=(self.href(self.filter, Some(next))) { "Older runs →" } }
+                }
                 }
             },
         )

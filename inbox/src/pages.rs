@@ -204,6 +204,8 @@ pub(crate) struct RunParts {
     pub(crate) resumer: Resumer,
     /// Now, in milliseconds since the Unix epoch.
     pub(crate) now_ms: i64,
+    /// The newest change the page shows, which it follows from.
+    pub(crate) since: Option<i64>,
 }
 
 /// One run: the conversation that led to it, its pending turn call by
@@ -230,6 +232,7 @@ pub(crate) fn run(
         Some(session),
         &html! {
             h1 { "Run " code { (shown(run_id)) } }
+            (crate::live::run_follows(session, run_id, parts.since))
             @if let Some(latest) = latest {
                 p.state { (shown(&latest.standing())) }
                 p { "Requested by " (shown(&latest.requested_by)) " · host " (shown(&latest.owner)) }

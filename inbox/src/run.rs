@@ -19,6 +19,8 @@ pub(crate) async fn run_page(
     Path((key, run)): Path<(String, String)>,
 ) -> Result<Response, Refused> {
     let (_, session) = session_of(&inbox, &headers, &key).await?;
+    // Read first: a change while the run is read is sent to the page too.
+    let since = crate::live::since(&inbox).await;
     let history = inbox.store().run_history(&run).await?;
     let paused = inbox.store().latest_suspended(&run).await.ok();
     let unknown = inbox.store().unknown_calls(&run).await?;
@@ -30,7 +32,8 @@ pub(crate) async fn run_page(
             .into_response());
     }
     let may_declare = session.may_declare && inbox.inner.registry.is_some();
-    let parts = parts(&inbox, &run, paused.as_ref(), &history).await;
+    let mut parts = parts(&inbox, &run, paused.as_ref(), &history).await;
+    parts.since = since;
     Ok(pages::run(
         &session,
         &run,
@@ -78,6 +81,7 @@ async fn parts(
         finished,
         resumer,
         now_ms: crate::now_ms(),
+        since: None,
     }
 }
 
