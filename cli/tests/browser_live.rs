@@ -1,0 +1,171 @@
+//! The inbox's live pages in a real browser: Debian's Chromium, driven over
+//! WebDriver (chromedriver) — without them this test fails, it does not
+//! skip. On SQLite and again on PostgreSQL: the list, open, shows a run
+//! that arrives without a reload; a run's page, open while the run is
+//! decided from the command line, says so before the operator acts, and
+//! its buttons no longer act. Each page is saved as a screenshot under the
+//! target directory (`inbox-screenshots/`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that fails should say why: a panic with the cause, never a default that hides it"
+)]
+
+use std::time::Duration;
+
+use fantoccini::{Client, Locator};
+use serde_json::Value;
+
+#[path = "common/browser.rs"]
+mod browsing;
+mod common;
+use browsing::{browser, chromedriver, inbox, json_of, page_with, snap};
+use common::toolgate;
+
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    common::backend::rerun_on_postgres();
+}
+
+/// The value of `script` in the page.
+async fn eval(client: &Client, script: &str) -> Value {
+    client.execute(script, vec![]).await.unwrap()
+}
+
+/// Waits until `script` is true in the page.
+async fn until(client: &Client, script: &str, what: &str) {
+    for _ in 0..150 {
+        if eval(client, script).await == Value::Bool(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: {}", client.source().await.unwrap());
+}
+
+/// The runs that wait, newest first.
+fn waiting(dir: &std::path::Path) -> Vec<String> {
+    json_of(dir, &["runs", "list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["run"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_update_arrives_while_a_page_is_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    toolgate(dir, &["demo", "--detach"]);
+    let first = waiting(dir)[0].clone();
+    let (_inbox, url) = inbox(dir);
+    let link = json_of(dir, &["operator", "add", "bob", "--public-url", &url])["link"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_driver, webdriver) = chromedriver();
+    let client = browser(&webdriver).await;
+    client.goto(&link).await.unwrap();
+    client
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let list = page_with(&client, &first).await;
+    assert!(list.contains("1 run waiting"), "{list}");
+    let base = client.current_url().await.unwrap().to_string();
+    let base = base.trim_end_matches('/').to_owned();
+
+    // A mark of this very page: a reload would lose it.
+    eval(&client, "window.__kept = 'this page'; return true;").await;
+
+    // A run arrives: the open list shows it, and its count, unreloaded.
+    toolgate(dir, &["demo", "--detach"]);
+    let second = waiting(dir)
+        .into_iter()
+        .find(|run| run != &first)
+        .expect("a second run waits");
+    page_with(&client, &second).await;
+    page_with(&client, "2 runs waiting").await;
+    assert_eq!(
+        eval(&client, "return window.__kept;").await,
+        "this page",
+        "the list was updated, not reloaded"
+    );
+    snap(&client, "live-1-list-updated").await;
+
+    // A run's page, open while the run is decided from the command line.
+    client
+        .goto(&format!("{base}/runs/{first}"))
+        .await
+        .unwrap();
+    page_with(&client, "Approve every call").await;
+    until(
+        &client,
+        "return document.getElementById('live').hidden === true;",
+        "the page says nothing while the run waits",
+    )
+    .await;
+    assert_eq!(
+        eval(
+            &client,
+            "return [...document.querySelectorAll('main form button')].some(b => b.disabled);"
+        )
+        .await,
+        false
+    );
+    eval(&client, "window.__kept = 'the run'; return true;").await;
+    let digest = json_of(dir, &["runs", "show", &first])["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    toolgate(
+        dir,
+        &["runs", "approve", &first, "--digest", &digest, "--as", "carol"],
+    );
+    until(
+        &client,
+        "return document.getElementById('live').hidden === false;",
+        "the page says the run changed",
+    )
+    .await;
+    let banner = client
+        .find(Locator::Id("live"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        banner.contains("This run changed since this page was shown: it was decided elsewhere"),
+        "{banner}"
+    );
+    assert!(banner.contains("See the run as it is now"), "{banner}");
+    assert_eq!(
+        eval(
+            &client,
+            "const b = [...document.querySelectorAll('main form button')]; \
+             return b.length > 0 && b.every(x => x.disabled);"
+        )
+        .await,
+        true,
+        "every button of the page's forms is disabled"
+    );
+    assert_eq!(eval(&client, "return window.__kept;").await, "the run");
+    snap(&client, "live-2-run-decided-elsewhere").await;
+
+    // The way on: the run as it is now, decided, with no decision form.
+    client
+        .find(Locator::LinkText("See the run as it is now"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let now = page_with(&client, "carol</bdi>").await;
+    assert!(!now.contains("Approve every call"), "{now}");
+}
