@@ -49,7 +49,8 @@ use std::collections::BTreeMap;
 
 use maud::{Markup, html};
 use serde_json::{Map, Number, Value};
-use toolgate::suspend::InputError;
+use toolgate::run::ToolCall;
+use toolgate::suspend::{InputError, Suspended, SuspendedRun, WaitingForInput};
 use toolgate::visible::{is_hidden, visible};
 
 use crate::pages::shown;
@@ -149,7 +150,12 @@ fn escape(key: &str) -> String {
 
 /// The JSON Pointer of `path`.
 fn pointer(path: &[String]) -> String {
-    path.iter().map(|key| format!("/{}", escape(key))).collect()
+    let mut out = String::new();
+    for key in path {
+        out.push('/');
+        out.push_str(&escape(key));
+    }
+    out
 }
 
 /// The scope of the fields that edit call `call`'s arguments.
@@ -689,10 +695,7 @@ impl Form {
             match entry {
                 Entry::Leaf(field) => read_into(field, &mut out, &mut errors),
                 Entry::Group(group) => {
-                    let empty = group
-                        .fields
-                        .iter()
-                        .all(|field| text(field).is_empty());
+                    let empty = group.fields.iter().all(|field| text(field).is_empty());
                     if empty && !group.required {
                         continue;
                     }
@@ -1020,6 +1023,128 @@ fn render_field(
             }
         }
     }
+}
+
+/// A decision form sent back to the operator: the fields as they posted
+/// them, and the errors beside each, by scope ([`edit_scope`],
+/// [`INPUT_SCOPE`]).
+#[derive(Debug, Default)]
+pub(crate) struct Retyped {
+    /// Every field of the posted form, by name.
+    pub(crate) fields: BTreeMap<String, String>,
+    /// The errors of each scope's fields.
+    pub(crate) errors: BTreeMap<String, Placed>,
+}
+
+impl Retyped {
+    /// What the operator posted as `name`, if the form was sent back.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).map(String::as_str)
+    }
+}
+
+/// The schema the reviewer was shown for call `index` of `paused`.
+pub(crate) fn reviewed_schema(paused: &SuspendedRun, index: usize) -> Option<&Value> {
+    paused
+        .review()
+        .tools
+        .get(index)
+        .and_then(Option::as_ref)
+        .map(|tool| &tool.parameters)
+}
+
+/// The form of call `call`'s arguments under `schema`, and its fields
+/// filled with them — or why it is edited as JSON.
+fn call_form(schema: Option<&Value>, call: &ToolCall) -> Result<(Form, Texts), JsonOnly> {
+    let Some(schema) = schema else {
+        return json_only("the parameter schema it was shown with is unknown");
+    };
+    let form = Form::of(schema)?;
+    let texts = form.texts_of(&call.arguments)?;
+    Ok((form, texts))
+}
+
+/// How the call-by-call form edits call `call` (index `index` of
+/// `paused`): its fields — filled with its arguments, or with what the
+/// operator posted — as the choice "approve with the values below", or
+/// why they are not offered.
+pub(crate) fn call_fields(
+    paused: &SuspendedRun,
+    index: usize,
+    call: &ToolCall,
+    retyped: Option<&Retyped>,
+) -> Markup {
+    let scope = edit_scope(&call.id);
+    let choice = format!("call:{}", call.id);
+    match call_form(reviewed_schema(paused, index), call) {
+        Ok((form, filled)) => {
+            let texts = match retyped {
+                Some(retyped) => texts_in(
+                    &scope,
+                    retyped.fields.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                ),
+                None => filled,
+            };
+            let none = Placed::new();
+            let errors = retyped.and_then(|r| r.errors.get(&scope)).unwrap_or(&none);
+            html! {
+                label {
+                    input type="radio" name=(choice) value="form" checked[retyped.and_then(|r| r.get(&choice)) == Some("form")];
+                    " approve with the values below (checked against the schema):"
+                }
+                div.fields {
+                    (form.render(&scope, &texts, &form.defaults(), errors))
+                }
+            }
+        }
+        Err(JsonOnly(why)) => html! {
+            p.note.json-only {
+                "These arguments are edited as JSON only, not field by field: " (shown(&why)) "."
+            }
+        },
+    }
+}
+
+/// The fields that give `paused` its input, filled with the schema's
+/// defaults or with what the operator posted — or why the input is given
+/// as JSON only.
+pub(crate) fn input_fields(
+    paused: &Suspended<WaitingForInput>,
+    retyped: Option<&Retyped>,
+) -> Result<Markup, JsonOnly> {
+    let form = Form::of(paused.input_schema().as_value())?;
+    let defaults = form.defaults();
+    let texts = match retyped {
+        Some(retyped) => texts_in(
+            INPUT_SCOPE,
+            retyped.fields.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        ),
+        None => defaults.clone(),
+    };
+    let none = Placed::new();
+    let errors = retyped
+        .and_then(|r| r.errors.get(INPUT_SCOPE))
+        .unwrap_or(&none);
+    Ok(form.render(INPUT_SCOPE, &texts, &defaults, errors))
+}
+
+/// What a posted form's fields of `scope` give under `schema`: the value,
+/// checked against the whole schema by the one check a decision makes —
+/// or the errors beside each field.
+pub(crate) fn read_checked<'a>(
+    schema: &Value,
+    scope: &str,
+    fields: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Result<Value, Placed> {
+    let form = Form::of(schema).map_err(|JsonOnly(why)| {
+        Placed::from([(
+            String::new(),
+            vec![format!("this form cannot be read field by field: {why}")],
+        )])
+    })?;
+    let value = form.read(&texts_in(scope, fields))?;
+    toolgate::suspend::validate(schema, &value).map_err(|errors| form.place(&errors))?;
+    Ok(value)
 }
 
 #[cfg(test)]

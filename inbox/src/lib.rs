@@ -84,6 +84,7 @@ mod confirm;
 mod conversation;
 mod declare;
 mod finished;
+mod form;
 mod gates;
 mod guard;
 mod links;

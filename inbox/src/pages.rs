@@ -6,12 +6,13 @@
 use std::fmt::Write as _;
 
 use maud::{DOCTYPE, Markup, html};
-use toolgate::suspend::SuspendedRun;
+use toolgate::suspend::{Suspended, SuspendedRun, WaitingForInput};
 use toolgate::visible::{visible, visible_json};
 use toolgate_store::{RunHistory, Session, UnknownCall};
 
 use crate::conversation::conversation;
 use crate::finished::{Finished, what_ran};
+use crate::form::Retyped;
 use crate::gates::CallGate;
 use crate::resumer::{Resumer, resumer};
 
@@ -204,6 +205,9 @@ pub(crate) struct RunParts {
     pub(crate) resumer: Resumer,
     /// Now, in milliseconds since the Unix epoch.
     pub(crate) now_ms: i64,
+    /// The decision form as the operator posted it, sent back with the
+    /// errors beside its fields; none for a page shown afresh.
+    pub(crate) retyped: Option<Retyped>,
     /// The newest change the page shows, which it follows from.
     pub(crate) since: Option<i64>,
 }
@@ -275,14 +279,14 @@ pub(crate) fn run(
                         (deny_only_form(session, run_id, paused))
                     } @else {
                         (approve_as_recorded(session, run_id, paused, history))
-                        (decide_forms(session, run_id, paused))
+                        (decide_forms(session, run_id, paused, parts.retyped.as_ref()))
                         @if may_declare {
                             (from_now_on_forms(session, run_id, paused))
                         }
                     }
                 }
-                @if open && paused.status().as_str() == "waiting_for_input" {
-                    (input_form(session, run_id, paused))
+                @if open && let SuspendedRun::WaitingForInput(waiting) = paused {
+                    (input_form(session, run_id, waiting, parts.retyped.as_ref()))
                 }
             }
             @if !unknown.is_empty() {
@@ -420,8 +424,18 @@ fn deny_only_form(session: &Session, run_id: &str, paused: &SuspendedRun) -> Mar
     }
 }
 
-/// The forms that decide a waiting turn: all at once, or call by call.
-fn decide_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> Markup {
+/// The forms that decide a waiting turn: all at once, or call by call —
+/// each call approved as it is, denied, or approved with its arguments
+/// edited in fields built from its schema ([`crate::form`]) or as JSON.
+/// `retyped`: the call-by-call form as posted, sent back with its errors.
+fn decide_forms(
+    session: &Session,
+    run_id: &str,
+    paused: &SuspendedRun,
+    retyped: Option<&Retyped>,
+) -> Markup {
+    let posted = |name: String| retyped.and_then(|r| r.get(&name)).map(str::to_owned);
+    let chose = |call: &str, choice: &str| posted(format!("call:{call}")).as_deref() == Some(choice);
     html! {
             @let action = format!("{}/runs/{}/decide", base(session), path_segment(run_id));
             h2 { "Decide" }
@@ -446,14 +460,15 @@ fn decide_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> Marku
                     @if needs {
                         fieldset {
                             legend { "Call " code { (shown(&call.id)) } ": " (shown(&call.name)) }
-                            label { input type="radio" name={ "call:" (call.id) } value="approve"; " approve" }
-                            label { input type="radio" name={ "call:" (call.id) } value="deny"; " deny, because " }
-                            input type="text" name={ "reason:" (call.id) } placeholder="the reason the model reads";
-                            label { input type="radio" name={ "call:" (call.id) } value="edit"; " approve with these arguments (JSON, checked against the schema):" }
+                            label { input type="radio" name={ "call:" (call.id) } value="approve" checked[chose(&call.id, "approve")]; " approve" }
+                            label { input type="radio" name={ "call:" (call.id) } value="deny" checked[chose(&call.id, "deny")]; " deny, because " }
+                            input type="text" name={ "reason:" (call.id) } value=[posted(format!("reason:{}", call.id))] placeholder="the reason the model reads";
+                            (crate::form::call_fields(paused, index, call, retyped))
+                            label { input type="radio" name={ "call:" (call.id) } value="edit" checked[chose(&call.id, "edit")]; " edit as JSON: approve with these arguments (checked against the schema):" }
                             // JSON whose hidden characters are `\u` escapes:
                             // the same arguments, every character seen.
                             textarea name={ "args:" (call.id) } rows="4" {
-                                (visible_json(&call.arguments))
+                                (posted(format!("args:{}", call.id)).unwrap_or_else(|| visible_json(&call.arguments)))
                             }
                         }
                     }
@@ -476,17 +491,47 @@ fn deny_reason() -> Markup {
     }
 }
 
-/// The form that gives a waiting call its input, as JSON.
-fn input_form(session: &Session, run_id: &str, paused: &SuspendedRun) -> Markup {
+/// The forms that give a waiting call its input: field by field, built
+/// from the schema the call asked for ([`crate::form`]), when the fields
+/// can express it; and as JSON, always. `retyped`: the fields as posted,
+/// sent back with their errors.
+fn input_form(
+    session: &Session,
+    run_id: &str,
+    waiting: &Suspended<WaitingForInput>,
+    retyped: Option<&Retyped>,
+) -> Markup {
+    let action = format!("{}/runs/{}/decide", base(session), path_segment(run_id));
+    let digest = waiting.digest();
     html! {
         h2 { "Input" }
-        form method="post" action={ (base(session)) "/runs/" (path_segment(run_id)) "/decide" } {
+        p { "The call " code { (shown(&waiting.input_call().id)) } " of " (shown(waiting.input_tool())) " waits for this input." }
+        details {
+            summary { "Input schema, as the call asked for it" }
+            (json_block(waiting.input_schema().as_value()))
+        }
+        @match crate::form::input_fields(waiting, retyped) {
+            Ok(fields) => {
+                form.input-fields method="post" action=(action) {
+                    input type="hidden" name="csrf" value=(session.csrf_token);
+                    input type="hidden" name="digest" value=(digest.as_str());
+                    input type="hidden" name="verdict" value="input-fields";
+                    (fields)
+                    button type="submit" { "Give this input" }
+                }
+                h3 { "Or as JSON" }
+            }
+            Err(crate::form::JsonOnly(why)) => {
+                p.note.json-only { "This input is given as JSON only, not field by field: " (shown(&why)) "." }
+            }
+        }
+        form method="post" action=(action) {
             input type="hidden" name="csrf" value=(session.csrf_token);
-            input type="hidden" name="digest" value=(paused.digest().as_str());
+            input type="hidden" name="digest" value=(digest.as_str());
             input type="hidden" name="verdict" value="input";
             label { "The input, as JSON (checked against the schema the call asked for):" }
-            textarea name="input" rows="6" { "{}" }
-            button type="submit" { "Give this input" }
+            textarea name="input" rows="6" { (retyped.and_then(|r| r.get("input")).unwrap_or("{}")) }
+            button type="submit" { "Give this input as JSON" }
         }
     }
 }

@@ -5,13 +5,13 @@
 use axum::extract::{Form, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use toolgate::suspend::{CallVerdict, TurnDigest};
+use toolgate::suspend::{CallVerdict, SuspendedRun, TurnDigest};
 use toolgate_store::{Answer, ClaimError, Session};
 
 use crate::finished::Finished;
 use crate::guard::{decider, same_origin, session_of, token_matches};
 use crate::resumer::Resumer;
-use crate::{Inbox, Refused, confirm, gates, pages};
+use crate::{Inbox, Refused, confirm, form, gates, pages};
 
 pub(crate) async fn run_page(
     State(inbox): State<Inbox>,
@@ -19,31 +19,51 @@ pub(crate) async fn run_page(
     Path((key, run)): Path<(String, String)>,
 ) -> Result<Response, Refused> {
     let (_, session) = session_of(&inbox, &headers, &key).await?;
+    shown_run(&inbox, &session, &run, None).await
+}
+
+/// A run's page; with `retyped`, the decision form the operator posted,
+/// sent back with the errors beside its fields (and the status 422).
+async fn shown_run(
+    inbox: &Inbox,
+    session: &Session,
+    run: &str,
+    retyped: Option<form::Retyped>,
+) -> Result<Response, Refused> {
     // Read first: a change while the run is read is sent to the page too.
-    let since = crate::live::since(&inbox).await;
-    let history = inbox.store().run_history(&run).await?;
-    let paused = inbox.store().latest_suspended(&run).await.ok();
-    let unknown = inbox.store().unknown_calls(&run).await?;
+    let since = crate::live::since(inbox).await;
+    let history = inbox.store().run_history(run).await?;
+    let paused = inbox.store().latest_suspended(run).await.ok();
+    let unknown = inbox.store().unknown_calls(run).await?;
     if history.suspensions.is_empty() {
         return Ok((
             StatusCode::NOT_FOUND,
-            pages::refused(Some(&session), "there is no such run", None),
+            pages::refused(Some(session), "there is no such run", None),
         )
             .into_response());
     }
     let may_declare = session.may_declare && inbox.inner.registry.is_some();
-    let mut parts = parts(&inbox, &run, paused.as_ref(), &history).await;
+    let mut parts = parts(inbox, run, paused.as_ref(), &history).await;
     parts.since = since;
-    Ok(pages::run(
-        &session,
-        &run,
-        paused.as_ref(),
-        &history,
-        &unknown,
-        may_declare,
-        &parts,
+    let status = if retyped.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    parts.retyped = retyped;
+    Ok((
+        status,
+        pages::run(
+            session,
+            run,
+            paused.as_ref(),
+            &history,
+            &unknown,
+            may_declare,
+            &parts,
+        ),
     )
-    .into_response())
+        .into_response())
 }
 
 /// What a run's page shows beyond its turn and its decisions: each call's
@@ -52,7 +72,7 @@ pub(crate) async fn run_page(
 async fn parts(
     inbox: &Inbox,
     run: &str,
-    paused: Option<&toolgate::suspend::SuspendedRun>,
+    paused: Option<&SuspendedRun>,
     history: &toolgate_store::RunHistory,
 ) -> pages::RunParts {
     let store = inbox.store();
@@ -82,33 +102,62 @@ async fn parts(
         resumer,
         now_ms: crate::now_ms(),
         since: None,
+        retyped: None,
     }
 }
 
 /// A decision form's fields, each named once: `csrf`, `digest`, `verdict`
-/// (`approve`, `deny`, or `calls` — then `call:ID` = `approve`, `deny` or
-/// `edit` for each call, with `reason:ID` and `args:ID`).
+/// (`approve`, `deny`, `input` with `input` as JSON, `input-fields` with
+/// the input's fields, or `calls` — then `call:ID` = `approve`, `deny`,
+/// `form` or `edit` for each call, with `reason:ID`, the fields of the
+/// call's arguments and `args:ID` as JSON). The fields built from a schema
+/// are named as [`crate::form`] says.
 pub(crate) struct DecideForm {
     fields: std::collections::BTreeMap<String, String>,
 }
 
-/// Refuses a plain approval of `call` whose arguments box no longer holds
-/// the arguments the call waits with: the operator meant an edit, and
-/// approving as it is would run what they changed.
+/// Why a decision form gives no answer.
+enum Wrong {
+    /// The form is not one the inbox gave, or says nothing to record.
+    Form(String),
+    /// Fields built from a schema that do not fit it: the errors beside
+    /// each, by scope. The page is sent back with them.
+    Fields(std::collections::BTreeMap<String, form::Placed>),
+}
+
+impl From<String> for Wrong {
+    fn from(why: String) -> Self {
+        Wrong::Form(why)
+    }
+}
+
+/// Refuses a plain approval of `call` whose arguments box, or whose
+/// fields, no longer hold the arguments the call waits with: the operator
+/// meant an edit, and approving as it is would run what they changed.
 fn edited_but_approved(
     form: &DecideForm,
-    pending: &[toolgate::run::ToolCall],
+    paused: Option<&SuspendedRun>,
     call: &str,
 ) -> Result<(), String> {
-    let Some(waiting) = pending.iter().find(|c| c.id == call) else {
+    let pending = paused.map_or(&[][..], SuspendedRun::pending);
+    let Some((index, waiting)) = pending.iter().enumerate().find(|(_, c)| c.id == call) else {
         return Ok(());
     };
-    let Some(text) = form.fields.get(&format!("args:{call}")) else {
-        return Ok(());
+    let scope = form::edit_scope(call);
+    let fields_same = match paused.and_then(|paused| form::reviewed_schema(paused, index)) {
+        Some(schema) if form.fields().any(|(name, _)| name.starts_with(&scope)) => {
+            form::Form::of(schema)
+                .ok()
+                .and_then(|fields| fields.read(&form::texts_in(&scope, form.fields())).ok())
+                .is_some_and(|read| read == waiting.arguments)
+        }
+        _ => true,
     };
-    let same = serde_json::from_str::<serde_json::Value>(text)
-        .is_ok_and(|shown| shown == waiting.arguments);
-    if same {
+    let box_same = form.fields.get(&format!("args:{call}")).is_none_or(|text| {
+        serde_json::from_str::<serde_json::Value>(text)
+            .is_ok_and(|shown| shown == waiting.arguments)
+    });
+    if fields_same && box_same {
         Ok(())
     } else {
         Err(format!(
@@ -143,11 +192,48 @@ impl DecideForm {
         self.fields.get(name).map_or("", String::as_str)
     }
 
-    /// The answer the form gives, or why it gives none. `pending` is the
-    /// turn as it waits (none when it could not be read): a call approved
-    /// as it is whose arguments box was edited is refused, never run with
-    /// the arguments the operator changed their mind about.
-    fn answer(&self, pending: &[toolgate::run::ToolCall]) -> Result<Answer, String> {
+    /// The verdict call `call`'s fields give: its arguments edited, or
+    /// approved as they are when the fields hold what it waits with — or
+    /// the errors beside each field.
+    fn edited_in_fields(
+        &self,
+        paused: Option<&SuspendedRun>,
+        call: &str,
+    ) -> Result<Result<CallVerdict, form::Placed>, Wrong> {
+        let pending = paused.map_or(&[][..], SuspendedRun::pending);
+        let Some((index, waiting)) = pending.iter().enumerate().find(|(_, c)| c.id == call) else {
+            return Err(Wrong::Form(format!(
+                "call `{}` does not wait",
+                toolgate::visible::visible(call)
+            )));
+        };
+        let Some(schema) = paused.and_then(|paused| form::reviewed_schema(paused, index)) else {
+            return Err(Wrong::Form(format!(
+                "call `{}`: the schema it was shown with is unknown; edit it as JSON",
+                toolgate::visible::visible(call)
+            )));
+        };
+        Ok(
+            form::read_checked(schema, &form::edit_scope(call), self.fields()).map(|arguments| {
+                if arguments == waiting.arguments {
+                    CallVerdict::Approve
+                } else {
+                    CallVerdict::Edit { arguments }
+                }
+            }),
+        )
+    }
+
+    /// The answer the form gives, or why it gives none. `paused` is the
+    /// run as it waits (none when it could not be read): a call approved
+    /// as it is whose arguments box or fields were edited is refused, never
+    /// run with the arguments the operator changed their mind about.
+    /// Fields built from a schema are read back and checked against it —
+    /// the schema the reviewer was shown, or the one the input asked for —
+    /// and every call's errors are gathered; arguments edited in fields
+    /// back to what the call waits with approve it as it is.
+    fn answer(&self, paused: Option<&SuspendedRun>) -> Result<Answer, Wrong> {
+        let pending = paused.map_or(&[][..], SuspendedRun::pending);
         match self.get("verdict") {
             "approve" => Ok(Answer::Approve),
             // Every call denied, with the reason the model reads when one
@@ -174,18 +260,38 @@ impl DecideForm {
             }
             "input" => serde_json::from_str(self.get("input"))
                 .map(Answer::Input)
-                .map_err(|error| format!("the input is not JSON: {error}")),
+                .map_err(|error| Wrong::Form(format!("the input is not JSON: {error}"))),
+            "input-fields" => {
+                let Some(SuspendedRun::WaitingForInput(waiting)) = paused else {
+                    return Err(Wrong::Form("the run does not wait for input".to_owned()));
+                };
+                form::read_checked(
+                    waiting.input_schema().as_value(),
+                    form::INPUT_SCOPE,
+                    self.fields(),
+                )
+                .map(Answer::Input)
+                .map_err(|placed| Wrong::Fields([(form::INPUT_SCOPE.to_owned(), placed)].into()))
+            }
             "calls" => {
                 let mut calls = std::collections::BTreeMap::new();
+                let mut wrong = std::collections::BTreeMap::new();
                 for (name, choice) in &self.fields {
                     let Some(call) = name.strip_prefix("call:") else {
                         continue;
                     };
                     let verdict = match choice.as_str() {
                         "approve" => {
-                            edited_but_approved(self, pending, call)?;
+                            edited_but_approved(self, paused, call)?;
                             CallVerdict::Approve
                         }
+                        "form" => match self.edited_in_fields(paused, call)? {
+                            Ok(verdict) => verdict,
+                            Err(placed) => {
+                                wrong.insert(form::edit_scope(call), placed);
+                                continue;
+                            }
+                        },
                         "deny" => CallVerdict::Deny {
                             reason: self.get(&format!("reason:{call}")).trim().to_owned(),
                         },
@@ -200,18 +306,24 @@ impl DecideForm {
                             CallVerdict::Edit { arguments }
                         }
                         other => {
-                            return Err(format!(
-                                "call `{}`: `{}` is no verdict (approve, deny or edit)",
+                            return Err(Wrong::Form(format!(
+                                "call `{}`: `{}` is no verdict (approve, deny, form or edit)",
                                 toolgate::visible::visible(call),
                                 toolgate::visible::visible(other)
-                            ));
+                            )));
                         }
                     };
                     calls.insert(call.to_owned(), verdict);
                 }
-                Ok(Answer::Calls(calls))
+                if wrong.is_empty() {
+                    Ok(Answer::Calls(calls))
+                } else {
+                    Err(Wrong::Fields(wrong))
+                }
             }
-            _ => Err("the form names no verdict: approve, deny, call by call, or input".to_owned()),
+            _ => Err(Wrong::Form(
+                "the form names no verdict: approve, deny, call by call, or input".to_owned(),
+            )),
         }
     }
 }
@@ -239,21 +351,37 @@ pub(crate) async fn decide(
     token_matches(&session, form.get("csrf"))?;
     // Whatever is wrong with the run is the decision's to say.
     let paused = inbox.store().load_suspended(&run).await.ok();
-    let pending = paused
-        .as_ref()
-        .map(|paused| paused.pending().to_vec())
-        .unwrap_or_default();
-    let answer = match form.answer(&pending) {
-        Ok(answer) => answer,
-        Err(why) => return Ok(bad_form(why)),
-    };
-    let decider = decider(&inbox, &session)?;
     let digest = TurnDigest::from_text(form.get("digest"));
     let fresh = format!(
         "{}/runs/{}",
         pages::base(&session),
         pages::path_segment(&run)
     );
+    let answer = match form.answer(paused.as_ref()) {
+        Ok(answer) => answer,
+        Err(Wrong::Form(why)) => return Ok(bad_form(why)),
+        // Fields that do not fit: the page again, as the operator typed
+        // it, the errors beside each field; nothing recorded. A run that
+        // changed since is news instead.
+        Err(Wrong::Fields(errors)) => {
+            if paused
+                .as_ref()
+                .is_none_or(|paused| paused.digest() != digest)
+            {
+                return Ok(changed(&inbox, &session, &run, &fresh).await);
+            }
+            let retyped = form::Retyped {
+                fields: form
+                    .fields()
+                    .filter(|(name, _)| *name != "csrf" && *name != confirm::CONFIRM.0)
+                    .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                    .collect(),
+                errors,
+            };
+            return shown_run(&inbox, &session, &run, Some(retyped)).await;
+        }
+    };
+    let decider = decider(&inbox, &session)?;
     let allow_tool = form.get("allow_tool").trim();
     // An approval of a write asks once more, with the same fields — when
     // the run would take it: a refusal is said at once.
@@ -292,11 +420,7 @@ pub(crate) async fn decide(
 /// Whether "and from now on" may be taken here, on `paused`: the
 /// operator may declare, the inbox knows the tools, and nothing binds the
 /// run against it — what [`from_now_on`] and the store refuse otherwise.
-fn may_declare_here(
-    inbox: &Inbox,
-    session: &Session,
-    paused: &toolgate::suspend::SuspendedRun,
-) -> bool {
+fn may_declare_here(inbox: &Inbox, session: &Session, paused: &SuspendedRun) -> bool {
     session.may_declare
         && inbox.inner.registry.is_some()
         && toolgate::audit::standing_declaration_problem(&paused.state().options).is_none()
@@ -390,8 +514,7 @@ async fn from_now_on(
         Ok(acceptance) => acceptance.digest,
         Err(error) => return refused(StatusCode::FORBIDDEN, error.to_string()),
     };
-    let Ok(toolgate::suspend::SuspendedRun::AwaitingApproval(waiting)) =
-        inbox.store().load_suspended(run).await
+    let Ok(SuspendedRun::AwaitingApproval(waiting)) = inbox.store().load_suspended(run).await
     else {
         return Ok(changed(inbox, session, run, fresh).await);
     };
