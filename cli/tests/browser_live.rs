@@ -54,6 +54,19 @@ fn waiting(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// Signs in with the link `toolgate operator add` printed: its page, then
+/// its button.
+async fn sign_in(client: &Client, link: &str) {
+    client.goto(link).await.unwrap();
+    client
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_update_arrives_while_a_page_is_open() {
     let dir = tempfile::tempdir().unwrap();
@@ -67,14 +80,7 @@ async fn a_live_update_arrives_while_a_page_is_open() {
         .to_owned();
     let (_driver, webdriver) = chromedriver();
     let client = browser(&webdriver).await;
-    client.goto(&link).await.unwrap();
-    client
-        .find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    sign_in(&client, &link).await;
     let list = page_with(&client, &first).await;
     assert!(list.contains("1 run waiting"), "{list}");
     let base = client.current_url().await.unwrap().to_string();
@@ -99,11 +105,16 @@ async fn a_live_update_arrives_while_a_page_is_open() {
     snap(&client, "live-1-list-updated").await;
 
     // A run's page, open while the run is decided from the command line.
-    client
-        .goto(&format!("{base}/runs/{first}"))
-        .await
-        .unwrap();
+    client.goto(&format!("{base}/runs/{first}")).await.unwrap();
     page_with(&client, "Approve every call").await;
+    assert_eq!(
+        eval(
+            &client,
+            "return document.querySelector('main p.state').textContent;"
+        )
+        .await,
+        "awaiting approval"
+    );
     until(
         &client,
         "return document.getElementById('live').hidden === true;",
@@ -125,7 +136,9 @@ async fn a_live_update_arrives_while_a_page_is_open() {
         .to_owned();
     toolgate(
         dir,
-        &["runs", "approve", &first, "--digest", &digest, "--as", "carol"],
+        &[
+            "runs", "approve", &first, "--digest", &digest, "--as", "carol",
+        ],
     );
     until(
         &client,
@@ -156,6 +169,13 @@ async fn a_live_update_arrives_while_a_page_is_open() {
         "every button of the page's forms is disabled"
     );
     assert_eq!(eval(&client, "return window.__kept;").await, "the run");
+    // Where it stands now, read again in place.
+    until(
+        &client,
+        "return document.querySelector('main p.state').textContent !== 'awaiting approval';",
+        "the page shows where the run stands now",
+    )
+    .await;
     snap(&client, "live-2-run-decided-elsewhere").await;
 
     // The way on: the run as it is now, decided, with no decision form.

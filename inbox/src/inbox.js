@@ -55,8 +55,9 @@
   // session's event stream. An event says which run changed and how, in
   // one word; nothing it carries is written into the page. The list is
   // read again from its own address and its rows replaced; a run's page
-  // whose run changed says so, before the operator acts, and its buttons
-  // stop acting (the server refuses a stale decision anyway).
+  // whose run changed says so, before the operator acts, shows where the
+  // run stands now, and its buttons stop acting (the server refuses a
+  // stale decision anyway).
   var EVENTS = /^\/s\/[A-Za-z0-9_-]+\/events\?since=[0-9]+$/;
   var HOW = {
     waiting: ": it waits again, on a new turn",
@@ -81,30 +82,40 @@
     }
   }
 
+  // The element `selector` finds in this page, replaced by the one it
+  // finds in `fresh` (the page read again, as the inbox wrote it).
+  function swap(fresh, selector) {
+    var old = document.querySelector(selector);
+    var next = fresh.querySelector(selector);
+    if (old && next) {
+      old.parentNode.replaceChild(document.importNode(next, true), old);
+    }
+  }
+
+  // This page, as the inbox answers for it now; a page that is not it (a
+  // session that ended leads elsewhere) is no answer.
+  function readAgain() {
+    return window
+      .fetch(window.location.href, { credentials: "same-origin" })
+      .then(function (answer) {
+        if (!answer.ok || answer.redirected) {
+          throw new Error("not this page");
+        }
+        return answer.text();
+      })
+      .then(function (text) {
+        return new DOMParser().parseFromString(text, "text/html");
+      });
+  }
+
   function followList(source) {
     var busy = false;
     var again = false;
-    function swap(fresh, id) {
-      var old = document.getElementById(id);
-      var next = fresh.getElementById(id);
-      if (old && next) {
-        old.parentNode.replaceChild(document.importNode(next, true), old);
-      }
-    }
     function read() {
-      window
-        .fetch(window.location.href, { credentials: "same-origin" })
-        .then(function (answer) {
-          // Signed out meanwhile: the page stays as it is.
-          if (!answer.ok || answer.redirected) {
-            throw new Error("not the list");
-          }
-          return answer.text();
-        })
-        .then(function (text) {
-          var fresh = new DOMParser().parseFromString(text, "text/html");
-          swap(fresh, "count");
-          swap(fresh, "listing");
+      readAgain()
+        .then(function (fresh) {
+          swap(fresh, "#count");
+          swap(fresh, "#listing");
         })
         .catch(function () {
           // The list stays as it was; the next change reads it again.
@@ -144,7 +155,6 @@
       if (!change || (change.run !== null && change.run !== run)) {
         return;
       }
-      source.close();
       var how = live.querySelector(".how");
       if (how) {
         how.textContent = HOW.hasOwnProperty(change.kind) ? HOW[change.kind] : "";
@@ -159,6 +169,14 @@
           buttons[j].disabled = true;
         }
       }
+      // Where the run stands now, in the page's own words.
+      readAgain()
+        .then(function (fresh) {
+          swap(fresh, "main p.state");
+        })
+        .catch(function () {
+          // The banner says it changed; its link shows how.
+        });
     });
   }
 
