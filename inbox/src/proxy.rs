@@ -33,27 +33,23 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use maud::html;
-use sha2::{Digest as _, Sha256};
-use subtle::ConstantTimeEq as _;
 use toolgate::identity::{IdentitySource, Operator};
 use toolgate_store::StoreError;
+use toolgate_store::proxy::{ProxySecret, ProxySecretError, Unproven};
 
 use crate::guard::{same_origin, session_cookie};
 use crate::{Inbox, Refused, SESSION_COOKIE, pages};
 
-/// The header the proxy proves itself with: the shared secret, on every
-/// request.
-pub const SECRET_HEADER: &str = "x-toolgate-proxy-secret";
-
-/// The shortest secret taken, in bytes.
-pub const MIN_SECRET_LEN: usize = 16;
+// The proxy's proof is the store's, the gateway's too: the header, the
+// shortest secret, the check in constant time.
+pub use toolgate_store::proxy::{MIN_SECRET_LEN, SECRET_HEADER};
 
 /// The proxy the inbox trusts: the header it names the signed-in person
 /// in, and the secret it proves itself with.
 pub struct TrustedProxy {
     user_header: HeaderName,
-    /// The secret's SHA-256: compared, in constant time, with a request's.
-    secret: [u8; 32],
+    /// The secret: compared, in constant time, with a request's.
+    secret: ProxySecret,
 }
 
 impl std::fmt::Debug for TrustedProxy {
@@ -80,6 +76,9 @@ pub enum ProxyError {
         "the proxy's secret is {0} bytes long: it must be at least {MIN_SECRET_LEN} (make one with `openssl rand -hex 32`)"
     )]
     ShortSecret(usize),
+    /// The secret cannot be taken (its file unreadable, say).
+    #[error(transparent)]
+    Secret(ProxySecretError),
 }
 
 impl TrustedProxy {
@@ -87,6 +86,17 @@ impl TrustedProxy {
     /// `secret` in [`SECRET_HEADER`] with every request (surrounding
     /// whitespace, a file's final newline say, is not part of it).
     pub fn new(user_header: &str, secret: &str) -> Result<Self, ProxyError> {
+        let secret = ProxySecret::new(secret).map_err(|error| match error {
+            ProxySecretError::Short(len) => ProxyError::ShortSecret(len),
+            other => ProxyError::Secret(other),
+        })?;
+        Self::with_secret(user_header, secret)
+    }
+
+    /// A proxy that names the signed-in person in `user_header` and sends
+    /// `secret` in [`SECRET_HEADER`] with every request (read from a file
+    /// with [`ProxySecret::read`], say).
+    pub fn with_secret(user_header: &str, secret: ProxySecret) -> Result<Self, ProxyError> {
         let name = HeaderName::from_bytes(user_header.trim().as_bytes())
             .map_err(|_| ProxyError::UserHeader(user_header.to_owned()))?;
         let own = [
@@ -99,26 +109,15 @@ impl TrustedProxy {
         if own.contains(&name) {
             return Err(ProxyError::UserHeader(user_header.to_owned()));
         }
-        let secret = secret.trim();
-        if secret.len() < MIN_SECRET_LEN {
-            return Err(ProxyError::ShortSecret(secret.len()));
-        }
         Ok(Self {
             user_header: name,
-            secret: Sha256::digest(secret.as_bytes()).into(),
+            secret,
         })
     }
 
     /// The header the proxy names the signed-in person in.
     pub fn user_header(&self) -> &HeaderName {
         &self.user_header
-    }
-
-    /// Whether `given` is the secret: both hashed, the digests compared in
-    /// constant time, so neither the time nor the length tells anything.
-    fn is_secret(&self, given: &[u8]) -> bool {
-        let given: [u8; 32] = Sha256::digest(given).into();
-        bool::from(self.secret.ct_eq(&given))
     }
 }
 
@@ -151,28 +150,23 @@ pub(crate) async fn trusted(
     let Some(proxy) = inbox.inner.proxy.as_deref() else {
         return next.run(request).await;
     };
-    let verdict = {
-        let headers = request.headers();
-        let mut secrets = headers.get_all(SECRET_HEADER).iter();
-        match (secrets.next(), secrets.next()) {
-            (None, _) => Err(Untrusted::NoSecret),
-            (Some(given), None) if proxy.is_secret(given.as_bytes()) => {
-                let mut users = headers.get_all(&proxy.user_header).iter();
-                match (users.next(), users.next()) {
-                    (Some(user), None) if user.to_str().is_err() => Err(Untrusted::UnreadableUser(
-                        proxy.user_header.as_str().to_owned(),
-                    )),
-                    (Some(_), Some(_)) => Err(Untrusted::UnreadableUser(
-                        proxy.user_header.as_str().to_owned(),
-                    )),
-                    _ => Ok(()),
-                }
+    // Whatever the verdict, no one further reads the secret.
+    let verdict = match proxy.secret.take_proof(request.headers_mut()) {
+        Err(Unproven::Missing) => Err(Untrusted::NoSecret),
+        Err(_) => Err(Untrusted::WrongSecret),
+        Ok(()) => {
+            let mut users = request.headers().get_all(&proxy.user_header).iter();
+            match (users.next(), users.next()) {
+                (Some(user), None) if user.to_str().is_err() => Err(Untrusted::UnreadableUser(
+                    proxy.user_header.as_str().to_owned(),
+                )),
+                (Some(_), Some(_)) => Err(Untrusted::UnreadableUser(
+                    proxy.user_header.as_str().to_owned(),
+                )),
+                _ => Ok(()),
             }
-            (Some(_), _) => Err(Untrusted::WrongSecret),
         }
     };
-    // Whatever the verdict, no one further reads the secret.
-    request.headers_mut().remove(SECRET_HEADER);
     match verdict {
         Ok(()) => next.run(request).await,
         Err(why) => {

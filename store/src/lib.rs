@@ -57,6 +57,7 @@ mod names;
 mod open;
 mod operators;
 pub mod outbox;
+pub mod proxy;
 mod runs;
 mod servers;
 mod stored_json;

@@ -13,8 +13,8 @@ use crate::{Failure, GatewayArgs};
 pub(crate) struct GatewayHttpArgs {
     /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio: a
     /// loopback address and port (a port of 0 is chosen by the system) —
-    /// or any address over HTTPS (`--tls-cert`, `--tls-key`), with
-    /// `--public-url`. Every request carries a token (`toolgate gateway
+    /// or any address over HTTPS (`--tls-cert`, `--tls-key`) or behind a
+    /// trusted proxy (`--behind-proxy`), with `--public-url`. Every request carries a token (`toolgate gateway
     /// token add NAME`), whose person is the requester of its calls;
     /// `--user` is not used.
     #[arg(long, value_name = "ADDR")]
@@ -31,6 +31,18 @@ pub(crate) struct GatewayHttpArgs {
     /// on. Needed beyond loopback.
     #[arg(long, value_name = "URL", requires = "listen")]
     pub(crate) public_url: Option<String>,
+    /// Behind a reverse proxy that serves clients (over TLS) and proves
+    /// itself on every request with the secret of `--proxy-secret-file` in
+    /// `X-Toolgate-Proxy-Secret`; any other request is refused. Plain HTTP
+    /// between the two, on any address. Every request still carries its
+    /// person's token. Needs `--public-url`, the proxy's address.
+    #[arg(long, requires_all = ["listen", "proxy_secret_file", "public_url"])]
+    pub(crate) behind_proxy: bool,
+    /// A file holding the secret the proxy sends with every request, in
+    /// `X-Toolgate-Proxy-Secret` (at least 16 bytes; `openssl rand -hex
+    /// 32` makes one).
+    #[arg(long, value_name = "PATH", requires = "behind_proxy")]
+    pub(crate) proxy_secret_file: Option<std::path::PathBuf>,
     /// Let a browser's requests from this origin in (`scheme://host:port`);
     /// by default a request that carries an `Origin` is refused. May be
     /// given more than once.
@@ -172,8 +184,9 @@ pub(super) async fn serve(
         _ => Failure::Error(e.to_string()),
     };
     let tls = super::serving::tls(args.http.tls_cert.as_ref(), args.http.tls_key.as_ref())?;
+    let proxy = proxy_secret(&args.http)?;
     if !listen.ip().is_loopback() {
-        if tls.is_none() {
+        if tls.is_none() && proxy.is_none() {
             return Err(refused(HttpError::NotLoopback(listen)));
         }
         if args.http.public_url.is_none() {
@@ -191,23 +204,19 @@ pub(super) async fn serve(
             "the gateway serves HTTPS, but --public-url {url} is not an https:// URL"
         )));
     }
-    let (plain, secured) = match tls {
-        Some(tls) => (
-            None,
-            Some(
-                toolgate_gateway::http::bind_tls(listen, tls)
-                    .await
-                    .map_err(refused)?,
-            ),
-        ),
-        None => (
-            Some(
-                toolgate_gateway::http::bind(listen)
-                    .await
-                    .map_err(refused)?,
-            ),
-            None,
-        ),
+    let (plain, secured) = if let Some(tls) = tls {
+        let secured = toolgate_gateway::http::bind_tls(listen, tls)
+            .await
+            .map_err(refused)?;
+        (None, Some(secured))
+    } else {
+        // Plain HTTP beyond loopback only to a stated proxy.
+        let plain = if proxy.is_some() {
+            toolgate_gateway::http::bind_behind_proxy(listen).await
+        } else {
+            toolgate_gateway::http::bind(listen).await
+        };
+        (Some(plain.map_err(refused)?), None)
     };
     let bound = match (&plain, &secured) {
         (Some(plain), _) => plain.local_addr().unwrap_or(listen),
@@ -222,6 +231,10 @@ pub(super) async fn serve(
     if let Some(url) = &args.http.public_url {
         http = http.public_url(url).map_err(refused)?;
     }
+    let behind_proxy = proxy.is_some();
+    if let Some(secret) = proxy {
+        http = http.behind_proxy(secret);
+    }
     // Where clients are told to go: the public URL, else the address bound.
     let base = args.http.public_url.as_ref().map_or_else(
         || format!("{scheme}://{bound}"),
@@ -230,19 +243,8 @@ pub(super) async fn serve(
     if args.http.hooks {
         http = http.with_hooks(std::time::Duration::from_secs(args.wait));
     }
-    say!(
-        "the gateway is at {}/mcp — every request carries a token (`toolgate gateway token add NAME`)",
-        base
-    );
-    if args.http.hooks {
-        say!(
-            "coding agents' hooks submit to {}/hook/claude-code and {}/hook/codex (`toolgate hook claude-code --service {}`)",
-            base,
-            base,
-            base
-        );
-    }
-    tracing::info!(listen = %bound, host = %args.name, tls = secured.is_some(), "gateway serving over HTTP");
+    told(&base, bound, behind_proxy, args.http.hooks);
+    tracing::info!(listen = %bound, host = %args.name, tls = secured.is_some(), behind_proxy, "gateway serving over HTTP");
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -252,4 +254,47 @@ pub(super) async fn serve(
         (None, None) => Ok(()),
     }
     .map_err(refused)
+}
+
+/// The secret of the proxy `--behind-proxy` states, read from
+/// `--proxy-secret-file`; none without it.
+fn proxy_secret(
+    args: &GatewayHttpArgs,
+) -> Result<Option<toolgate_store::proxy::ProxySecret>, Failure> {
+    match (&args.proxy_secret_file, args.behind_proxy) {
+        (Some(file), true) => toolgate_store::proxy::ProxySecret::read(file)
+            .map(Some)
+            .map_err(|e| Failure::Refused(e.to_string())),
+        // clap requires the file with --behind-proxy.
+        (None, true) => Err(Failure::Usage(
+            "--behind-proxy needs --proxy-secret-file PATH".to_owned(),
+        )),
+        (_, false) => Ok(None),
+    }
+}
+
+/// Tells where the gateway is, at `base`, bound to `bound`: its first line
+/// names the address (what a script reads first).
+fn told(base: &str, bound: std::net::SocketAddr, behind_proxy: bool, hooks: bool) {
+    if behind_proxy {
+        say!(
+            "the gateway is at {}/mcp behind your proxy — every request carries a token (`toolgate gateway token add NAME`), and the proxy's secret in {} (it listens on {})",
+            base,
+            toolgate_store::proxy::SECRET_HEADER,
+            bound.to_string()
+        );
+    } else {
+        say!(
+            "the gateway is at {}/mcp — every request carries a token (`toolgate gateway token add NAME`)",
+            base
+        );
+    }
+    if hooks {
+        say!(
+            "coding agents' hooks submit to {}/hook/claude-code and {}/hook/codex (`toolgate hook claude-code --service {}`)",
+            base,
+            base,
+            base
+        );
+    }
 }

@@ -139,18 +139,9 @@ fn trusted_proxy(args: &InboxArgs) -> Result<Option<toolgate_inbox::TrustedProxy
             "--behind-proxy needs --user-header NAME and --proxy-secret-file PATH".to_owned(),
         ));
     };
-    let secret = std::fs::read_to_string(file).map_err(|e| {
-        Failure::Refused(format!(
-            "cannot read the proxy's secret from {}: {e}",
-            file.display()
-        ))
-    })?;
-    toolgate_inbox::TrustedProxy::new(header, &secret)
+    let secret = toolgate_store::proxy::ProxySecret::read(file)
+        .map_err(|e| Failure::Refused(e.to_string()))?;
+    toolgate_inbox::TrustedProxy::with_secret(header, secret)
         .map(Some)
-        .map_err(|e| match e {
-            toolgate_inbox::ProxyError::ShortSecret(_) => {
-                Failure::Refused(format!("{}: {e}", file.display()))
-            }
-            _ => Failure::Refused(e.to_string()),
-        })
+        .map_err(|e| Failure::Refused(e.to_string()))
 }

@@ -15,6 +15,7 @@ use axum::response::{IntoResponse as _, Response};
 use rmcp::transport::streamable_http_server::SessionId;
 use rmcp::transport::streamable_http_server::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use toolgate_store::proxy::ProxySecret;
 use toolgate_store::{GatewayTokenHolder, Store};
 
 /// The header a legacy session's id travels in.
@@ -170,6 +171,9 @@ pub(super) struct Guard {
     store: Store,
     hosts: Arc<[String]>,
     origins: Arc<[String]>,
+    /// The secret of the trusted proxy in front, if any: every request
+    /// proves with it that it came through the proxy.
+    proxy: Option<Arc<ProxySecret>>,
     /// Each live legacy session, bound to the token that opened it.
     sessions: Sessions,
     /// The ids of the tokens found revoked while this gateway serves: a
@@ -179,12 +183,19 @@ pub(super) struct Guard {
 
 impl Guard {
     /// The layer's state: requests may name `hosts`, and come from
-    /// `origins`; tokens are `store`'s.
-    pub(super) fn new(store: Store, hosts: Vec<String>, origins: Vec<String>) -> Self {
+    /// `origins` — and through the proxy that knows `proxy`, if given;
+    /// tokens are `store`'s.
+    pub(super) fn new(
+        store: Store,
+        hosts: Vec<String>,
+        origins: Vec<String>,
+        proxy: Option<ProxySecret>,
+    ) -> Self {
         Self {
             store,
             hosts: hosts.into(),
             origins: origins.into(),
+            proxy: proxy.map(Arc::new),
             sessions: Sessions::default(),
             revoked: tokio::sync::watch::Sender::new(Arc::default()),
         }
@@ -310,6 +321,23 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+/// Behind a trusted proxy, refused unless `headers` carry its secret, once;
+/// the secret is removed from them whatever the answer.
+fn through_proxy(guard: &Guard, headers: &mut HeaderMap) -> Result<(), Refusal> {
+    let Some(secret) = guard.proxy.as_deref() else {
+        return Ok(());
+    };
+    secret.take_proof(headers).map_err(|why| {
+        tracing::warn!(reason = %why, "a request that did not come through the trusted proxy was refused");
+        refused(
+            StatusCode::FORBIDDEN,
+            format!(
+                "this gateway is served behind a proxy and answers only requests that come through it: this one {why}"
+            ),
+        )
+    })
+}
+
 /// Refused unless `headers` name an allowed host, and an allowed origin
 /// if any.
 fn admitted(guard: &Guard, headers: &HeaderMap) -> Result<(), Refusal> {
@@ -409,6 +437,10 @@ pub(super) async fn guarded(
     mut request: Request,
     next: Next,
 ) -> Response {
+    // First, before anything reads the request: the proxy's secret.
+    if let Err(refusal) = through_proxy(&guard, request.headers_mut()) {
+        return refusal.into_response();
+    }
     if let Err(refusal) = admitted(&guard, request.headers()) {
         return refusal.into_response();
     }

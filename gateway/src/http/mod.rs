@@ -4,6 +4,12 @@
 //! rmcp's [`StreamableHttpService`] answers at `/mcp`, behind a layer that
 //! sees every request first and lets through only what it should:
 //!
+//! - **Proxy** (behind a trusted proxy only,
+//!   [`HttpGateway::behind_proxy`]): the secret the proxy shares with the
+//!   gateway, on every request, before anything else reads it
+//!   ([`toolgate_store::proxy`]: compared in constant time, then removed,
+//!   never logged). A request without it — from anyone but the proxy —
+//!   or with another, `403 Forbidden`.
 //! - **Host**: only the address the gateway listens on (and `localhost` at
 //!   its port) — a page that rebinds a name of its own to the loopback
 //!   address is refused, `421 Misdirected Request`.
@@ -45,7 +51,12 @@
 //! token must not cross a network in the clear, so [`bind`] takes a
 //! loopback address only. Clients then name the gateway by its public
 //! name, which [`HttpGateway::public_url`] adds to the hosts a request may
-//! name; tokens and sessions are checked exactly as on loopback.
+//! name; tokens and sessions are checked exactly as on loopback. Or in
+//! plain HTTP behind a stated, trusted proxy ([`bind_behind_proxy`],
+//! [`HttpGateway::behind_proxy`]) that ends TLS for the clients and proves
+//! itself on every request with the secret the two share — never trusted
+//! by the address a request comes from. The proxy proves the transport,
+//! not the person: every request still carries its person's token.
 //!
 //! ```no_run
 //! # async fn serve(store: toolgate_store::Store) -> Result<(), Box<dyn std::error::Error>> {
@@ -72,6 +83,8 @@ use std::time::Duration;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use toolgate_store::proxy::ProxySecret;
+
 use crate::Gateway;
 
 mod guard;
@@ -84,9 +97,10 @@ pub(crate) use guard::{Asking, Person, asking};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpError {
-    /// The address is not a loopback one, and TLS was not given.
+    /// The address is not a loopback one, and neither TLS nor a trusted
+    /// proxy was given.
     #[error(
-        "the gateway serves plain HTTP on a loopback address only (127.0.0.1 or ::1), not {0}: a token must not cross a network in the clear — serve it over TLS there, with a certificate and its key (`--tls-cert PATH --tls-key PATH`)"
+        "the gateway serves plain HTTP on a loopback address only (127.0.0.1 or ::1), not {0}: a token must not cross a network in the clear — serve it over TLS there, with a certificate and its key (`--tls-cert PATH --tls-key PATH`), or behind a reverse proxy that serves TLS to clients and proves itself with a secret you share with the gateway (`--behind-proxy --proxy-secret-file PATH`)"
     )]
     NotLoopback(SocketAddr),
     /// The certificate or key for TLS could not be used.
@@ -121,6 +135,15 @@ pub async fn bind(address: SocketAddr) -> Result<tokio::net::TcpListener, HttpEr
     if !address.ip().is_loopback() {
         return Err(HttpError::NotLoopback(address));
     }
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| HttpError::Listen { address, error })
+}
+
+/// A listener on `address`, any address, of plain HTTP: for a gateway
+/// served behind a trusted proxy only ([`HttpGateway::behind_proxy`]),
+/// which every request must prove it came through.
+pub async fn bind_behind_proxy(address: SocketAddr) -> Result<tokio::net::TcpListener, HttpError> {
     tokio::net::TcpListener::bind(address)
         .await
         .map_err(|error| HttpError::Listen { address, error })
@@ -173,6 +196,9 @@ pub struct HttpGateway {
     hooks: Option<Duration>,
     /// The hosts of the public URL ([`HttpGateway::public_url`]).
     public: Vec<String>,
+    /// The secret of the trusted proxy in front, if any
+    /// ([`HttpGateway::behind_proxy`]).
+    proxy: Option<ProxySecret>,
 }
 
 impl Gateway {
@@ -186,6 +212,7 @@ impl Gateway {
             origins: Vec::new(),
             hooks: None,
             public: Vec::new(),
+            proxy: None,
         }
     }
 }
@@ -220,6 +247,19 @@ impl HttpGateway {
             }
         }
         Ok(self)
+    }
+
+    /// Served behind a trusted reverse proxy, which sends `secret` in
+    /// [`toolgate_store::proxy::SECRET_HEADER`] with every request: a
+    /// request without it, or with another, is refused (`403`) before
+    /// anything else reads it, and it is removed from the one let through.
+    /// The proxy proves the transport, not the person: the token is
+    /// required as ever. Give the address clients reach the proxy at with
+    /// [`HttpGateway::public_url`].
+    #[must_use]
+    pub fn behind_proxy(mut self, secret: ProxySecret) -> Self {
+        self.proxy = Some(secret);
+        self
     }
 
     /// Answers coding agents' hooks too, at `POST /hook/CLIENT`
@@ -286,6 +326,7 @@ impl HttpGateway {
             self.gateway.inner.host.store().clone(),
             hosts,
             self.origins.clone(),
+            self.proxy.clone(),
         );
         let mut router = axum::Router::new().nest_service("/mcp", service);
         if let Some(wait) = self.hooks {
