@@ -19,8 +19,8 @@
 //!   escapes ([`toolgate::visible`]), each in a direction-isolated element.
 //!   No page holds a script: the content security policy allows the
 //!   inbox's one file (`/inbox.js`) only, which keeps the session's address
-//!   for a run's stable address; every action is a form, and works
-//!   without it.
+//!   for a run's stable address and follows the runs (below); every
+//!   action is a form, and works without it.
 //! - **The list** (`/s/KEY/`) says how many runs wait and, per row, the
 //!   server, tools, requester and channel, the arguments in one line and
 //!   the age; it narrows by server, tool, requester, state and a search
@@ -43,6 +43,17 @@
 //!   quarantined under its own "no approval": what tightens at once, what
 //!   lets calls run without a person shown first and bound to the digest
 //!   of the definitions shown.
+//! - **Live**: the list and a run's page follow the runs as they
+//!   change — a run starts waiting, is decided elsewhere, resumes or
+//!   expires — through server-sent events under the session
+//!   (`/s/KEY/events`), each the run's id and one word from the store's
+//!   outbox ([`toolgate_store::Store::changes`]: PostgreSQL's `LISTEN`,
+//!   polling on SQLite). The list reads its rows again in place; a run's
+//!   page whose run changed says so before the operator acts and disables
+//!   its buttons. A page connects to the inbox alone
+//!   (`connect-src 'self'`); a stream is bounded ([`STREAMS_PER_SESSION`],
+//!   [`STREAMS`]) and ends with its session. Without JavaScript the pages
+//!   are as they were.
 //! - **A run's stable address**, [`run_link`] (`/runs/ID`), is what a
 //!   notification links to: a browser signed in to the inbox opens it on
 //!   the run, in its session; another is told how to sign in. Its answer
