@@ -31,6 +31,12 @@ mod browsing;
 mod common;
 use browsing::{browser, chromedriver, inbox, json_of, page_with, snap};
 
+/// This suite again, on PostgreSQL.
+#[test]
+fn on_postgres() {
+    common::backend::rerun_on_postgres();
+}
+
 /// Where a deployment goes.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
