@@ -1128,20 +1128,15 @@ pub(crate) fn input_fields(
     Ok(form.render(INPUT_SCOPE, &texts, &defaults, errors))
 }
 
-/// What a posted form's fields of `scope` give under `schema`: the value,
-/// checked against the whole schema by the one check a decision makes —
-/// or the errors beside each field.
+/// What a posted form's fields of `scope` give in `form`, built from
+/// `schema`: the value, checked against the whole schema by the one check
+/// a decision makes — or the errors beside each field.
 pub(crate) fn read_checked<'a>(
+    form: &Form,
     schema: &Value,
     scope: &str,
     fields: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Result<Value, Placed> {
-    let form = Form::of(schema).map_err(|JsonOnly(why)| {
-        Placed::from([(
-            String::new(),
-            vec![format!("this form cannot be read field by field: {why}")],
-        )])
-    })?;
     let value = form.read(&texts_in(scope, fields))?;
     toolgate::suspend::validate(schema, &value).map_err(|errors| form.place(&errors))?;
     Ok(value)

@@ -213,14 +213,22 @@ impl DecideForm {
                 toolgate::visible::visible(call)
             )));
         };
+        let fields = form::Form::of(schema).map_err(|form::JsonOnly(why)| {
+            Wrong::Form(format!(
+                "call `{}`: its arguments are edited as JSON only, not field by field: {why}",
+                toolgate::visible::visible(call)
+            ))
+        })?;
         Ok(
-            form::read_checked(schema, &form::edit_scope(call), self.fields()).map(|arguments| {
-                if arguments == waiting.arguments {
-                    CallVerdict::Approve
-                } else {
-                    CallVerdict::Edit { arguments }
-                }
-            }),
+            form::read_checked(&fields, schema, &form::edit_scope(call), self.fields()).map(
+                |arguments| {
+                    if arguments == waiting.arguments {
+                        CallVerdict::Approve
+                    } else {
+                        CallVerdict::Edit { arguments }
+                    }
+                },
+            ),
         )
     }
 
@@ -265,13 +273,17 @@ impl DecideForm {
                 let Some(SuspendedRun::WaitingForInput(waiting)) = paused else {
                     return Err(Wrong::Form("the run does not wait for input".to_owned()));
                 };
-                form::read_checked(
-                    waiting.input_schema().as_value(),
-                    form::INPUT_SCOPE,
-                    self.fields(),
-                )
-                .map(Answer::Input)
-                .map_err(|placed| Wrong::Fields([(form::INPUT_SCOPE.to_owned(), placed)].into()))
+                let schema = waiting.input_schema().as_value();
+                let fields = form::Form::of(schema).map_err(|form::JsonOnly(why)| {
+                    Wrong::Form(format!(
+                        "this input is given as JSON only, not field by field: {why}"
+                    ))
+                })?;
+                form::read_checked(&fields, schema, form::INPUT_SCOPE, self.fields())
+                    .map(Answer::Input)
+                    .map_err(|placed| {
+                        Wrong::Fields([(form::INPUT_SCOPE.to_owned(), placed)].into())
+                    })
             }
             "calls" => {
                 let mut calls = std::collections::BTreeMap::new();
