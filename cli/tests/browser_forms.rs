@@ -358,7 +358,7 @@ async fn edit_through_the_form(client: &Client, dir: &Path, base: &str, run: &st
     );
     client
         .execute(
-            "document.querySelector('[data-field=\"edit:c1/replicas\"]').scrollIntoView({block: 'center'}); return null;",
+            "document.querySelector('form.calls').previousElementSibling.scrollIntoView(); return null;",
             vec![],
         )
         .await

@@ -392,6 +392,15 @@ fn number_text(schema: &Map<String, Value>, key: &str) -> Option<String> {
         .map(Value::to_string)
 }
 
+/// `word`, made plural unless `count` is one.
+fn plural(count: &str, word: &str) -> String {
+    if count == "1" {
+        word.to_owned()
+    } else {
+        format!("{word}s")
+    }
+}
+
 /// The bounds of a string, in words.
 fn text_hints(schema: &Map<String, Value>) -> Vec<String> {
     let mut hints = Vec::new();
@@ -399,10 +408,10 @@ fn text_hints(schema: &Map<String, Value>) -> Vec<String> {
         hints.push(format!("format: {format}"));
     }
     if let Some(min) = number_text(schema, "minLength") {
-        hints.push(format!("at least {min} characters"));
+        hints.push(format!("at least {min} {}", plural(&min, "character")));
     }
     if let Some(max) = number_text(schema, "maxLength") {
-        hints.push(format!("at most {max} characters"));
+        hints.push(format!("at most {max} {}", plural(&max, "character")));
     }
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
         hints.push(format!("matching the pattern {pattern}"));
@@ -463,10 +472,10 @@ fn item_of(root: &Value, schema: &Map<String, Value>) -> Result<(Item, Vec<Strin
         Item::Bool => vec!["each true or false".to_owned()],
     });
     if let Some(min) = number_text(schema, "minItems") {
-        hints.push(format!("at least {min} items"));
+        hints.push(format!("at least {min} {}", plural(&min, "item")));
     }
     if let Some(max) = number_text(schema, "maxItems") {
-        hints.push(format!("at most {max} items"));
+        hints.push(format!("at most {max} {}", plural(&max, "item")));
     }
     if schema.get("uniqueItems") == Some(&Value::Bool(true)) {
         hints.push("no item twice".to_owned());
