@@ -1102,6 +1102,11 @@ pub(crate) fn call_fields(
                     " approve with the values below (checked against the schema):"
                 }
                 div.fields {
+                    // Marks the fields as sent, so an approval as it is
+                    // whose fields were changed is told apart even when
+                    // every field is an unchecked checkbox, which sends
+                    // nothing.
+                    input type="hidden" name=(scope) value="";
                     (form.render(&scope, &texts, &form.defaults(), errors))
                 }
             }

@@ -144,13 +144,12 @@ fn edited_but_approved(
         return Ok(());
     };
     let scope = form::edit_scope(call);
+    let posted = form::texts_in(&scope, form.fields());
     let fields_same = match paused.and_then(|paused| form::reviewed_schema(paused, index)) {
-        Some(schema) if form.fields().any(|(name, _)| name.starts_with(&scope)) => {
-            form::Form::of(schema)
-                .ok()
-                .and_then(|fields| fields.read(&form::texts_in(&scope, form.fields())).ok())
-                .is_some_and(|read| read == waiting.arguments)
-        }
+        Some(schema) if !posted.is_empty() => form::Form::of(schema)
+            .ok()
+            .and_then(|fields| fields.read(&posted).ok())
+            .is_some_and(|read| read == waiting.arguments),
         _ => true,
     };
     let box_same = form.fields.get(&format!("args:{call}")).is_none_or(|text| {

@@ -97,22 +97,51 @@ impl Execute for Send {
     }
 }
 
+/// What [`Toggle`] takes.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct ToggleArgs {
+    /// On or off.
+    on: bool,
+}
+
+/// Turns a switch on or off: a write, whose one field is a checkbox.
+#[derive(Tool)]
+#[tool(effect = non_idempotent_write)]
+struct Toggle;
+
+impl Execute for Toggle {
+    type Args = ToggleArgs;
+    async fn execute(&self, args: ToggleArgs) -> ToolOutput {
+        ToolOutput::text(format!("on: {}", args.on))
+    }
+}
+
 /// A run of alice's whose one call is `tool` with `arguments`, saved for
 /// the host `demo`.
 async fn paused(store: &Store, tool: &str, arguments: Value) -> SuspendedRun {
-    let registry = Registry::builder()
-        .builtin(Rename)
-        .builtin(PickBranch)
-        .builtin(Send)
-        .build()
-        .unwrap();
-    let model = ScriptedModel::new([Reply::Calls {
-        content: None,
-        calls: vec![ToolCall {
+    paused_calls(
+        store,
+        vec![ToolCall {
             id: "c1".into(),
             name: tool.into(),
             arguments,
         }],
+    )
+    .await
+}
+
+/// A run of alice's whose turn is `calls`, saved for the host `demo`.
+async fn paused_calls(store: &Store, calls: Vec<ToolCall>) -> SuspendedRun {
+    let registry = Registry::builder()
+        .builtin(Rename)
+        .builtin(PickBranch)
+        .builtin(Send)
+        .builtin(Toggle)
+        .build()
+        .unwrap();
+    let model = ScriptedModel::new([Reply::Calls {
+        content: None,
+        calls,
     }]);
     let log = MemoryLog::new();
     let agent = Agent::new(&registry, &model, &log);
@@ -432,4 +461,103 @@ async fn a_schema_the_fields_cannot_express_is_edited_as_json() {
         answer.body
     );
     assert!(bob.decisions(&run).await.is_empty());
+}
+
+#[tokio::test]
+async fn calls_whose_ids_share_a_prefix_are_kept_apart() {
+    let db = TestDb::new().await;
+    let bob = operator(&db).await;
+    let call = |id: &str, branch: &str| ToolCall {
+        id: id.into(),
+        name: "rename".into(),
+        arguments: json!({"branch": branch, "tries": 1}),
+    };
+    let run = paused_calls(&bob.store, vec![call("c1", "one"), call("c10", "ten")]).await;
+    let page = bob.page(&run).await;
+    assert!(
+        page.contains("name=\"edit:c10/branch\" value=\"ten\""),
+        "{page}"
+    );
+    // c1 approved as it is, its fields untouched; c10 edited.
+    let answer = bob
+        .decide(
+            &run,
+            &[
+                ("verdict", "calls"),
+                ("call:c1", "approve"),
+                ("edit:c1", ""),
+                ("edit:c1/branch", "one"),
+                ("edit:c1/tries", "1"),
+                ("call:c10", "form"),
+                ("edit:c10", ""),
+                ("edit:c10/branch", "eleven"),
+                ("edit:c10/tries", "1"),
+                ("confirm", "write"),
+            ],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let decisions = bob.decisions(&run).await;
+    let verdict = |id: &str| {
+        decisions[0]
+            .record
+            .calls
+            .iter()
+            .find(|call| call.call_id == id)
+            .and_then(|call| call.verdict.clone())
+    };
+    assert_eq!(verdict("c1"), Some(CallVerdict::Approve));
+    assert_eq!(
+        verdict("c10"),
+        Some(CallVerdict::Edit {
+            arguments: json!({"branch": "eleven", "tries": 1})
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_checkbox_unchecked_under_an_approval_as_it_is_is_refused() {
+    let db = TestDb::new().await;
+    let bob = operator(&db).await;
+    let run = paused(&bob.store, "toggle", json!({"on": true})).await;
+    let page = bob.page(&run).await;
+    assert!(
+        page.contains("type=\"checkbox\" name=\"edit:c1/on\" value=\"true\" checked"),
+        "{page}"
+    );
+    assert!(page.contains("type=\"hidden\" name=\"edit:c1\""), "{page}");
+    // Unchecked: the checkbox sends nothing, the marker does.
+    let answer = bob
+        .decide(
+            &run,
+            &[
+                ("verdict", "calls"),
+                ("call:c1", "approve"),
+                ("edit:c1", ""),
+                ("confirm", "write"),
+            ],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    assert!(bob.decisions(&run).await.is_empty());
+    // The same through the fields: recorded as the edit it is.
+    let answer = bob
+        .decide(
+            &run,
+            &[
+                ("verdict", "calls"),
+                ("call:c1", "form"),
+                ("edit:c1", ""),
+                ("confirm", "write"),
+            ],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let decisions = bob.decisions(&run).await;
+    assert_eq!(
+        decisions[0].record.calls[0].verdict,
+        Some(CallVerdict::Edit {
+            arguments: json!({"on": false})
+        })
+    );
 }
