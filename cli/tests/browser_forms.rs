@@ -4,7 +4,8 @@
 //! that does not parse, then one out of bounds, each refused beside its
 //! field with what they typed kept and nothing recorded — then a right
 //! one, which the call runs with; gives a run waiting for input its input
-//! through the fields the same way; and a call whose schema the fields
+//! through the fields the same way, in a browser whose scripts are off;
+//! and a call whose schema the fields
 //! cannot express is edited as JSON, the page saying so. The runs are
 //! saved in the store the command line uses, on this process's backend
 //! (SQLite, or PostgreSQL with `TOOLGATE_TEST_POSTGRES`), and resumed by a
@@ -29,7 +30,7 @@ use toolgate::{Agent, Execute, Registry, Tool, ToolOutput};
 #[path = "common/browser.rs"]
 mod browsing;
 mod common;
-use browsing::{browser, chromedriver, inbox, json_of, page_with, snap};
+use browsing::{browser, browser_with, chromedriver, inbox, json_of, page_with, snap};
 
 /// This suite again, on PostgreSQL.
 #[test]
@@ -295,7 +296,31 @@ async fn a_schema_driven_edit_and_input_refuse_a_wrong_value_beside_its_field() 
     let base = base.trim_end_matches('/').to_owned();
 
     edit_through_the_form(&client, dir, &base, &deploy).await;
-    input_through_the_form(&client, dir, &base, &pick).await;
+
+    // The input, in a browser whose scripts are off: plain forms.
+    let link = json_of(dir, &["operator", "add", "dana", "--public-url", &url])["link"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let scriptless = browser_with(&webdriver, &["--blink-settings=scriptEnabled=false"]).await;
+    // Scripts are off indeed: a page's script does not run.
+    scriptless
+        .goto("data:text/html,<title>still</title><script>document.title='ran'</script>")
+        .await
+        .unwrap();
+    assert_eq!(scriptless.title().await.unwrap(), "still");
+    scriptless.goto(&link).await.unwrap();
+    click(&scriptless, "button[type=submit]").await;
+    page_with(&scriptless, "signed in as").await;
+    let scriptless_base = scriptless.current_url().await.unwrap().to_string();
+    input_through_the_form(
+        &scriptless,
+        dir,
+        scriptless_base.trim_end_matches('/'),
+        &pick,
+    )
+    .await;
+    scriptless.close().await.unwrap();
 
     // A map's schema: no fields; the page says so, and the JSON box is
     // there.
@@ -440,6 +465,7 @@ async fn input_through_the_form(client: &Client, dir: &Path, base: &str, run: &s
         decided["decisions"][0]["verdict"], "input submitted",
         "{decided}"
     );
+    assert_eq!(decided["decisions"][0]["by"], "dana", "{decided}");
     let (answer, _) = resumed(dir, run).await;
     assert!(
         answer.ends_with("checked out release/1.2 at depth 5 (force: true)"),
