@@ -67,13 +67,42 @@ async fn sign_in(client: &Client, link: &str) {
         .unwrap();
 }
 
+/// Interrupts `toolgate inbox` (Ctrl-C) while a page follows the runs: it
+/// must stop, its streams ended rather than holding the shutdown.
+async fn stops_on_interrupt(mut served: browsing::Killed) {
+    // The page opens its stream as it loads; on loopback a moment is
+    // plenty.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let stopped = std::process::Command::new("kill")
+        .args(["-INT", &served.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let mut exited = None;
+    for _ in 0..100 {
+        exited = served.0.try_wait().unwrap();
+        if exited.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        exited.is_some_and(|status| status.success()),
+        "the inbox stops on Ctrl-C with a page open: {exited:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one operator's session: the list, then a run's page, then the inbox stopped, in the order they are met"
+)]
 async fn a_live_update_arrives_while_a_page_is_open() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     toolgate(dir, &["demo", "--detach"]);
     let first = waiting(dir)[0].clone();
-    let (_inbox, url) = inbox(dir);
+    let (served, url) = inbox(dir);
     let link = json_of(dir, &["operator", "add", "bob", "--public-url", &url])["link"]
         .as_str()
         .unwrap()
@@ -188,4 +217,8 @@ async fn a_live_update_arrives_while_a_page_is_open() {
         .unwrap();
     let now = page_with(&client, "carol</bdi>").await;
     assert!(!now.contains("Approve every call"), "{now}");
+
+    // Interrupted while a page follows the runs, the inbox stops: its
+    // streams end rather than hold the shutdown.
+    stops_on_interrupt(served).await;
 }

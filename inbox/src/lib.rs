@@ -277,6 +277,14 @@ impl Inbox {
         }
     }
 
+    /// Ends every live page's event stream open now, and opens none
+    /// from now on: call it when the server begins to shut down — a
+    /// graceful shutdown waits for every connection to end, and a stream
+    /// does not end by itself. The pages go on working without it.
+    pub fn close_streams(&self) {
+        self.inner.streams.close();
+    }
+
     /// The origin every change must come from.
     pub fn origin(&self) -> &str {
         &self.inner.origin

@@ -26,6 +26,9 @@
 //!   which tells a browser to stop reconnecting.
 //! - **Without JavaScript** the pages are what they were: the stream is
 //!   only opened by the script.
+//! - **Shutting down.** A stream never ends by itself, and a graceful
+//!   shutdown waits for every connection: [`crate::Inbox::close_streams`]
+//!   ends them.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -38,7 +41,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use toolgate_store::Session;
 use toolgate_store::outbox::{CHANGES_READ, EventKind, RunChange};
 
@@ -61,10 +64,20 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How long a browser waits before it reconnects a stream that broke.
 const RETRY: Duration = Duration::from_secs(3);
 
-/// The event streams open now, per session key.
-#[derive(Default)]
+/// The event streams open now, per session key; and whether the inbox is
+/// closing them all.
 pub(crate) struct Streams {
     open: Mutex<HashMap<String, usize>>,
+    closing: watch::Sender<bool>,
+}
+
+impl Default for Streams {
+    fn default() -> Self {
+        Streams {
+            open: Mutex::default(),
+            closing: watch::channel(false).0,
+        }
+    }
 }
 
 /// One open stream, counted until it is dropped.
@@ -74,6 +87,11 @@ struct Slot {
 }
 
 impl Streams {
+    /// Ends every stream, and opens none from now on.
+    pub(crate) fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
     /// A slot for a stream of session `key`, or `None` when the session or
     /// the inbox holds as many as it may.
     fn take(streams: &Arc<Streams>, key: &str) -> Option<Slot> {
@@ -169,6 +187,10 @@ pub(crate) async fn events(
     let Ok((secret, session)) = session_of(&inbox, &headers, &key).await else {
         return StatusCode::NO_CONTENT.into_response();
     };
+    let closing = inbox.inner.streams.closing.subscribe();
+    if *closing.borrow() {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
     let Some(slot) = Streams::take(&inbox.inner.streams, &session.csrf_token) else {
         tracing::warn!(operator = %toolgate::visible::visible(&session.operator), "too many event streams; one more refused");
         return StatusCode::TOO_MANY_REQUESTS.into_response();
@@ -205,6 +227,7 @@ pub(crate) async fn events(
         queued: VecDeque::from([Event::default().retry(RETRY).comment("following")]),
         last: since,
         checked: true,
+        closing,
         check: tokio::time::interval_at(tokio::time::Instant::now() + SESSION_CHECK, SESSION_CHECK),
         _slot: slot,
     };
@@ -260,6 +283,8 @@ struct Follow {
     /// Whether the session was found live since the changes queued came.
     checked: bool,
     check: tokio::time::Interval,
+    /// Set when the inbox shuts down: the stream ends.
+    closing: watch::Receiver<bool>,
     _slot: Slot,
 }
 
@@ -305,6 +330,8 @@ impl Follow {
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,
                 },
+                // Closing, or the inbox gone: the stream ends either way.
+                _ = self.closing.changed() => return None,
                 _ = self.check.tick() => {
                     if !self.live().await {
                         return None;

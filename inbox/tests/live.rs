@@ -428,3 +428,27 @@ async fn the_pages_connect_to_the_inbox_only_and_hold_no_script() {
     // The script writes no text it was sent into the page.
     assert!(!script.body.contains("innerHTML"), "{}", script.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_streams_ends_them_so_a_shutdown_is_not_held() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let (_, events) = open(&inbox, events_request(&csrf, Some(&cookie), "")).await;
+    let mut events = events.unwrap();
+    // A copy of the inbox closes the streams of every copy.
+    inbox.clone().close_streams();
+    assert!(matches!(
+        events.next(Duration::from_secs(2)).await,
+        Next::Ended
+    ));
+    let (status, _) = open(&inbox, events_request(&csrf, Some(&cookie), "")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    // The pages work on.
+    let list = send(&inbox, get(&format!("/s/{csrf}/"), Some(&cookie))).await;
+    assert_eq!(list.status, StatusCode::OK);
+    // The store's watcher hands its connection back when the store closes.
+    tokio::time::timeout(Duration::from_secs(5), store.close())
+        .await
+        .expect("the store closes while its watcher runs");
+}

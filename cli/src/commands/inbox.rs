@@ -101,9 +101,9 @@ pub(super) async fn inbox(
             let listener = tls
                 .listen(listener)
                 .map_err(|e| Failure::Error(e.to_string()))?;
-            serve(listener, inbox.router()).await
+            serve(listener, inbox).await
         }
-        None => serve(listener, inbox.router()).await,
+        None => serve(listener, inbox).await,
     };
     let _ = stop.send(true);
     if let Some(dispatcher) = dispatcher {
@@ -113,15 +113,18 @@ pub(super) async fn inbox(
     served
 }
 
-/// Serves `router` on `listener` until the process is interrupted.
-async fn serve<L>(listener: L, router: axum::Router) -> Result<(), Failure>
+/// Serves `inbox` on `listener` until the process is interrupted; then
+/// its live pages' streams end, which would otherwise hold the shutdown.
+async fn serve<L>(listener: L, inbox: toolgate_inbox::Inbox) -> Result<(), Failure>
 where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async {
+    let closing = inbox.clone();
+    axum::serve(listener, inbox.router())
+        .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;
+            closing.close_streams();
         })
         .await
         .map_err(|e| Failure::Error(format!("the inbox stopped: {e}")))

@@ -222,6 +222,11 @@ async fn watch(pool: Pool, followers: Weak<OnceLock<broadcast::Sender<RunChange>
             waker.wait().await;
         }
         first = false;
+        // Closing the pool waits for the listener's connection: the
+        // watcher ends and hands it back.
+        if pool.is_closed() {
+            return;
+        }
         let Some(sender) = followers
             .upgrade()
             .and_then(|followers| followers.get().cloned())
