@@ -7,7 +7,9 @@
 //! token's person; a request that reaches the gateway without the secret,
 //! with another one, or with it twice is refused; the token is required
 //! through the proxy as ever; a secret file that does not do refuses to
-//! start, and so does a non-loopback listen without TLS or a proxy.
+//! start, and so does a non-loopback listen without TLS or a proxy. On a
+//! Unix socket (`--listen unix:PATH`), the socket is the gateway's
+//! account's only (0600), and a request over it still needs its token.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -462,4 +464,199 @@ fn a_proxy_is_stated_with_a_secret_that_does_or_nothing_starts() {
         let (code, said) = refused(dir, args);
         assert_eq!(code, 2, "{args:?}: {said}");
     }
+}
+
+/// A client that reaches every URL through the Unix socket `path`.
+#[cfg(unix)]
+fn over_socket(path: &Path) -> reqwest::Client {
+    reqwest::Client::builder()
+        .unix_socket(path)
+        .build()
+        .unwrap()
+}
+
+/// An `initialize` POSTed through `client` with `headers`: its status and
+/// body.
+#[cfg(unix)]
+async fn initialized_with(client: &reqwest::Client, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut request = client
+        .post("http://localhost/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize().to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let mut body = String::new();
+    let mut response = response;
+    while let Ok(Some(chunk)) = tokio::time::timeout(Duration::from_secs(5), response.chunk())
+        .await
+        .unwrap_or(Ok(None))
+    {
+        body.push_str(&String::from_utf8_lossy(&chunk));
+        if body.contains("\"jsonrpc\"") && body.ends_with('\n') {
+            break;
+        }
+    }
+    (status, body)
+}
+
+/// `--listen unix:PATH`: a socket only the gateway's account may open
+/// (0600); a call over it runs as the token's person, and a request
+/// without a live token, or naming another host, is refused as on a port.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_unix_socket_only_its_account_connects_and_a_token_is_still_required() {
+    use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ledger = dir.join("ledger");
+    notes(dir, &ledger, &[]);
+    let alice = token(dir, "alice");
+    let socket = dir.join("gateway.sock");
+    let listen = format!("unix:{}", socket.display());
+    let (_gateway, url) = listening_on(dir, &listen, &["--wait", "20", "--user", "mallory"]).await;
+    assert_eq!(url, "http://localhost/mcp");
+    let meta = std::fs::symlink_metadata(&socket).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+
+    let http = over_socket(&socket);
+    let (status, body) = initialized_with(&http, &[]).await;
+    assert_eq!(status, 401, "{body}");
+    let bearer = format!("Bearer {alice}");
+    let (status, body) = initialized_with(
+        &http,
+        &[("authorization", &bearer), ("host", "evil.example")],
+    )
+    .await;
+    assert_eq!(status, 421, "{body}");
+    let (status, body) = initialized_with(&http, &[("authorization", &bearer)]).await;
+    assert_eq!(status, 200, "{body}");
+
+    // rmcp's client over the socket: the write is alice's, held, then run.
+    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(alice);
+    let client = ()
+        .serve(StreamableHttpClientTransport::with_client(
+            http.clone(),
+            config,
+        ))
+        .await
+        .unwrap();
+    let peer = client.peer().clone();
+    let held = tokio::spawn(async move {
+        call(
+            &peer,
+            "notes__write_note",
+            json!({"text": "over the socket"}),
+        )
+        .await
+    });
+    let (run, digest) = waiting(dir).await;
+    assert_eq!(
+        json_of(dir, &["runs", "show", &run])["requested_by"],
+        "alice"
+    );
+    toolgate(
+        dir,
+        &["runs", "approve", &run, "--digest", &digest, "--as", "bob"],
+    );
+    let answered = held.await.unwrap();
+    assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
+    assert_eq!(lines(&ledger), 1);
+    client.cancel().await.unwrap();
+}
+
+/// A socket a gateway listens on, or a file that is no socket, refuses to
+/// start; a socket a killed gateway left is replaced; behind a proxy on
+/// the socket, the secret and the token are both required; interrupted,
+/// the gateway removes its socket.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unix_socket_is_replaced_only_when_stale_and_removed_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let alice = token(dir, "alice");
+    let bearer = format!("Bearer {alice}");
+    let socket = dir.join("gateway.sock");
+    let listen = format!("unix:{}", socket.display());
+    let (mut gateway, _) = listening_on(dir, &listen, &[]).await;
+    let http = over_socket(&socket);
+
+    // Another gateway on the socket in use: refused, the first untouched.
+    let (code, said) = refused(dir, &["gateway", "--listen", &listen]);
+    assert_eq!(code, 3, "{said}");
+    assert!(
+        said.contains("another process listens on the socket"),
+        "{said}"
+    );
+    let (status, _) = initialized_with(&http, &[("authorization", &bearer)]).await;
+    assert_eq!(status, 200);
+
+    // Killed, its socket stays; the next gateway replaces it.
+    gateway.kill().await.unwrap();
+    assert!(
+        std::fs::symlink_metadata(&socket).is_ok(),
+        "a killed gateway leaves its socket"
+    );
+    let file = secret_file(dir, SECRET);
+    let (mut gateway, _) = listening_on(
+        dir,
+        &listen,
+        &[
+            "--behind-proxy",
+            "--proxy-secret-file",
+            &file,
+            "--public-url",
+            "http://gateway.example.com",
+        ],
+    )
+    .await;
+    let http = over_socket(&socket);
+    // Behind a proxy on the socket: its secret and the token, both.
+    let public = [
+        ("authorization", bearer.as_str()),
+        ("host", "gateway.example.com"),
+    ];
+    let (status, body) = initialized_with(&http, &public).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("carried no proxy secret"), "{body}");
+    let (status, body) = initialized_with(
+        &http,
+        &[("host", "gateway.example.com"), (SECRET_HEADER, SECRET)],
+    )
+    .await;
+    assert_eq!(status, 401, "{body}");
+    let (status, body) =
+        initialized_with(&http, &[&public[..], &[(SECRET_HEADER, SECRET)]].concat()).await;
+    assert_eq!(status, 200, "{body}");
+
+    // Interrupted, it removes its socket.
+    let pid = gateway.id().unwrap().to_string();
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    tokio::time::timeout(Duration::from_secs(20), gateway.wait())
+        .await
+        .expect("the gateway stops when interrupted")
+        .unwrap();
+    assert!(
+        std::fs::symlink_metadata(&socket).is_err(),
+        "its socket is removed"
+    );
+
+    // A file that is no socket is never replaced.
+    std::fs::write(&socket, "a file of someone's\n").unwrap();
+    let (code, said) = refused(dir, &["gateway", "--listen", &listen]);
+    assert_eq!(code, 3, "{said}");
+    assert!(said.contains("is not a socket"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&socket).unwrap(),
+        "a file of someone's\n"
+    );
 }

@@ -26,7 +26,7 @@ pub(super) async fn gateway(store: &Store, out: Out, args: GatewayArgs) -> Resul
         .answer_within(Duration::from_secs(args.answer_within))
         .build()
         .map_err(|e| Failure::Refused(e.to_string()))?;
-    if let Some(listen) = args.http.listen {
+    if let Some(listen) = args.http.listen.clone() {
         return super::gateway_http::serve(gateway, listen, &args).await;
     }
     tracing::info!(user = %args.user, host = %args.name, "gateway serving over stdio");

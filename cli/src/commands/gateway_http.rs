@@ -3,6 +3,7 @@
 //! gateway token add|list|revoke`, the tokens.
 
 use serde_json::json;
+use toolgate_gateway::http::HttpError;
 use toolgate_store::{Store, StoreError};
 
 use crate::output::{Col, Out, say, timestamp};
@@ -14,11 +15,13 @@ pub(crate) struct GatewayHttpArgs {
     /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio: a
     /// loopback address and port (a port of 0 is chosen by the system) —
     /// or any address over HTTPS (`--tls-cert`, `--tls-key`) or behind a
-    /// trusted proxy (`--behind-proxy`), with `--public-url`. Every request carries a token (`toolgate gateway
-    /// token add NAME`), whose person is the requester of its calls;
-    /// `--user` is not used.
-    #[arg(long, value_name = "ADDR")]
-    pub(crate) listen: Option<std::net::SocketAddr>,
+    /// trusted proxy (`--behind-proxy`), with `--public-url`; or
+    /// `unix:PATH`, a Unix socket the gateway makes (mode 0600) for a
+    /// proxy on the same machine. Every request carries a token
+    /// (`toolgate gateway token add NAME`), whose person is the requester
+    /// of its calls; `--user` is not used.
+    #[arg(long, value_name = "ADDR", value_parser = listen_at)]
+    pub(crate) listen: Option<Listen>,
     /// Serve HTTPS with this certificate (PEM: the server's certificate,
     /// then any intermediates).
     #[arg(long, value_name = "PATH", requires_all = ["listen", "tls_key"])]
@@ -54,6 +57,31 @@ pub(crate) struct GatewayHttpArgs {
     /// sends submits calls and never decides one.
     #[arg(long, requires = "listen")]
     pub(crate) hooks: bool,
+}
+
+/// Where `--listen` says to listen.
+#[derive(Clone, Debug)]
+pub(crate) enum Listen {
+    /// An address and port.
+    Address(std::net::SocketAddr),
+    /// A Unix socket's path (`unix:PATH`).
+    Unix(std::path::PathBuf),
+}
+
+/// `--listen`'s value: `unix:PATH`, or an address and port.
+fn listen_at(value: &str) -> Result<Listen, String> {
+    if let Some(path) = value.strip_prefix("unix:") {
+        if path.is_empty() {
+            return Err(
+                "give the socket's path after `unix:`, e.g. `unix:/run/toolgate/gateway.sock`"
+                    .to_owned(),
+            );
+        }
+        return Ok(Listen::Unix(path.into()));
+    }
+    value.parse().map(Listen::Address).map_err(|_| {
+        format!("`{value}` is not an address and port (e.g. `127.0.0.1:8650`) nor `unix:PATH`")
+    })
 }
 
 /// `toolgate gateway …`.
@@ -172,22 +200,39 @@ pub(super) async fn command(
 /// Serves `gateway` over HTTP at `listen`; see the module.
 pub(super) async fn serve(
     gateway: toolgate_gateway::Gateway,
-    listen: std::net::SocketAddr,
+    listen: Listen,
     args: &GatewayArgs,
 ) -> Result<(), Failure> {
-    use toolgate_gateway::http::HttpError;
-    let refused = |e: HttpError| match e {
+    match listen {
+        Listen::Address(address) => serve_at(gateway, address, args).await,
+        Listen::Unix(path) => serve_unix(gateway, &path, args).await,
+    }
+}
+
+/// What the command line says of `error`.
+fn refused(error: &HttpError) -> Failure {
+    match error {
         HttpError::NotLoopback(_)
         | HttpError::Origin(_)
         | HttpError::PublicUrl(_)
-        | HttpError::Tls(_) => Failure::Refused(e.to_string()),
-        _ => Failure::Error(e.to_string()),
-    };
+        | HttpError::Tls(_)
+        | HttpError::SocketInUse(_)
+        | HttpError::NotASocket(_) => Failure::Refused(error.to_string()),
+        _ => Failure::Error(error.to_string()),
+    }
+}
+
+/// Serves `gateway` at `listen`, an address and port.
+async fn serve_at(
+    gateway: toolgate_gateway::Gateway,
+    listen: std::net::SocketAddr,
+    args: &GatewayArgs,
+) -> Result<(), Failure> {
     let tls = super::serving::tls(args.http.tls_cert.as_ref(), args.http.tls_key.as_ref())?;
     let proxy = proxy_secret(&args.http)?;
     if !listen.ip().is_loopback() {
         if tls.is_none() && proxy.is_none() {
-            return Err(refused(HttpError::NotLoopback(listen)));
+            return Err(refused(&HttpError::NotLoopback(listen)));
         }
         if args.http.public_url.is_none() {
             return Err(Failure::Refused(format!(
@@ -207,7 +252,7 @@ pub(super) async fn serve(
     let (plain, secured) = if let Some(tls) = tls {
         let secured = toolgate_gateway::http::bind_tls(listen, tls)
             .await
-            .map_err(refused)?;
+            .map_err(|e| refused(&e))?;
         (None, Some(secured))
     } else {
         // Plain HTTP beyond loopback only to a stated proxy.
@@ -216,7 +261,7 @@ pub(super) async fn serve(
         } else {
             toolgate_gateway::http::bind(listen).await
         };
-        (Some(plain.map_err(refused)?), None)
+        (Some(plain.map_err(|e| refused(&e))?), None)
     };
     let bound = match (&plain, &secured) {
         (Some(plain), _) => plain.local_addr().unwrap_or(listen),
@@ -224,36 +269,97 @@ pub(super) async fn serve(
         (None, None) => listen,
     };
     let scheme = if secured.is_some() { "https" } else { "http" };
-    let mut http = gateway.over_http(bound);
+    let behind_proxy = proxy.is_some();
+    let http = configured(gateway.over_http(bound), args, proxy)?;
+    told(
+        &base(args, &format!("{scheme}://{bound}")),
+        behind_proxy.then(|| bound.to_string()).as_deref(),
+        behind_proxy,
+        args.http.hooks,
+    );
+    tracing::info!(listen = %bound, host = %args.name, tls = secured.is_some(), behind_proxy, "gateway serving over HTTP");
+    match (plain, secured) {
+        (Some(plain), _) => http.serve(plain, stopped()).await,
+        (None, Some(secured)) => http.serve(secured, stopped()).await,
+        (None, None) => Ok(()),
+    }
+    .map_err(|e| refused(&e))
+}
+
+/// Serves `gateway` on the Unix socket `path`, which it makes (mode 0600)
+/// and removes when it stops.
+#[cfg(unix)]
+async fn serve_unix(
+    gateway: toolgate_gateway::Gateway,
+    path: &std::path::Path,
+    args: &GatewayArgs,
+) -> Result<(), Failure> {
+    if args.http.tls_cert.is_some() || args.http.tls_key.is_some() {
+        return Err(Failure::Refused(
+            "TLS is not served on a Unix socket: the proxy in front serves it to clients — leave out --tls-cert and --tls-key".to_owned(),
+        ));
+    }
+    let proxy = proxy_secret(&args.http)?;
+    let socket = toolgate_gateway::http::bind_unix(path)
+        .await
+        .map_err(|e| refused(&e))?;
+    let behind_proxy = proxy.is_some();
+    let http = configured(gateway.over_unix_socket(), args, proxy)?;
+    told(
+        &base(args, "http://localhost"),
+        Some(&format!("the socket {}", path.display())),
+        behind_proxy,
+        args.http.hooks,
+    );
+    tracing::info!(socket = %path.display(), host = %args.name, behind_proxy, "gateway serving over HTTP on a Unix socket");
+    http.serve(socket, stopped()).await.map_err(|e| refused(&e))
+}
+
+/// A Unix socket where there is none.
+#[cfg(not(unix))]
+async fn serve_unix(
+    _: toolgate_gateway::Gateway,
+    _: &std::path::Path,
+    _: &GatewayArgs,
+) -> Result<(), Failure> {
+    Err(Failure::Refused(
+        "Unix sockets are served on Unix only: give an address and port".to_owned(),
+    ))
+}
+
+/// Resolves when the process is interrupted.
+async fn stopped() {
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// `http` with the options of `args`: origins, the public URL, the proxy's
+/// `proxy` secret, hooks.
+fn configured(
+    mut http: toolgate_gateway::http::HttpGateway,
+    args: &GatewayArgs,
+    proxy: Option<toolgate_store::proxy::ProxySecret>,
+) -> Result<toolgate_gateway::http::HttpGateway, Failure> {
     for origin in &args.http.allow_origin {
-        http = http.allow_origin(origin).map_err(refused)?;
+        http = http.allow_origin(origin).map_err(|e| refused(&e))?;
     }
     if let Some(url) = &args.http.public_url {
-        http = http.public_url(url).map_err(refused)?;
+        http = http.public_url(url).map_err(|e| refused(&e))?;
     }
-    let behind_proxy = proxy.is_some();
     if let Some(secret) = proxy {
         http = http.behind_proxy(secret);
     }
-    // Where clients are told to go: the public URL, else the address bound.
-    let base = args.http.public_url.as_ref().map_or_else(
-        || format!("{scheme}://{bound}"),
-        |url| url.trim().trim_end_matches('/').to_owned(),
-    );
     if args.http.hooks {
         http = http.with_hooks(std::time::Duration::from_secs(args.wait));
     }
-    told(&base, bound, behind_proxy, args.http.hooks);
-    tracing::info!(listen = %bound, host = %args.name, tls = secured.is_some(), behind_proxy, "gateway serving over HTTP");
-    let stop = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    match (plain, secured) {
-        (Some(plain), _) => http.serve(plain, stop).await,
-        (None, Some(secured)) => http.serve(secured, stop).await,
-        (None, None) => Ok(()),
-    }
-    .map_err(refused)
+    Ok(http)
+}
+
+/// Where clients are told to go: the public URL, else `own`.
+fn base(args: &GatewayArgs, own: &str) -> String {
+    args.http.public_url.as_ref().map_or_else(
+        || own.to_owned(),
+        |url| url.trim().trim_end_matches('/').to_owned(),
+    )
 }
 
 /// The secret of the proxy `--behind-proxy` states, read from
@@ -273,21 +379,26 @@ fn proxy_secret(
     }
 }
 
-/// Tells where the gateway is, at `base`, bound to `bound`: its first line
-/// names the address (what a script reads first).
-fn told(base: &str, bound: std::net::SocketAddr, behind_proxy: bool, hooks: bool) {
-    if behind_proxy {
-        say!(
+/// Tells where the gateway is, at `base`, listening on `on` when that is
+/// not where clients go: its first line names the address (what a script
+/// reads first).
+fn told(base: &str, on: Option<&str>, behind_proxy: bool, hooks: bool) {
+    match (on, behind_proxy) {
+        (Some(on), true) => say!(
             "the gateway is at {}/mcp behind your proxy — every request carries a token (`toolgate gateway token add NAME`), and the proxy's secret in {} (it listens on {})",
             base,
             toolgate_store::proxy::SECRET_HEADER,
-            bound.to_string()
-        );
-    } else {
-        say!(
+            on
+        ),
+        (Some(on), false) => say!(
+            "the gateway is at {}/mcp — every request carries a token (`toolgate gateway token add NAME`) (it listens on {})",
+            base,
+            on
+        ),
+        (None, _) => say!(
             "the gateway is at {}/mcp — every request carries a token (`toolgate gateway token add NAME`)",
             base
-        );
+        ),
     }
     if hooks {
         say!(

@@ -57,6 +57,11 @@
 //! itself on every request with the secret the two share — never trusted
 //! by the address a request comes from. The proxy proves the transport,
 //! not the person: every request still carries its person's token.
+//! Or, for a proxy on the same machine, on a Unix socket
+//! ([`bind_unix`], [`Gateway::over_unix_socket`]) whose file only the
+//! gateway's account may open (mode `0600`): no network between the two;
+//! a request over it carries its token as ever, and names `localhost` or
+//! the public URL's host.
 //!
 //! ```no_run
 //! # async fn serve(store: toolgate_store::Store) -> Result<(), Box<dyn std::error::Error>> {
@@ -88,10 +93,14 @@ use toolgate_store::proxy::ProxySecret;
 use crate::Gateway;
 
 mod guard;
+#[cfg(unix)]
+mod unix;
 
 use guard::Guard;
 pub use guard::SWEEP_EVERY;
 pub(crate) use guard::{Asking, Person, asking};
+#[cfg(unix)]
+pub use unix::{UnixSocket, bind_unix};
 
 /// The gateway could not be served over HTTP.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +120,26 @@ pub enum HttpError {
         "`{0}` is not a URL the gateway can be reached at: write its scheme and host, and its port unless the scheme's own, e.g. `https://gateway.example.com` or `https://gateway.example.com:8650`"
     )]
     PublicUrl(String),
+    /// The Unix socket could not be listened on.
+    #[error("cannot listen on the socket {}: {error}", path.display())]
+    Socket {
+        /// The socket's path.
+        path: std::path::PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A process listens on the Unix socket already.
+    #[error(
+        "another process listens on the socket {}: stop it, or give the gateway another path",
+        .0.display()
+    )]
+    SocketInUse(std::path::PathBuf),
+    /// The Unix socket's path is a file that is not a socket.
+    #[error(
+        "{} exists and is not a socket: give the gateway a path of its own for its socket (it makes the file)",
+        .0.display()
+    )]
+    NotASocket(std::path::PathBuf),
     /// The address could not be listened on.
     #[error("cannot listen on {address}: {error}")]
     Listen {
@@ -190,7 +219,8 @@ fn public_hosts(public_url: &str) -> Option<Vec<String>> {
 /// The gateway served over streamable HTTP; see the module.
 pub struct HttpGateway {
     gateway: Gateway,
-    bound: SocketAddr,
+    /// The address listened on; none on a Unix socket.
+    bound: Option<SocketAddr>,
     origins: Vec<String>,
     /// How long a hook's held call waits, when hooks are answered.
     hooks: Option<Duration>,
@@ -206,6 +236,11 @@ impl Gateway {
     /// is bound to ([`bind`]): the only one a request's `Host` may name.
     #[must_use]
     pub fn over_http(self, bound: SocketAddr) -> HttpGateway {
+        self.served_at(Some(bound))
+    }
+
+    /// This gateway served over HTTP at `bound`, or on a Unix socket.
+    fn served_at(self, bound: Option<SocketAddr>) -> HttpGateway {
         HttpGateway {
             gateway: self,
             bound,
@@ -214,6 +249,14 @@ impl Gateway {
             public: Vec::new(),
             proxy: None,
         }
+    }
+
+    /// This gateway served over HTTP on a Unix socket ([`bind_unix`]):
+    /// a request's `Host` may name `localhost`, and the public URL's host
+    /// ([`HttpGateway::public_url`]).
+    #[must_use]
+    pub fn over_unix_socket(self) -> HttpGateway {
+        self.served_at(None)
     }
 }
 
@@ -273,20 +316,23 @@ impl HttpGateway {
     }
 
     /// The hosts a request may name: the address listened on, and
-    /// `localhost` at its port.
+    /// `localhost` at its port — on a Unix socket, `localhost`.
     fn hosts(&self) -> Vec<String> {
-        let mut hosts = vec![
-            self.bound.to_string(),
-            format!("localhost:{}", self.bound.port()),
-        ];
-        // At port 80 a client may leave the port out.
-        if self.bound.port() == 80 {
-            let ip = match self.bound.ip() {
-                std::net::IpAddr::V4(ip) => ip.to_string(),
-                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-            };
-            hosts.extend([ip, "localhost".to_owned()]);
-        }
+        let mut hosts = match self.bound {
+            None => vec!["localhost".to_owned()],
+            Some(bound) => {
+                let mut hosts = vec![bound.to_string(), format!("localhost:{}", bound.port())];
+                // At port 80 a client may leave the port out.
+                if bound.port() == 80 {
+                    let ip = match bound.ip() {
+                        std::net::IpAddr::V4(ip) => ip.to_string(),
+                        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+                    };
+                    hosts.extend([ip, "localhost".to_owned()]);
+                }
+                hosts
+            }
+        };
         for host in &self.public {
             if !hosts.contains(host) {
                 hosts.push(host.clone());
