@@ -530,6 +530,20 @@ fn is_object(schema: &Map<String, Value>) -> Result<bool, JsonOnly> {
     Ok(ty.as_deref() == Some("object") || (ty.is_none() && schema.contains_key("properties")))
 }
 
+/// Refuses a key a browser would not send back as it is: one with a hidden
+/// character (a control, a line break, an invisible or reordering one),
+/// which a browser may replace or normalize in a field's name, and which
+/// a reader could not see in its label.
+fn plain_key(key: &str) -> Result<(), JsonOnly> {
+    if key.chars().any(is_hidden) {
+        return json_only(format!(
+            "the field name `{}` holds a hidden character",
+            visible(key)
+        ));
+    }
+    Ok(())
+}
+
 /// A field at `path` of `schema` (resolved), not an object.
 fn field(
     root: &Value,
@@ -597,6 +611,7 @@ impl Form {
         let mut entries = Vec::new();
         let mut count = 0_usize;
         for (key, property) in properties {
+            plain_key(key)?;
             let property = resolve(schema, property)?;
             let is_required = required.contains(&key.as_str());
             let (inner, nullable) = unwrap_nullable(schema, property.clone())?;
@@ -604,6 +619,7 @@ impl Form {
                 let (inner_properties, inner_required) = object_parts(&inner)?;
                 let mut fields = Vec::new();
                 for (name, inner_property) in inner_properties {
+                    plain_key(name)?;
                     let inner_property = resolve(schema, inner_property)?;
                     if is_object(&unwrap_nullable(schema, inner_property.clone())?.0)? {
                         return json_only("an object nested more than one level deep");
@@ -796,9 +812,11 @@ impl Form {
 /// A field's text for `value`, if the field can show it.
 fn text_of(field: &Field, value: &Value) -> Option<String> {
     let plain = |text: &str| !text.chars().any(is_hidden);
+    // A text area shows line breaks and tabs as they are.
+    let plain_lines = |text: &str| !text.chars().any(|c| is_hidden(c) && c != '\n' && c != '\t');
     match (&field.kind, value) {
         (_, Value::Null) => Some(String::new()),
-        (Kind::Text { .. }, Value::String(text)) if plain(text) => Some(text.clone()),
+        (Kind::Text { .. }, Value::String(text)) if plain_lines(text) => Some(text.clone()),
         (Kind::Number, Value::Number(number)) => Some(number.to_string()),
         // A checkbox sends nothing when unchecked.
         (Kind::Bool, Value::Bool(false)) if field.required && !field.nullable => {
@@ -976,7 +994,9 @@ fn render_field(
                 @match &field.kind {
                     Kind::Text { input_mode } => {
                         @if text.contains('\n') {
-                            textarea name=(name) rows="4" { (text) }
+                            // A text area's first line break is dropped by
+                            // the parser: one more keeps the text's own.
+                            textarea name=(name) rows="4" { "\n" (text) }
                         } @else {
                             input type="text" name=(name) value=(text) inputmode=[*input_mode] placeholder=[default];
                         }
@@ -1008,7 +1028,7 @@ fn render_field(
                         }
                     }
                     Kind::List(_) => {
-                        textarea name=(name) rows=(text.lines().count().clamp(2, 12) + 1) placeholder=[default] { (text) }
+                        textarea name=(name) rows=(text.lines().count().clamp(2, 12) + 1) placeholder=[default] { "\n" (text) }
                     }
                 }
             }
@@ -1502,6 +1522,76 @@ mod tests {
         ] {
             assert!(!other.starts_with("edit:") && !other.starts_with(INPUT_SCOPE));
         }
+    }
+
+    #[test]
+    fn names_a_browser_would_change_are_json_only_and_escapes_are_kept() {
+        for key in [
+            "\u{0}nul",
+            "a\u{200b}b",
+            "line\nbreak",
+            "cr\rlf",
+            "\u{202e}rtl",
+        ] {
+            let schema = json!({"type": "object", "properties": {key: {"type": "string"}}});
+            assert!(why(&schema).contains("hidden character"), "{key:?}");
+            let nested = json!({"type": "object", "properties": {"o": {"type": "object", "properties": {key: {"type": "string"}}}}});
+            assert!(why(&nested).contains("hidden character"), "{key:?}");
+        }
+        // Text that only looks like an escape is kept as it is.
+        let keys = ["%FF%FE", "\\x80", "\\u{200b}", "&amp;", "~1", "/"];
+        let properties: Map<String, Value> = keys
+            .iter()
+            .map(|key| ((*key).to_owned(), json!({"type": "string"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": properties});
+        let form = Form::of(&schema).unwrap();
+        let value: Map<String, Value> = keys
+            .iter()
+            .map(|key| ((*key).to_owned(), json!(format!("value of {key}"))))
+            .collect();
+        let value = Value::Object(value);
+        let filled = form.texts_of(&value).unwrap();
+        let page = form
+            .render(INPUT_SCOPE, &filled, &Texts::new(), &Placed::new())
+            .into_string();
+        assert!(page.contains("name=\"in:/~01\""), "{page}");
+        assert!(page.contains("name=\"in:/~1\""), "{page}");
+        assert!(page.contains("name=\"in:/&amp;amp;\""), "{page}");
+        // Posted back under the names rendered: the same value.
+        let posted: Vec<(String, String)> = filled
+            .iter()
+            .map(|(at, text)| (format!("{INPUT_SCOPE}{at}"), text.clone()))
+            .collect();
+        let read = form
+            .read(&texts_in(
+                INPUT_SCOPE,
+                posted.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            ))
+            .unwrap();
+        assert_eq!(read, value);
+    }
+
+    #[test]
+    fn text_over_several_lines_is_a_text_area_that_keeps_its_lines() {
+        let schema = json!({"type": "object", "properties": {"body": {"type": "string"}}});
+        let form = Form::of(&schema).unwrap();
+        let value = json!({"body": "\nfirst line\n\tindented\n"});
+        let filled = form.texts_of(&value).unwrap();
+        let page = form
+            .render(INPUT_SCOPE, &filled, &Texts::new(), &Placed::new())
+            .into_string();
+        assert!(
+            page.contains(
+                "<textarea name=\"in:/body\" rows=\"4\">\n\nfirst line\n\tindented\n</textarea>"
+            ),
+            "{page}"
+        );
+        // As a browser sends it back: CR LF.
+        let sent = texts(&[("/body", "\r\nfirst line\r\n\tindented\r\n")]);
+        assert_eq!(form.read(&sent).unwrap(), value);
+        // A carriage return of its own cannot be shown.
+        assert!(form.texts_of(&json!({"body": "a\rb"})).is_err());
     }
 
     #[test]
