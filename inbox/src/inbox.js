@@ -142,8 +142,20 @@
 
   function followRun(source, live) {
     var run = live.getAttribute("data-run-id");
+    var stale = false;
+    // A form sent from this page leads to the answer's own page: the
+    // change it makes is not news here.
+    var sent = false;
     function block(event) {
-      event.preventDefault();
+      if (stale) {
+        event.preventDefault();
+      } else {
+        sent = true;
+      }
+    }
+    var forms = document.querySelectorAll("main form");
+    for (var i = 0; i < forms.length; i++) {
+      forms[i].addEventListener("submit", block);
     }
     source.addEventListener("run", function (event) {
       var change;
@@ -152,19 +164,18 @@
       } catch (e) {
         return;
       }
-      if (!change || (change.run !== null && change.run !== run)) {
+      if (sent || !change || (change.run !== null && change.run !== run)) {
         return;
       }
+      stale = true;
       var how = live.querySelector(".how");
       if (how) {
         how.textContent = HOW.hasOwnProperty(change.kind) ? HOW[change.kind] : "";
       }
       live.hidden = false;
       body.classList.add("stale");
-      var forms = document.querySelectorAll("main form");
-      for (var i = 0; i < forms.length; i++) {
-        forms[i].addEventListener("submit", block);
-        var buttons = forms[i].querySelectorAll("button, input[type=submit]");
+      for (var k = 0; k < forms.length; k++) {
+        var buttons = forms[k].querySelectorAll("button, input[type=submit]");
         for (var j = 0; j < buttons.length; j++) {
           buttons[j].disabled = true;
         }
