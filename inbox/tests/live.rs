@@ -286,6 +286,14 @@ async fn a_page_is_sent_what_changed_between_its_showing_and_its_stream() {
     // The page says where it follows the run, and holds what it says
     // once the run changed — hidden, for the script to show.
     assert!(page.body.contains("data-live=\"run\""), "{}", page.body);
+    // Hidden until the script says the run changed: without JavaScript the
+    // page is as it was, its forms acting as before.
+    assert!(
+        page.body
+            .contains("<div class=\"changed\" id=\"live\" role=\"alert\" hidden"),
+        "{}",
+        page.body
+    );
     assert!(
         page.body
             .contains(&format!("data-run-id=\"{}\"", run.run_id())),
