@@ -363,3 +363,26 @@ fn many() -> Event {
         .event("run")
         .data(serde_json::json!({ "run": null, "kind": "many" }).to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inbox_holds_a_bounded_number_of_streams_in_all() {
+        let streams = Arc::new(Streams::default());
+        let mut held: Vec<Slot> = (0..STREAMS)
+            .map(|n| Streams::take(&streams, &format!("session-{}", n % 20)))
+            .collect::<Option<_>>()
+            .expect("each session under its own bound");
+        assert!(
+            Streams::take(&streams, "another").is_none(),
+            "one more in all is refused, whatever its session"
+        );
+        drop(held.pop());
+        assert!(Streams::take(&streams, "another").is_some());
+        drop(held);
+        let open = streams.open.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(open.is_empty(), "every slot given back: {open:?}");
+    }
+}
