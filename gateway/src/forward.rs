@@ -42,7 +42,7 @@ use rmcp::{ClientHandler, ServerHandler, ServiceExt as _};
 
 /// How long a call in flight waits on an upstream gateway that answers no
 /// ping: past it the call is answered with an error. The upstream is asked
-/// every [`PING_EVERY`], each ping given this long.
+/// every `PING_EVERY` (5 s), each ping given this long.
 pub const UPSTREAM_SILENCE: Duration = Duration::from_secs(10);
 
 /// How often a call in flight checks that its upstream gateway answers.

@@ -75,6 +75,7 @@ pub(crate) fn approved_writes<'a>(paused: &'a SuspendedRun, answer: &'a Answer) 
 /// refusal follows at once, and says why.
 pub(crate) fn run_would_take(
     paused: &SuspendedRun,
+    history: &toolgate_store::RunHistory,
     answer: &Answer,
     digest: &TurnDigest,
     decider: &str,
@@ -82,6 +83,11 @@ pub(crate) fn run_would_take(
     let SuspendedRun::AwaitingApproval(waiting) = paused else {
         return false;
     };
+    // Where it needs several approvers: one approval per person, each the
+    // same verdicts as the first's.
+    if crate::pages::approved_by(history, paused, decider) {
+        return false;
+    }
     let decisions = match answer {
         Answer::Approve => Decision {
             verdict: Verdict::Approve,
@@ -97,6 +103,22 @@ pub(crate) fn run_would_take(
         },
         Answer::Deny | Answer::Input(_) => return false,
     };
+    if let Some(first) = crate::pages::first_approval(history, paused) {
+        let recorded: std::collections::BTreeMap<&str, &CallVerdict> = first
+            .record
+            .calls
+            .iter()
+            .filter_map(|call| Some((call.call_id.as_str(), call.verdict.as_ref()?)))
+            .collect();
+        let given: std::collections::BTreeMap<&str, &CallVerdict> = decisions
+            .calls
+            .iter()
+            .map(|(id, verdict)| (id.as_str(), verdict))
+            .collect();
+        if recorded != given {
+            return false;
+        }
+    }
     waiting.check_calls(&decisions).is_ok()
 }
 

@@ -276,9 +276,17 @@ pub(crate) fn run(
                 }
                 @if open && paused.status().as_str() == "awaiting_approval" {
                     @if own_under_four_eyes(session, paused) {
-                        (deny_only_form(session, run_id, paused))
-                    } @else {
+                        (deny_only_form(session, run_id, paused, FOUR_EYES))
+                    } @else if approved_by(history, paused, &session.operator) {
+                        h2 { "Decide" }
+                        p.note {
+                            "You approved this turn; it waits for another approver. An approval "
+                            "is given once per person."
+                        }
+                    } @else if first_approval(history, paused).is_some() {
                         (approve_as_recorded(session, run_id, paused, history))
+                        (deny_only_form(session, run_id, paused, ANOTHER_APPROVED))
+                    } @else {
                         (decide_forms(session, run_id, paused, parts.retyped.as_ref()))
                         @if may_declare {
                             (from_now_on_forms(session, run_id, paused))
@@ -298,6 +306,38 @@ pub(crate) fn run(
     )
 }
 
+/// The first approval recorded on the turn as it waits, where it needs
+/// several approvers and one approved it already: the verdicts every
+/// later approval must repeat.
+pub(crate) fn first_approval<'a>(
+    history: &'a RunHistory,
+    paused: &SuspendedRun,
+) -> Option<&'a toolgate_store::StoredDecision> {
+    let digest = paused.digest();
+    history.decisions.iter().find(|decision| {
+        decision.partial
+            && decision.record.voided.is_none()
+            && decision.record.digest == digest
+            && decision
+                .record
+                .calls
+                .iter()
+                .any(|call| call.verdict.is_some())
+    })
+}
+
+/// Whether `operator` approved the turn as it waits already: an approval
+/// is given once per person, so none is offered again.
+pub(crate) fn approved_by(history: &RunHistory, paused: &SuspendedRun, operator: &str) -> bool {
+    let digest = paused.digest();
+    history.decisions.iter().any(|decision| {
+        decision.partial
+            && decision.record.voided.is_none()
+            && decision.record.digest == digest
+            && toolgate::identity::same_person(&decision.record.decided_by, operator)
+    })
+}
+
 /// Where the turn needs several approvers and one approved it call by call
 /// already: what they approved — each verdict, edited arguments and
 /// reasons as recorded — and a form that approves exactly that. A later
@@ -310,16 +350,7 @@ fn approve_as_recorded(
     history: &RunHistory,
 ) -> Markup {
     let digest = paused.digest();
-    let Some(first) = history.decisions.iter().find(|decision| {
-        decision.partial
-            && decision.record.voided.is_none()
-            && decision.record.digest == digest
-            && decision
-                .record
-                .calls
-                .iter()
-                .any(|call| call.verdict.is_some())
-    }) else {
+    let Some(first) = first_approval(history, paused) else {
         return html! {};
     };
     let action = format!("{}/runs/{}/decide", base(session), path_segment(run_id));
@@ -406,15 +437,18 @@ fn own_under_four_eyes(session: &Session, paused: &SuspendedRun) -> bool {
         && toolgate::identity::same_person(&session.operator, &paused.state().requested_by)
 }
 
-/// For the requester of a run under four eyes: what they may do — deny
-/// it — and who approves it.
-fn deny_only_form(session: &Session, run_id: &str, paused: &SuspendedRun) -> Markup {
+/// Why only "deny" is offered to the requester of a run under four eyes.
+const FOUR_EYES: &str = "You asked for this run, and it requires four eyes: another operator approves it. You may deny it.";
+
+/// Why only the first approver's verdicts, or "deny", are offered.
+const ANOTHER_APPROVED: &str = "Or deny every call: another approval must be the same verdicts as the first, so no other is offered.";
+
+/// Only "deny every call", and `why`: for the requester of a run under
+/// four eyes, or beside the first approver's verdicts.
+fn deny_only_form(session: &Session, run_id: &str, paused: &SuspendedRun, why: &str) -> Markup {
     html! {
         h2 { "Decide" }
-        p.note {
-            "You asked for this run, and it requires four eyes: another operator approves it. "
-            "You may deny it."
-        }
+        p.note { (why) }
         form method="post" action={ (base(session)) "/runs/" (path_segment(run_id)) "/decide" } {
             input type="hidden" name="csrf" value=(session.csrf_token);
             input type="hidden" name="digest" value=(paused.digest().as_str());
@@ -435,7 +469,8 @@ fn decide_forms(
     retyped: Option<&Retyped>,
 ) -> Markup {
     let posted = |name: String| retyped.and_then(|r| r.get(&name)).map(str::to_owned);
-    let chose = |call: &str, choice: &str| posted(format!("call:{call}")).as_deref() == Some(choice);
+    let chose =
+        |call: &str, choice: &str| posted(format!("call:{call}")).as_deref() == Some(choice);
     html! {
             @let action = format!("{}/runs/{}/decide", base(session), path_segment(run_id));
             h2 { "Decide" }

@@ -398,7 +398,8 @@ pub(crate) async fn decide(
     // the run would take it: a refusal is said at once.
     if let Some(paused) = &paused
         && form.get(confirm::CONFIRM.0) != confirm::CONFIRM.1
-        && confirm::run_would_take(paused, &answer, &digest, decider.name())
+        && let Ok(history) = inbox.store().run_history(&run).await
+        && confirm::run_would_take(paused, &history, &answer, &digest, decider.name())
         && (allow_tool.is_empty() || may_declare_here(&inbox, &session, paused))
     {
         let writes = confirm::approved_writes(paused, &answer);

@@ -1108,6 +1108,10 @@ async fn sign_in_guesses_sent_at_once_are_limited() {
 /// shows his verdicts and the edit, and approving exactly that decides the
 /// run — she is never asked to match what she was not shown.
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "two approvers' pages and posts, in the order they act"
+)]
 async fn a_later_approver_sees_and_approves_the_first_ones_edit() {
     let db = TestDb::new().await;
     let (store, inbox) = inbox(&db).await;
@@ -1154,6 +1158,54 @@ async fn a_later_approver_sees_and_approves_the_first_ones_edit() {
         page.body
     );
     assert!(page.body.contains("Approve exactly this"), "{}", page.body);
+    // Only bob's verdicts are offered, and "deny": no approval the store
+    // would refuse.
+    assert!(!page.body.contains("Approve every call"), "{}", page.body);
+    assert!(page.body.contains("Deny every call"), "{}", page.body);
+    // Bob, who approved, is offered no approval again.
+    let bobs = send(
+        &inbox,
+        get(&format!("/s/{bob_csrf}/runs/{}", run.run_id()), Some(&bob)),
+    )
+    .await;
+    assert!(
+        bobs.body.contains("You approved this turn"),
+        "{}",
+        bobs.body
+    );
+    assert!(!bobs.body.contains("Approve exactly this"), "{}", bobs.body);
+    assert!(!bobs.body.contains("Approve every call"), "{}", bobs.body);
+    // The original, approved by hand-made form: refused at once, never
+    // asked about as if it would run.
+    let original = send(
+        &inbox,
+        post(
+            &path.replace("{}", &carol_csrf),
+            Some(&carol),
+            Some(ORIGIN),
+            &[
+                ("csrf", &carol_csrf),
+                ("digest", digest.as_str()),
+                ("verdict", "approve"),
+            ],
+        ),
+    )
+    .await;
+    assert_ne!(original.status, StatusCode::OK, "{}", original.body);
+    assert!(
+        !original.body.contains("runs with the arguments below"),
+        "{}",
+        original.body
+    );
+    assert_eq!(
+        store
+            .run_history(run.run_id())
+            .await
+            .unwrap()
+            .decisions
+            .len(),
+        1
+    );
     // What the form carries, as a browser sends it.
     let carried = |name: &str| {
         let marker = format!("name=\"{name}\" value=\"");
