@@ -15,6 +15,12 @@
 //! asserted: every call answered with the note, the whole within
 //! [`DEADLINE`], and the sixteen clients' p99 within [`P99_BOUND`] times the
 //! single client's p50.
+//!
+//! Then the same through the stdio forwarder a developer's machine runs
+//! (`toolgate gateway --upstream URL --token-file F`, no store): sixteen
+//! forwarder processes, each with its person's token and an rmcp client on
+//! its stdio, 200 calls each, all at once, beside one alone — the same
+//! checks and the same bound, against the lone forwarded client's p50.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -64,7 +70,7 @@ fn main() {
         .collect();
 
     let runtime = runtime();
-    let (alone, together) = runtime.block_on(async {
+    let [(alone, together), (forwarded_alone, forwarded)] = runtime.block_on(async {
         match tokio::time::timeout(DEADLINE, measure(toolgate, data, &tokens)).await {
             Ok(measured) => measured,
             Err(elapsed) => {
@@ -76,14 +82,27 @@ fn main() {
     println!(
         "toolgate gateway over streamable HTTP, read_note forwarded, rmcp clients, one token (person) each"
     );
-    println!("| clients × calls | p50 | p90 | p99 | max | wall | calls/s |");
-    println!("|---|---|---|---|---|---|---|");
-    alone.row(1);
-    together.row(CLIENTS);
+    println!("| path | clients × calls | p50 | p90 | p99 | max | wall | calls/s |");
+    println!("|---|---|---|---|---|---|---|---|");
+    alone.row("HTTP", 1);
+    together.row("HTTP", CLIENTS);
+    forwarded_alone.row("stdio forwarder → HTTP", 1);
+    forwarded.row("stdio forwarder → HTTP", CLIENTS);
+    checked("over HTTP", &alone, &together);
+    checked("through the forwarder", &forwarded_alone, &forwarded);
+    println!(
+        "a lone call through the forwarder costs {:.2}× one straight over HTTP (p50)",
+        forwarded_alone.percentile(50).as_secs_f64() / alone.percentile(50).as_secs_f64()
+    );
+}
+
+/// Prints and asserts one path's figures: every call answered, the
+/// sixteen clients' p99 within the bound of the lone client's p50.
+fn checked(path: &str, alone: &Measured, together: &Measured) {
     let bound = alone.percentile(50).as_secs_f64() * P99_BOUND;
     let p99 = together.percentile(99).as_secs_f64();
     println!(
-        "{CLIENTS} clients' p99 is {:.1}× one client's p50 (bound {P99_BOUND}×); throughput {:.2}× one client's",
+        "{path}: {CLIENTS} clients' p99 is {:.1}× one client's p50 (bound {P99_BOUND}×); throughput {:.2}× one client's",
         p99 / alone.percentile(50).as_secs_f64(),
         together.per_second() / alone.per_second(),
     );
@@ -91,11 +110,11 @@ fn main() {
     assert_eq!(
         together.latencies.len(),
         usize::try_from(CLIENTS * CALLS).unwrap_or(0),
-        "every call answered"
+        "{path}: every call answered"
     );
     assert!(
         p99 <= bound,
-        "{CLIENTS} clients' p99 {:.1} µs is over {P99_BOUND}× one client's p50 ({:.1} µs)",
+        "{path}: {CLIENTS} clients' p99 {:.1} µs is over {P99_BOUND}× one client's p50 ({:.1} µs)",
         p99 * 1e6,
         bound * 1e6
     );
@@ -120,10 +139,10 @@ impl Measured {
         f64::from(calls) / self.wall.as_secs_f64()
     }
 
-    fn row(&self, clients: u32) {
+    fn row(&self, path: &str, clients: u32) {
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         println!(
-            "| {clients} × {CALLS} | {:.0} µs | {:.0} µs | {:.0} µs | {:.0} µs | {:.1} ms | {:.0} |",
+            "| {path} | {clients} × {CALLS} | {:.0} µs | {:.0} µs | {:.0} µs | {:.0} µs | {:.1} ms | {:.0} |",
             us(self.percentile(50)),
             us(self.percentile(90)),
             us(self.percentile(99)),
@@ -135,26 +154,71 @@ impl Measured {
 }
 
 /// Starts the gateway, connects a client per token, and measures one client
-/// alone, then every client at once.
-async fn measure(toolgate: &Path, data: &Path, tokens: &[String]) -> (Measured, Measured) {
+/// alone, then every client at once; then the same through a forwarder
+/// per token.
+async fn measure(toolgate: &Path, data: &Path, tokens: &[String]) -> [(Measured, Measured); 2] {
     let (mut gateway, url) = listening(toolgate, data).await;
     let mut clients = Vec::with_capacity(tokens.len());
     for token in tokens {
         clients.push(client(&url, token).await);
     }
     let peers: Vec<Peer<RoleClient>> = clients.iter().map(|c| c.peer().clone()).collect();
-
-    // Warmed and checked: each client's first calls, through its own
-    // session.
-    calls(&peers, WARM_UP).await;
-    let alone = calls(&peers[..1], CALLS).await;
-    let together = calls(&peers, CALLS).await;
-
+    let over_http = phases(&peers).await;
     for client in clients {
         ok(client.cancel().await);
     }
+
+    // A developer's machine: no store, a token file, a forwarder on stdio.
+    let agent = ok(tempfile::tempdir());
+    let mut forwarders = Vec::with_capacity(tokens.len());
+    for (n, token) in tokens.iter().enumerate() {
+        let token_file = agent.path().join(format!("token-{n:02}"));
+        ok(std::fs::write(&token_file, token));
+        forwarders.push(forwarded(toolgate, agent.path(), &url, &token_file).await);
+    }
+    let peers: Vec<Peer<RoleClient>> = forwarders.iter().map(|(c, _)| c.peer().clone()).collect();
+    let through_forwarders = phases(&peers).await;
+    for (client, mut forwarder) in forwarders {
+        ok(client.cancel().await);
+        ok(forwarder.kill().await);
+    }
     ok(gateway.kill().await);
+    [over_http, through_forwarders]
+}
+
+/// Each client's first calls, warmed and checked; then one client alone,
+/// then every client at once.
+async fn phases(peers: &[Peer<RoleClient>]) -> (Measured, Measured) {
+    calls(peers, WARM_UP).await;
+    let alone = calls(&peers[..1], CALLS).await;
+    let together = calls(peers, CALLS).await;
     (alone, together)
+}
+
+/// `toolgate --data-dir AGENT gateway --upstream URL --token-file F` and an
+/// rmcp client on its stdio.
+async fn forwarded(
+    toolgate: &Path,
+    agent: &Path,
+    url: &str,
+    token_file: &Path,
+) -> (RunningService<RoleClient, ()>, tokio::process::Child) {
+    let mut child = ok(tokio::process::Command::new(toolgate)
+        .arg("--data-dir")
+        .arg(agent)
+        .args(["gateway", "--upstream", url, "--token-file"])
+        .arg(token_file)
+        .env_remove("TOOLGATE_DATABASE_URL")
+        .env_remove("TOOLGATE_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn());
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        panic!("the forwarder's standard input and output are not piped");
+    };
+    (ok(().serve((stdout, stdin)).await), child)
 }
 
 /// `n` calls from each of `peers`, one after another per client, all the
