@@ -43,8 +43,7 @@ pub(crate) fn tool_form(session: &Session, row: &CatalogueRow) -> Markup {
             input type="hidden" name="server" value=(row.server_id);
             input type="hidden" name="tool" value=(row.local_name);
             label {
-                "declare "
-                select name="setting" {
+                select name="setting" aria-label="its declaration" {
                     @for (word, says) in [
                         ("on", "on: approval required"),
                         ("block", "block: never offered"),
