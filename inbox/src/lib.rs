@@ -33,7 +33,17 @@
 //!   [`toolgate_store::Store::host_seen`]), and once it ran, the
 //!   arguments each call ran with, its outcome and the final answer
 //!   ([`toolgate_store::Store::ran_calls`]). Approving a write asks once
-//!   more, on a page of its own, before anything is recorded.
+//!   more, on a page of its own, before anything is recorded. Where the
+//!   turn needs several approvers, a later one is offered the first's
+//!   verdicts and edits (or a denial), and one who approved nothing again.
+//! - **Forms from schemas**: a call's arguments, edited, and the input a
+//!   call waits for are given in fields built from the schema the
+//!   reviewer was shown — strings, numbers and integers with their
+//!   bounds, booleans, enums, arrays of primitives, objects one level
+//!   deep — checked on the server by the one validator
+//!   ([`toolgate::suspend::validate`]), each error beside its field, the
+//!   page sent back as typed and nothing recorded until it fits; what
+//!   fields cannot express is edited as JSON, and the page says so.
 //! - **Servers and tools** (`/s/KEY/servers`): each server's declaration,
 //!   data class, state and last import; each tool's wire name, its gate
 //!   and why in the store's words ([`toolgate_store::ToolGate::words`], as
