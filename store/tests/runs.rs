@@ -542,7 +542,9 @@ async fn a_host_stopped_mid_call_leaves_an_unknown_outcome_until_an_operator_cho
             .await
             .unwrap();
 
-        let lease = Duration::from_millis(100);
+        // Long enough that a loaded machine reads the run's standing
+        // before the lease runs out.
+        let lease = Duration::from_secs(1);
         let first = Host::new(store.clone(), "payments")
             .unwrap()
             .with_lease(lease);
