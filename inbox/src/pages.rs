@@ -505,12 +505,32 @@ fn decide_forms(
                             textarea name={ "args:" (call.id) } rows="4" {
                                 (posted(format!("args:{}", call.id)).unwrap_or_else(|| visible_json(&call.arguments)))
                             }
+                            (json_box_errors(retyped, &crate::run::json_scope(&call.id)))
                         }
                     }
                 }
                 button type="submit" { "Record these verdicts" }
             }
             p.digest { "Decided on digest " code { (paused.digest().as_str()) } }
+    }
+}
+
+/// What was wrong with a JSON box as it was sent, beside it: each error
+/// with its place in the value (a JSON Pointer), none when it was not sent
+/// back.
+fn json_box_errors(retyped: Option<&Retyped>, scope: &str) -> Markup {
+    let Some(placed) = retyped.and_then(|retyped| retyped.errors.get(scope)) else {
+        return html! {};
+    };
+    html! {
+        @for (path, messages) in placed {
+            @for message in messages {
+                p.field-error {
+                    @if !path.is_empty() { code { (shown(path)) } ": " }
+                    (shown(message))
+                }
+            }
+        }
     }
 }
 
@@ -566,6 +586,7 @@ fn input_form(
             input type="hidden" name="verdict" value="input";
             label { "The input, as JSON (checked against the schema the call asked for):" }
             textarea name="input" rows="6" { (retyped.and_then(|r| r.get("input")).unwrap_or("{}")) }
+            (json_box_errors(retyped, &crate::run::json_scope("input")))
             button type="submit" { "Give this input as JSON" }
         }
     }

@@ -117,6 +117,34 @@ pub(crate) struct DecideForm {
 }
 
 /// Why a decision form gives no answer.
+/// The scope of the errors of a JSON box: `json:CALL` for a call's edited
+/// arguments, `json:input` for input.
+pub(crate) fn json_scope(of: &str) -> String {
+    format!("json:{of}")
+}
+
+/// A JSON box's text read, and checked against `schema` (the one the
+/// reviewer was shown) by the one validator: what does not read or fit is
+/// said beside the box, each error at its place, and nothing recorded.
+fn json_box(
+    text: &str,
+    schema: Option<&serde_json::Value>,
+) -> Result<serde_json::Value, form::Placed> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|error| {
+        form::Placed::from([(String::new(), vec![format!("this is not JSON: {error}")])])
+    })?;
+    if let Some(schema) = schema
+        && let Err(errors) = toolgate::suspend::validate(schema, &value)
+    {
+        let mut placed = form::Placed::new();
+        for error in errors {
+            placed.entry(error.path).or_default().push(error.message);
+        }
+        return Err(placed);
+    }
+    Ok(value)
+}
+
 enum Wrong {
     /// The form is not one the inbox gave, or says nothing to record.
     Form(String),
@@ -239,6 +267,20 @@ impl DecideForm {
     /// the schema the reviewer was shown, or the one the input asked for —
     /// and every call's errors are gathered; arguments edited in fields
     /// back to what the call waits with approve it as it is.
+    /// Call `call`'s arguments edited in its JSON box, read and checked
+    /// against the schema the reviewer was shown.
+    fn edited_as_json(
+        &self,
+        paused: Option<&SuspendedRun>,
+        call: &str,
+    ) -> Result<serde_json::Value, form::Placed> {
+        let schema = paused.and_then(|paused| {
+            let index = paused.pending().iter().position(|c| c.id == call)?;
+            form::reviewed_schema(paused, index)
+        });
+        json_box(self.get(&format!("args:{call}")), schema)
+    }
+
     fn answer(&self, paused: Option<&SuspendedRun>) -> Result<Answer, Wrong> {
         let pending = paused.map_or(&[][..], SuspendedRun::pending);
         match self.get("verdict") {
@@ -265,9 +307,17 @@ impl DecideForm {
                     ))
                 }
             }
-            "input" => serde_json::from_str(self.get("input"))
-                .map(Answer::Input)
-                .map_err(|error| Wrong::Form(format!("the input is not JSON: {error}"))),
+            "input" => {
+                let schema = match paused {
+                    Some(SuspendedRun::WaitingForInput(waiting)) => {
+                        Some(waiting.input_schema().as_value())
+                    }
+                    _ => None,
+                };
+                json_box(self.get("input"), schema)
+                    .map(Answer::Input)
+                    .map_err(|placed| Wrong::Fields([(json_scope("input"), placed)].into()))
+            }
             "input-fields" => {
                 let Some(SuspendedRun::WaitingForInput(waiting)) = paused else {
                     return Err(Wrong::Form("the run does not wait for input".to_owned()));
@@ -306,16 +356,13 @@ impl DecideForm {
                         "deny" => CallVerdict::Deny {
                             reason: self.get(&format!("reason:{call}")).trim().to_owned(),
                         },
-                        "edit" => {
-                            let text = self.get(&format!("args:{call}"));
-                            let arguments = serde_json::from_str(text).map_err(|error| {
-                                format!(
-                                    "the edited arguments of call `{}` are not JSON: {error}",
-                                    toolgate::visible::visible(call)
-                                )
-                            })?;
-                            CallVerdict::Edit { arguments }
-                        }
+                        "edit" => match self.edited_as_json(paused, call) {
+                            Ok(arguments) => CallVerdict::Edit { arguments },
+                            Err(placed) => {
+                                wrong.insert(json_scope(call), placed);
+                                continue;
+                            }
+                        },
                         other => {
                             return Err(Wrong::Form(format!(
                                 "call `{}`: `{}` is no verdict (approve, deny, form or edit)",

@@ -519,6 +519,10 @@ async fn two_calls(store: &Store) -> SuspendedRun {
 /// arguments — recorded as such; a form that names a field twice, misses
 /// a call, or edits into what the schema refuses records nothing.
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "each refused form beside the one recorded, in one table"
+)]
 async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
     let db = TestDb::new().await;
     let (store, inbox) = inbox(&db).await;
@@ -550,23 +554,24 @@ async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
     let refused: [(&[(&str, &str)], StatusCode); 4] = [
         // One call left out.
         (&[("call:c1", "approve")], StatusCode::FORBIDDEN),
-        // Arguments that are not JSON.
+        // Arguments that are not JSON: said beside the box, the page
+        // sent back as typed.
         (
             &[
                 ("call:c1", "approve"),
                 ("call:c2", "edit"),
                 ("args:c2", "{"),
             ],
-            StatusCode::BAD_REQUEST,
+            StatusCode::UNPROCESSABLE_ENTITY,
         ),
-        // Arguments the schema refuses (an object is required).
+        // Arguments the schema refuses (an object is required): the same.
         (
             &[
                 ("call:c1", "approve"),
                 ("call:c2", "edit"),
                 ("args:c2", "[1]"),
             ],
-            StatusCode::FORBIDDEN,
+            StatusCode::UNPROCESSABLE_ENTITY,
         ),
         // A field named twice.
         (
@@ -583,6 +588,20 @@ async fn calls_are_decided_one_by_one_and_an_edit_is_checked() {
         let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let answer = send(&inbox, post(&path, Some(&cookie), Some(ORIGIN), &pairs)).await;
         assert_eq!(answer.status, status, "{fields:?}: {}", answer.body);
+        if status == StatusCode::UNPROCESSABLE_ENTITY {
+            assert!(answer.body.contains("field-error"), "{}", answer.body);
+            let kept = fields
+                .iter()
+                .find(|(k, _)| *k == "args:c2")
+                .map(|(_, v)| *v);
+            assert!(
+                kept.is_some_and(|typed| answer
+                    .body
+                    .contains(&format!(">{}</textarea>", typed.replace('"', "&quot;")))),
+                "the box keeps what was typed: {}",
+                answer.body
+            );
+        }
         assert!(
             store
                 .run_history(run.run_id())
@@ -692,12 +711,15 @@ async fn a_run_waiting_for_input_is_given_it() {
             ],
         )
     };
-    for (input, status) in [
-        ("{", StatusCode::BAD_REQUEST),
-        (r#"{"branch": 5}"#, StatusCode::FORBIDDEN),
-    ] {
+    for (input, beside) in [("{", "this is not JSON"), (r#"{"branch": 5}"#, "/branch")] {
         let answer = send(&inbox, give(input)).await;
-        assert_eq!(answer.status, status, "{input}: {}", answer.body);
+        assert_eq!(
+            answer.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{input}: {}",
+            answer.body
+        );
+        assert!(answer.body.contains(beside), "{input}: {}", answer.body);
         assert!(
             store
                 .run_history(run.run_id())
