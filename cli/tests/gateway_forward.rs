@@ -449,3 +449,44 @@ async fn a_form_reaches_the_client_through_the_forwarder_only_if_it_shows_forms(
     assert_eq!(decisions[0]["channel"], "elicitation", "{decisions}");
     client.cancel().await.unwrap();
 }
+
+/// An upstream gateway that stops answering (stopped, not gone) under a
+/// list of the tools: the list is answered with an error, not waited on
+/// for ever; once it answers again, so does the forwarder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_of_the_tools_from_a_stopped_upstream_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let agent = tempfile::tempdir().unwrap();
+    notes(dir, &dir.join("ledger"), &[]);
+    let made = json_of(dir, &["gateway", "token", "add", "alice"]);
+    let token_file = agent.path().join("token");
+    std::fs::write(&token_file, made["token"].as_str().unwrap()).unwrap();
+    let (gateway, url) = listening(dir, &[]).await;
+    let pid = gateway.id().unwrap().to_string();
+    let mut child = forwarder(agent.path(), &url, &token_file);
+    let mut raw = Raw::new(&mut child).await;
+    let signal = |name: &str| {
+        let status = std::process::Command::new("kill")
+            .args([name, pid.as_str()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    signal("-STOP");
+    raw.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string())
+        .await;
+    let answer = raw.answer(2, Duration::from_secs(40)).await;
+    signal("-CONT");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("stopped answering")),
+        "{answer}"
+    );
+    raw.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string())
+        .await;
+    let answer = raw.answer(3, Duration::from_secs(40)).await;
+    assert!(answer["result"]["tools"].is_array(), "{answer}");
+    drop(gateway);
+}

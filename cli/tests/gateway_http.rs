@@ -660,7 +660,30 @@ async fn a_stateless_clients_token_is_checked_on_every_request() {
     assert_eq!(answered.is_error, Some(false), "{}", text(&answered));
     assert_eq!(lines(&ledger), 1);
 
+    // Listening for changes, then revoked: the stream ends, and the
+    // changes after it are not told.
+    let mut subscription = client
+        .peer()
+        .listen(
+            rmcp::model::SubscriptionFilter::builder()
+                .tools_list_changed()
+                .build(),
+        )
+        .await
+        .expect("the gateway accepts the subscription");
     toolgate(dir, &["gateway", "token", "revoke", &alice_id]);
+    tokio::time::sleep(toolgate_gateway::http::SWEEP_EVERY + Duration::from_secs(2)).await;
+    common::approval_off(dir, "notes");
+    let told = tokio::time::timeout(Duration::from_secs(10), subscription.next()).await;
+    assert!(
+        !matches!(
+            told,
+            Ok(Ok(Some(
+                rmcp::model::ServerNotification::ToolListChangedNotification(_)
+            )))
+        ),
+        "a revoked token's stream was told a change: {told:?}"
+    );
     assert!(client.list_all_tools().await.is_err());
     let refused = client
         .peer()

@@ -1056,6 +1056,67 @@ fn submitted_to_a_service_the_agent_cannot_approve_its_own_call() {
     assert!(err.contains("refused"), "{err}");
 }
 
+/// A token revoked while its hook's call waits: an approval given right
+/// after allows nothing, and without one the wait ends within the sweep,
+/// denied — never the whole `--wait`.
+#[test]
+fn a_token_revoked_while_its_hook_waits_allows_nothing() {
+    let dir = scratch();
+    let dir = dir.path();
+    let agent_side = scratch();
+    let (child, url) = service(dir, &["--wait", "60"]);
+    let _service = Killed(child);
+    for (round, approved) in [("one", true), ("two", false)] {
+        let person = format!("dev-{round}");
+        let made = toolgate(dir, &["gateway", "token", "add", &person, "--json"]);
+        let token = serde_json::from_str::<Value>(&made).unwrap()["token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let token_file = agent_side.path().join(&person);
+        std::fs::write(&token_file, &token).unwrap();
+        let mut hook = Command::new(TOOLGATE)
+            .args(["--data-dir", agent_side.path().to_str().unwrap()])
+            .args([
+                "hook",
+                "claude-code",
+                "--service",
+                &url,
+                "--token-file",
+                token_file.to_str().unwrap(),
+            ])
+            .env_remove("TOOLGATE_DATABASE_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let asked = event(
+            "claude-code",
+            "PreToolUse",
+            "Bash",
+            &bash(&format!("git push --force origin {round}")),
+        );
+        let mut stdin = hook.stdin.take().unwrap();
+        stdin.write_all(asked.to_string().as_bytes()).unwrap();
+        drop(stdin);
+        let run = one_waiting(dir, "claude-code");
+        let revoked = Instant::now();
+        toolgate(dir, &["gateway", "token", "revoke", &person]);
+        if approved {
+            approve(dir, &run, "boss", &[]);
+        }
+        let (code, out, err) = finished(hook);
+        assert_eq!(code, 2, "round {round}: {out} {err}");
+        assert!(err.contains("revoked"), "round {round}: {err}");
+        assert!(
+            revoked.elapsed() < Duration::from_secs(20),
+            "round {round}: the wait went on {:?} after the revocation",
+            revoked.elapsed()
+        );
+    }
+}
+
 mod reqwest {
     /// A blocking POST with a bearer token, for probing: the status.
     pub(super) fn blocking_client() -> impl Fn(&str, &str, &serde_json::Value) -> u16 {

@@ -14,11 +14,12 @@
 //!
 //! What it bounds, as the stdio gateway does: every line the client sends
 //! is answered ([`crate::stdio`]) — a request too long or nested too deep
-//! gets an error naming why, never silence. A call in flight whose upstream
-//! gateway stops answering (killed, restarted, unreachable) is answered
-//! with an error within [`UPSTREAM_SILENCE`], saying that a held call is
-//! still held there and that asking again joins it; the next request
-//! connects anew.
+//! gets an error naming why, never silence. A call in flight, or a list of
+//! the tools, whose upstream gateway stops answering (killed, restarted,
+//! stopped, unreachable) is answered with an error within a ping's
+//! interval and [`UPSTREAM_SILENCE`] — a call's saying that if it was held
+//! it is still held there, and that asking again joins it; the next
+//! request connects anew, within [`CONNECT_WITHIN`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -44,6 +45,9 @@ use rmcp::{ClientHandler, ServerHandler, ServiceExt as _};
 /// ping: past it the call is answered with an error. The upstream is asked
 /// every `PING_EVERY` (5 s), each ping given this long.
 pub const UPSTREAM_SILENCE: Duration = Duration::from_secs(10);
+
+/// How long connecting to the upstream gateway may take.
+pub const CONNECT_WITHIN: Duration = Duration::from_secs(15);
 
 /// How often a call in flight checks that its upstream gateway answers.
 const PING_EVERY: Duration = Duration::from_secs(5);
@@ -152,15 +156,23 @@ impl ClientHandler for Relay {
 type Upstream = RunningService<RoleClient, Relay>;
 
 /// Connects to the gateway at `url` with `token`.
+/// Connects to the gateway at `url` with `token`, within
+/// [`CONNECT_WITHIN`].
 async fn connect(url: &str, token: &str, relay: Relay) -> Result<Upstream, ForwardError> {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token);
-    relay
-        .serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .map_err(|error| ForwardError::Upstream {
-            url: url.to_owned(),
-            reason: error.to_string(),
-        })
+    let connected = tokio::time::timeout(
+        CONNECT_WITHIN,
+        relay.serve(StreamableHttpClientTransport::from_config(config)),
+    )
+    .await
+    .map_err(|_| ForwardError::Upstream {
+        url: url.to_owned(),
+        reason: format!("no answer in {} s", CONNECT_WITHIN.as_secs()),
+    })?;
+    connected.map_err(|error| ForwardError::Upstream {
+        url: url.to_owned(),
+        reason: error.to_string(),
+    })
 }
 
 /// The server the client on stdio talks to.
@@ -318,11 +330,14 @@ impl ServerHandler for Forward {
         params: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.upstream()
-            .await?
-            .list_tools(params)
-            .await
-            .map_err(|error| upstream_error(&error))
+        let upstream = self.upstream().await?;
+        tokio::select! {
+            listed = upstream.list_tools(params) => listed.map_err(|error| upstream_error(&error)),
+            silent = silence(&upstream) => Err(ErrorData::internal_error(
+                format!("the upstream toolgate gateway stopped answering ({silent}); ask again once it answers"),
+                None,
+            )),
+        }
     }
 
     async fn call_tool(

@@ -15,6 +15,9 @@ use toolgate_store::Store;
 use super::{Client, HookEvent, HookGate, MAX_EVENT_BYTES, Verdict};
 use crate::http::Person;
 
+/// What a hook whose token was revoked while its call waited is told.
+const REVOKED: &str = "the token this call was asked with was revoked while it waited: it does not run; ask an operator for a new token";
+
 /// How a served gateway answers hooks.
 #[derive(Clone)]
 pub(crate) struct HookService {
@@ -53,14 +56,26 @@ async fn submitted(
     };
     let verdict = match HookEvent::parse(&body) {
         Ok(event) => {
-            HookGate::new(service.store, client)
+            let gate = HookGate::new(service.store.clone(), client)
                 .wait(service.wait)
                 .four_eyes(service.four_eyes)
-                .approvals(service.approvals)
-                .answer(&event, person.name())
-                .await
+                .approvals(service.approvals);
+            let answer = gate.answer(&event, person.name());
+            // A token revoked while its call waits stops the wait.
+            tokio::select! {
+                verdict = answer => verdict,
+                () = person.gone() => Verdict::Deny { reason: REVOKED.to_owned() },
+            }
         }
         Err(error) => Verdict::failed(error),
+    };
+    // Nor is an allow given on a token revoked since it asked, however
+    // recently.
+    let verdict = match verdict {
+        Verdict::Allow { .. } if person.revoked_now(&service.store).await => Verdict::Deny {
+            reason: REVOKED.to_owned(),
+        },
+        verdict => verdict,
     };
     tracing::info!(%client, requester = %person.name(), verdict = ?verdict, "a hook was answered");
     axum::Json(verdict).into_response()

@@ -18,6 +18,27 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use toolgate_store::proxy::ProxySecret;
 use toolgate_store::{GatewayTokenHolder, Store};
 
+/// A stream of events (`text/event-stream`: a call's answer, a session's
+/// or a stateless `subscriptions/listen` stream) ended once its asker is
+/// `gone` — its token revoked, its session ended — so a revoked token is
+/// told nothing more; any other answer as it is.
+fn ended_with(
+    response: Response<Body>,
+    gone: impl Future<Output = ()> + Send + 'static,
+) -> Response<Body> {
+    let streaming = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"));
+    if !streaming {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let stream = futures_util::StreamExt::take_until(body.into_data_stream(), gone);
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
 /// The header a legacy session's id travels in.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -45,6 +66,22 @@ impl Person {
     /// The person, as their name was first written.
     pub(crate) fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether the request's token is revoked now, as the store says —
+    /// not waiting for the next sweep; a store that cannot be read says
+    /// it is (an allow is never given on a token not known to be live).
+    pub(crate) async fn revoked_now(&self, store: &Store) -> bool {
+        match store.gateway_tokens().await {
+            Ok(tokens) => tokens
+                .iter()
+                .find(|t| t.id == self.token)
+                .is_none_or(|t| t.revoked_at.is_some()),
+            Err(error) => {
+                tracing::warn!(%error, "the gateway's tokens cannot be read: the token is taken as revoked");
+                true
+            }
+        }
     }
 
     /// Resolves once the request's asker is gone: its token found revoked,
@@ -456,14 +493,16 @@ pub(super) async fn guarded(
     let token = holder.id.clone();
     // No one downstream reads the token again.
     request.headers_mut().remove(header::AUTHORIZATION);
-    request.extensions_mut().insert(Person {
+    let person = Person {
         token: holder.id,
         revoked: guard.revoked.subscribe(),
         name: holder.person,
         session: session.clone(),
         sessions: guard.sessions.clone(),
-    });
-    let response: Response<Body> = next.run(request).await;
+    };
+    let gone = person.gone();
+    request.extensions_mut().insert(person);
+    let response: Response<Body> = ended_with(next.run(request).await, gone);
     match session {
         None => {
             if let Some(opened) = response
