@@ -150,7 +150,9 @@ async fn over_https_an_operator_signs_in_with_a_secure_cookie_and_decides() {
         .unwrap();
     assert_eq!(cookie.secure(), Some(true), "{cookie:?}");
     assert_eq!(cookie.http_only(), Some(true), "{cookie:?}");
-    assert_eq!(cookie.path(), Some("/"), "{cookie:?}");
+    // Sent to the session's own pages only.
+    let own_path = format!("{}/", base.trim_start_matches(&url));
+    assert_eq!(cookie.path(), Some(own_path.as_str()), "{cookie:?}");
 
     // Approve every call: a write, so the page asks once more.
     client.goto(&format!("{base}/runs/{run}")).await.unwrap();
@@ -188,6 +190,29 @@ fn cookie_tosser(paths: &[&str]) -> (u16, std::thread::JoinHandle<()>) {
     another_port(format!(
         "<!DOCTYPE html><html><head><title>tossing</title></head><body><script>{sets} document.title = 'tossed';</script></body></html>"
     ))
+}
+
+/// A server on another port of 127.0.0.1 that answers one request with a
+/// `Set-Cookie` header of the session's name — `HttpOnly`, on the whole
+/// host's path, which would replace a session cookie of that path.
+fn header_tosser() -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer);
+            let page = "<!DOCTYPE html><html><head><title>tossed by a header</title></head><body></body></html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: {}=junk-header; Path=/; HttpOnly; SameSite=Strict\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                toolgate_inbox::SESSION_COOKIE,
+                page.len()
+            );
+        }
+    });
+    (port, handle)
 }
 
 /// The cookies of the session's name the browser keeps for the inbox:
@@ -232,7 +257,11 @@ async fn a_cookie_tossed_from_another_port_locks_no_one_out() {
     assert!(base.starts_with(&format!("{url}/s/")), "{base}");
     let list = page_with(&client, &run).await;
     assert!(list.contains("bob"), "{list}");
-    assert_eq!(session_cookie_paths(&client).await, ["/", "/s"]);
+    let own_path = format!("{}/", base.trim_start_matches(&url));
+    assert_eq!(
+        session_cookie_paths(&client).await,
+        ["/s".to_owned(), own_path.clone()]
+    );
     snap(&client, "op-6-tossed-cookie-signed-in").await;
 
     // After signing in: more of them, narrower still — and one on the
@@ -254,14 +283,31 @@ async fn a_cookie_tossed_from_another_port_locks_no_one_out() {
         .unwrap();
     let _ = site.join();
     assert_eq!(client.title().await.unwrap(), "tossed");
+    // And by a response's header, `HttpOnly`, on the whole host: what a
+    // script cannot, a server on another port can set.
+    let (port, site) = header_tosser();
+    client
+        .goto(&format!("http://127.0.0.1:{port}/"))
+        .await
+        .unwrap();
+    let _ = site.join();
+    assert_eq!(client.title().await.unwrap(), "tossed by a header");
     client.goto(&format!("{base}/runs/{run}")).await.unwrap();
     page_with(&client, "Deny every call").await;
     // WebDriver lists the cookies the page's address is sent.
-    assert_eq!(session_cookie_paths(&client).await, ["/", "/s", "/s/"]);
+    assert_eq!(
+        session_cookie_paths(&client).await,
+        [
+            "/".to_owned(),
+            "/s".to_owned(),
+            "/s/".to_owned(),
+            own_path.clone()
+        ]
+    );
     let kept = client.get_all_cookies().await.unwrap();
     assert!(
         kept.iter()
-            .any(|cookie| cookie.path() == Some("/") && cookie.value() == session),
+            .any(|cookie| cookie.path() == Some(own_path.as_str()) && cookie.value() == session),
         "the session's cookie is kept: {kept:?}"
     );
     // The run's stable address too, where the `/runs` cookie goes first.

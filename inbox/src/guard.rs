@@ -195,17 +195,23 @@ pub(crate) async fn session_of(
 /// tried.
 const SESSION_COOKIES_TRIED: usize = 8;
 
-/// The session's cookie: `HttpOnly`, `SameSite=Strict`, the whole inbox's,
-/// `Secure` under an https public URL, living `max_age` (zero clears it).
+/// The session's cookie: `HttpOnly`, `SameSite=Strict`, `Secure` under an
+/// https public URL, living `max_age` (zero clears it) — and sent only to
+/// the session's own pages (`Path=/s/KEY/`). A server on another port of
+/// the host can set a cookie of the same name, which the browser sends to
+/// the inbox too; one on a path of its own it cannot replace, since the
+/// path holds the session's key: the inbox tries every cookie of the name,
+/// and the session's own is among them.
 pub(crate) fn session_cookie(
     inbox: &Inbox,
+    session: &Session,
     value: String,
     max_age: cookie::time::Duration,
 ) -> cookie::Cookie<'static> {
     cookie::Cookie::build((SESSION_COOKIE, value))
         .http_only(true)
         .same_site(cookie::SameSite::Strict)
-        .path("/")
+        .path(format!("{}/", pages::base(session)))
         .secure(inbox.inner.secure)
         .max_age(max_age)
         .build()
@@ -246,6 +252,11 @@ pub(crate) fn same_origin(inbox: &Inbox, headers: &HeaderMap) -> Result<(), Refu
             .map(str::trim)
     };
     let fetched_from = text("sec-fetch-site");
+    // A browser that says where the request came from is taken at its
+    // word whatever the origin says: only the inbox's own pages.
+    if fetched_from.is_some_and(|site| site != "same-origin") {
+        return Err(Refused::WrongOrigin);
+    }
     match text(header::ORIGIN.as_str()) {
         Some(origin) if origin != "null" => {
             if origin_of(origin) == inbox.origin() {

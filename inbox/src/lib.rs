@@ -8,8 +8,10 @@
 //!   identity rules as the console: four eyes and several approvers hold
 //!   across both. Revoking the operator ends their sessions at once. The
 //!   cookie alone opens nothing: a session's pages live under its own key
-//!   (`/s/KEY/`), which only the sign-in's answer gives — a browser sends
-//!   the cookie to every port of the inbox's host, the key to none.
+//!   (`/s/KEY/`), which only the sign-in's answer gives, and the cookie
+//!   is sent there only (`Path=/s/KEY/`) — a browser sends a host's
+//!   cookies to every port of it, the key to none, and a cookie of the
+//!   same name set from another port cannot take the session's place.
 //! - **Every change** is a `POST` that carries the session's own token
 //!   against cross-site requests and comes from the inbox's own origin; a
 //!   decision carries the digest the page was shown with, and a run that
@@ -450,6 +452,7 @@ async fn sign_in(
             }
             let cookie = session_cookie(
                 &inbox,
+                &opened.session,
                 opened.secret,
                 cookie::time::Duration::seconds(
                     i64::try_from(inbox.inner.session_for.as_secs()).unwrap_or(i64::MAX),
@@ -484,7 +487,12 @@ async fn sign_out(
     let (secret, session) = session_of(&inbox, &headers, &key).await?;
     token_matches(&session, &form.csrf)?;
     inbox.store().end_session(&secret).await?;
-    let cleared = session_cookie(&inbox, String::new(), cookie::time::Duration::ZERO);
+    let cleared = session_cookie(
+        &inbox,
+        &session,
+        String::new(),
+        cookie::time::Duration::ZERO,
+    );
     Ok((
         [(header::SET_COOKIE, cleared.to_string())],
         Redirect::to("/signed-out"),

@@ -275,7 +275,12 @@ pub(crate) fn run(
                     }
                 }
                 @if open && paused.status().as_str() == "awaiting_approval" {
-                    @if own_under_four_eyes(session, paused) {
+                    @if let Some(when) = expired_at(paused, parts.now_ms) {
+                        (deny_only_form(session, run_id, paused, &format!(
+                            "Its time to be approved ran out at {}: it can no longer be approved. Deny it, or ask for it again from the console — `toolgate runs ask-again {}` — which starts its time over with a new digest.",
+                            at(when), visible(run_id)
+                        )))
+                    } @else if own_under_four_eyes(session, paused) {
                         (deny_only_form(session, run_id, paused, FOUR_EYES))
                     } @else if approved_by(history, paused, &session.operator) {
                         h2 { "Decide" }
@@ -435,6 +440,21 @@ fn from_now_on_forms(session: &Session, run_id: &str, paused: &SuspendedRun) -> 
 fn own_under_four_eyes(session: &Session, paused: &SuspendedRun) -> bool {
     paused.state().options.four_eyes
         && toolgate::identity::same_person(&session.operator, &paused.state().requested_by)
+}
+
+/// When the turn's time to be approved ran out, if it did by `now_ms`:
+/// it can then be denied or asked again, never approved.
+fn expired_at(paused: &SuspendedRun, now_ms: i64) -> Option<i64> {
+    let SuspendedRun::AwaitingApproval(waiting) = paused else {
+        return None;
+    };
+    let now = u64::try_from(now_ms).unwrap_or(0);
+    if !waiting.is_expired(now) {
+        return None;
+    }
+    waiting
+        .expires_at_ms()
+        .map(|at| i64::try_from(at).unwrap_or(i64::MAX))
 }
 
 /// Why only "deny" is offered to the requester of a run under four eyes.

@@ -343,6 +343,7 @@ async fn enter(
         Ok(opened) => {
             let cookie = session_cookie(
                 &inbox,
+                &opened.session,
                 opened.secret,
                 cookie::time::Duration::seconds(
                     i64::try_from(inbox.inner.session_for.as_secs()).unwrap_or(i64::MAX),

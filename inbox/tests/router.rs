@@ -172,6 +172,16 @@ async fn a_link_signs_in_once_from_the_inbox_own_origin() {
         let answer = send(&inbox, request).await;
         assert_eq!(answer.status, StatusCode::FORBIDDEN, "{site:?}");
     }
+    // The inbox's own origin, but the browser says the request came from
+    // elsewhere: its word is taken, refused.
+    for site in ["same-site", "cross-site", "none"] {
+        let mut request = post("/sign-in", None, Some(ORIGIN), &[("token", &link.secret)]);
+        request
+            .headers_mut()
+            .insert("sec-fetch-site", site.parse().unwrap());
+        let answer = send(&inbox, request).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{site}");
+    }
     // The browser's own word: `null` and `Sec-Fetch-Site: same-origin`.
     let mut request = post("/sign-in", None, Some("null"), &[("token", &link.secret)]);
     request
@@ -184,6 +194,14 @@ async fn a_link_signs_in_once_from_the_inbox_own_origin() {
         .unwrap()
         .to_owned();
     assert!(cookie.starts_with(SESSION_COOKIE), "{cookie}");
+    // Sent to the session's own pages only: its path holds the key the
+    // sign-in leads to.
+    let location = answer.headers[header::LOCATION].to_str().unwrap();
+    assert!(location.starts_with("/s/"), "{location}");
+    assert!(
+        cookie.contains(&format!("Path={location}")),
+        "{cookie} {location}"
+    );
     // Used once.
     let again = send(
         &inbox,
@@ -1885,4 +1903,39 @@ async fn the_requester_is_offered_no_approval_under_four_eyes() {
     )
     .await;
     assert_eq!(denied.status, StatusCode::SEE_OTHER, "{}", denied.body);
+}
+
+/// A turn whose time to be approved ran out offers no approval — the
+/// store would refuse it — but a denial, and says how to ask for it again.
+#[tokio::test]
+async fn an_expired_turn_offers_a_denial_and_the_way_to_ask_again() {
+    let db = TestDb::new().await;
+    let (store, inbox) = inbox(&db).await;
+    let options = RunOptions {
+        decision_ttl_ms: Some(1),
+        ..RunOptions::default()
+    };
+    let run = paused(&store, json!({"branch": "old"}), options).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (cookie, csrf) = signed_in(&inbox, &store, "bob").await;
+    let page = send(
+        &inbox,
+        get(&format!("/s/{csrf}/runs/{}", run.run_id()), Some(&cookie)),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("ran out"), "{}", page.body);
+    assert!(
+        page.body
+            .contains(&format!("toolgate runs ask-again {}", run.run_id())),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("Approve every call"), "{}", page.body);
+    assert!(
+        !page.body.contains("Record these verdicts"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("Deny every call"), "{}", page.body);
 }
