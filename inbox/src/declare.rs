@@ -122,6 +122,25 @@ fn refused(session: &Session, status: StatusCode, why: &str, fresh: &str) -> Res
         .into_response()
 }
 
+/// The server a form names, as it is now; the news that it was removed
+/// since the page was shown, when it was.
+async fn server_now(
+    inbox: &Inbox,
+    session: &Session,
+    id: &str,
+    fresh: &str,
+) -> Result<Result<ServerRecord, Response>, Refused> {
+    match inbox.store().server(id).await {
+        Ok(server) => Ok(Ok(server)),
+        Err(StoreError::NoSuchServer(_)) => Ok(Err(changed(
+            session,
+            "There is no such server now: it was removed since this page was shown.",
+            fresh,
+        ))),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// Whether a tool in this gate runs without a person.
 fn unattended(gate: ToolGate) -> bool {
     matches!(
@@ -174,16 +193,9 @@ pub(crate) async fn declare_tool(
     };
     let (server_id, local) = (form.get("server"), form.get("tool"));
     let store = inbox.store();
-    let server = match store.server(server_id).await {
+    let server = match server_now(&inbox, &session, server_id, &fresh).await? {
         Ok(server) => server,
-        Err(StoreError::NoSuchServer(_)) => {
-            return Ok(changed(
-                &session,
-                "There is no such server now: it was removed since this page was shown.",
-                &fresh,
-            ));
-        }
-        Err(error) => return Err(error.into()),
+        Err(changed) => return Ok(changed),
     };
     let Some(row) = store
         .catalogue(server_id)
@@ -295,16 +307,9 @@ pub(crate) async fn server_approval(
     };
     let store = inbox.store();
     let server_id = form.get("server");
-    let server = match store.server(server_id).await {
+    let server = match server_now(&inbox, &session, server_id, &fresh).await? {
         Ok(server) => server,
-        Err(StoreError::NoSuchServer(_)) => {
-            return Ok(changed(
-                &session,
-                "There is no such server now: it was removed since this page was shown.",
-                &fresh,
-            ));
-        }
-        Err(error) => return Err(error.into()),
+        Err(changed) => return Ok(changed),
     };
     let reviewed = if declaration == OperatorDeclaration::NoApproval {
         let acceptance = store.acceptance(server_id, &[]).await?;
